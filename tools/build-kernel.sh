@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Fetches linux-source-7.3 from Debian (private apt lists: the machine's apt
+# configuration is never touched) and builds the test kernel from tinyconfig
+# plus tools/kernel/radiance.config. The built tree is cached under
+# $RADIANCE_CACHE/kernel/<version>-<config hash>; a rerun with the same
+# version and config returns at once.
+source "$(dirname "$0")/lib.sh"
+
+apt_dir=$RADIANCE_CACHE/apt
+fragment=$TOP/tools/kernel/radiance.config
+
+# The Debian mirror this machine already uses, so no host is hard-coded.
+debian_mirror() {
+	{
+		grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
+		grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+			sed -E 's/\[[^]]*\]//' | awk '{print $2}'
+	} | grep -E '/debian/?$' | head -n1
+}
+
+fetch_source_deb() {
+	local deb
+	deb=$(ls "$apt_dir"/${KERNEL_PKG}_*.deb 2>/dev/null | sort -V | tail -n1 || true)
+	if [[ -n $deb ]]; then echo "$deb"; return; fi
+	local mirror; mirror=$(debian_mirror)
+	[[ -n $mirror ]] || die "no Debian mirror found in /etc/apt/sources.list*"
+	mkdir -p "$apt_dir/lists/partial"
+	echo "deb $mirror $KERNEL_SUITE main" >"$apt_dir/sources.list"
+	local opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$apt_dir/lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+	log "apt: fetching $KERNEL_PKG from $KERNEL_SUITE"
+	apt-get "${opts[@]}" update -qq >&2
+	(cd "$apt_dir" && apt-get "${opts[@]}" download "$KERNEL_PKG" >&2)
+	ls "$apt_dir"/${KERNEL_PKG}_*.deb | sort -V | tail -n1
+}
+
+deb=$(fetch_source_deb)
+version=$(basename "$deb" | sed -E "s/^${KERNEL_PKG}_([^_]+)_.*/\1/")
+hash=$( (echo "$version"; cat "$fragment") | sha256sum | cut -c1-12)
+src=$RADIANCE_CACHE/kernel/src-$version
+out=$RADIANCE_CACHE/kernel/build-$version-$hash
+
+if [[ -f $out/.radiance-built ]]; then
+	log "kernel: cached $out"
+else
+	if [[ ! -f $src/.radiance-extracted ]]; then
+		log "kernel: extracting $KERNEL_PKG $version"
+		rm -rf "$src" "$src.tmp"; mkdir -p "$src.tmp"
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$src.tmp" --wildcards '*.tar.xz'
+		tar -xJf "$src.tmp"/usr/src/${KERNEL_PKG}.tar.xz -C "$src.tmp" --strip-components=1
+		rm -rf "$src.tmp/usr"
+		touch "$src.tmp/.radiance-extracted"
+		mv "$src.tmp" "$src"
+	fi
+	mk=(make -C "$src" O="$out" LLVM=$LLVM_SUFFIX -j"$JOBS")
+	rm -rf "$out"; mkdir -p "$out"
+	"${mk[@]}" -s tinyconfig
+	"$src"/scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "$fragment" >/dev/null
+	"${mk[@]}" -s olddefconfig
+	# A symbol whose dependencies are unmet is dropped silently: refuse that.
+	while IFS= read -r line; do
+		[[ $line =~ ^CONFIG_ ]] || continue
+		grep -qx "$line" "$out/.config" || die "kernel config: $line did not stick (unmet dependency?)"
+	done <"$fragment"
+	"${mk[@]}" rustavailable >/dev/null || die "Rust is not available to the kernel build"
+	log "kernel: building $version (config $hash); about 12 minutes on 2 cores"
+	"${mk[@]}" -s all
+	touch "$out/.radiance-built"
+fi
+echo "$out" >"$RADIANCE_CACHE/kernel/current"
+echo "$src" >"$RADIANCE_CACHE/kernel/current-src"
+echo "$out"

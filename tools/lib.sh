@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared settings for the build and test scripts in tools/. Sourced, not run.
+#
+# Everything slow (apt lists, the kernel source, the built test kernel) lives
+# under $RADIANCE_CACHE so that a rerun finds it; the repo itself stays clean
+# apart from build/ (ignored).
+
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RADIANCE_CACHE=${RADIANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/radiance}
+BUILD=$TOP/build
+# The Debian package we take the kernel source from: pinned by name, not by
+# revision, because old revisions leave the mirror.
+KERNEL_PKG=linux-source-7.3
+KERNEL_SUITE=trixie-backports
+LLVM_SUFFIX=-19
+JOBS=${JOBS:-$(nproc)}
+
+export PATH=$HOME/.cargo/bin:$PATH
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Where the built kernel tree lives; set by tools/build-kernel.sh's stamp.
+kernel_dir() {
+	local f=$RADIANCE_CACHE/kernel/current
+	[[ -f $f ]] || die "no test kernel built yet: run tools/build-kernel.sh"
+	cat "$f"
+}
+
+# The extracted kernel source (for kselftest_harness.h).
+kernel_src() {
+	local f=$RADIANCE_CACHE/kernel/current-src
+	[[ -f $f ]] || die "no kernel source yet: run tools/build-kernel.sh"
+	cat "$f"
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! The Radiance ioctl ABI: the one source of truth shared by the kernel module
+//! and userspace.
+//!
+//! The kernel module includes this file directly (`#[path = ...] mod uapi;`),
+//! so it must stay `no_std` and free of dependencies. The C header
+//! `include/radiance.h` mirrors it for C users; `tests/c_header.rs` compiles
+//! that header and checks every size, offset and ioctl number against this
+//! file, so the two cannot drift.
+//!
+//! Rules for every argument struct:
+//! - `#[repr(C)]`, fixed-width integer fields only, explicit padding
+//!   (`tests/c_header.rs` checks that the fields cover every byte);
+//! - `flags` fields reject unknown bits and `pad`/reserved fields must be zero
+//!   (EINVAL), so they can be given a meaning later;
+//! - a released struct is never reordered or resized in place: it grows at the
+//!   end. The ioctl number encodes the size userspace was built with; the
+//!   kernel accepts any size from the first released one up to its own and
+//!   zero-extends the rest.
+
+#![no_std]
+
+/// Major ABI version: bumped only for an incompatible change (never, we hope).
+pub const ABI_MAJOR: u16 = 1;
+/// Minor ABI version: bumped when structs grow or ioctls are added.
+pub const ABI_MINOR: u16 = 0;
+
+/// The ioctl type byte ("magic") of every Radiance ioctl.
+pub const IOCTL_TYPE: u8 = 0xB6;
+
+/// Most devices a host can have (`/dev/radiance0` .. `/dev/radiance7`).
+pub const MAX_DEVICES: u32 = 8;
+
+// Linux's generic `_IOC` encoding (include/uapi/asm-generic/ioctl.h), which
+// x86, arm64 and riscv share.
+const IOC_NRBITS: u32 = 8;
+const IOC_TYPEBITS: u32 = 8;
+const IOC_SIZEBITS: u32 = 14;
+const IOC_NRSHIFT: u32 = 0;
+const IOC_TYPESHIFT: u32 = IOC_NRSHIFT + IOC_NRBITS;
+const IOC_SIZESHIFT: u32 = IOC_TYPESHIFT + IOC_TYPEBITS;
+const IOC_DIRSHIFT: u32 = IOC_SIZESHIFT + IOC_SIZEBITS;
+
+/// `_IOC_WRITE`: userspace writes the argument (kernel reads it).
+pub const IOC_WRITE: u32 = 1;
+/// `_IOC_READ`: userspace reads the argument (kernel writes it).
+pub const IOC_READ: u32 = 2;
+
+/// `_IOC(dir, type, nr, size)`.
+pub const fn ioc(dir: u32, nr: u8, size: usize) -> u32 {
+    (dir << IOC_DIRSHIFT)
+        | ((IOCTL_TYPE as u32) << IOC_TYPESHIFT)
+        | ((nr as u32) << IOC_NRSHIFT)
+        | ((size as u32) << IOC_SIZESHIFT)
+}
+
+/// `_IOWR(type, nr, T)` for a Radiance ioctl.
+pub const fn iowr<T>(nr: u8) -> u32 {
+    ioc(IOC_READ | IOC_WRITE, nr, core::mem::size_of::<T>())
+}
+
+/// The fields of an ioctl command word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoctlCmd {
+    /// `IOC_READ | IOC_WRITE` bits.
+    pub dir: u32,
+    /// The type byte; ours is [`IOCTL_TYPE`].
+    pub ty: u8,
+    /// The command number within the type.
+    pub nr: u8,
+    /// The argument size the caller was built with.
+    pub size: usize,
+}
+
+impl IoctlCmd {
+    /// Splits a command word into its fields (`_IOC_DIR` and friends).
+    pub const fn decode(cmd: u32) -> Self {
+        Self {
+            dir: cmd >> IOC_DIRSHIFT,
+            ty: (cmd >> IOC_TYPESHIFT) as u8,
+            nr: (cmd >> IOC_NRSHIFT) as u8,
+            size: ((cmd >> IOC_SIZESHIFT) & ((1 << IOC_SIZEBITS) - 1)) as usize,
+        }
+    }
+}
+
+/// What kind of hardware stands behind a device node.
+pub mod backend {
+    /// The software Gluon inside the kernel module (no hardware).
+    pub const EMULATED: u32 = 1;
+    /// A Radiance FPGA board on PCI.
+    pub const PCI: u32 = 2;
+    /// A Radiance SoC described by the device tree.
+    pub const PLATFORM: u32 = 3;
+}
+
+/// Length of [`GetInfo::name`], including the terminating NUL.
+pub const NAME_LEN: usize = 32;
+
+/// `RADIANCE_IOCTL_GET_INFO`: what the device is and what it can do.
+///
+/// `flags` and `pad0` are inputs and must be zero; everything else is output.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GetInfo {
+    /// In: no flags are defined yet; must be zero.
+    pub flags: u32,
+    /// In: must be zero.
+    pub pad0: u32,
+    /// Out: [`ABI_MAJOR`] of the running module.
+    pub abi_major: u16,
+    /// Out: [`ABI_MINOR`] of the running module.
+    pub abi_minor: u16,
+    /// Out: N of `/dev/radianceN`.
+    pub device_index: u32,
+    /// Out: one of [`backend`].
+    pub backend: u32,
+    /// Out: zero.
+    pub pad1: u32,
+    /// Out: a human-readable device name, NUL-terminated.
+    pub name: [u8; NAME_LEN],
+    /// Out: SIMT cores.
+    pub cores: u32,
+    /// Out: hardware warps per core.
+    pub warps_per_core: u32,
+    /// Out: threads (lanes) per warp.
+    pub threads_per_warp: u32,
+    /// Out: most user-mode queues the device accepts at once.
+    pub max_queues: u32,
+    /// Out: bytes of device memory.
+    pub vram_size: u64,
+    /// Out: bytes per user queue packet.
+    pub packet_size: u32,
+    /// Out: bytes of a doorbell page mapping.
+    pub doorbell_page_size: u32,
+    /// Out: `feature::*` bits; none are defined in ABI 1.0.
+    pub features: u64,
+}
+
+/// Ioctl numbers within [`IOCTL_TYPE`].
+pub mod nr {
+    /// [`super::GetInfo`].
+    pub const GET_INFO: u8 = 0x00;
+}
+
+/// `RADIANCE_IOCTL_GET_INFO`.
+pub const IOCTL_GET_INFO: u32 = iowr::<GetInfo>(nr::GET_INFO);
+
+/// Smallest argument size ever released for each ioctl: the kernel accepts
+/// sizes from this up to the current struct size.
+pub mod min_size {
+    /// [`super::GetInfo`] as released in ABI 1.0.
+    pub const GET_INFO: usize = 96;
+}
+
+// Sizes are part of the ABI: a change here is a change to a released struct.
+const _: () = assert!(core::mem::size_of::<GetInfo>() == 96);
+const _: () = assert!(min_size::GET_INFO <= core::mem::size_of::<GetInfo>());

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! Proves that `include/radiance.h` and the Rust ABI agree: every struct's
+//! size, every field's offset and size, and every ioctl number. A C program
+//! generated from the tables below is compiled against the header and prints
+//! what the C compiler sees; the test compares that with what rustc sees.
+
+use radiance_uapi as uapi;
+use std::{collections::BTreeMap, fmt::Write as _, mem::size_of, path::PathBuf, process::Command};
+
+/// One fact about the ABI: a C expression and the value Rust gives it.
+struct Fact {
+    c_expr: String,
+    rust: u64,
+}
+
+/// Size of a field, from a projection closure (no instance needed).
+fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
+    size_of::<F>()
+}
+
+/// Lists a struct's size and each field's offset and size, and checks on the
+/// Rust side that the listed fields cover every byte (no implicit padding and
+/// no unlisted field).
+macro_rules! abi_struct {
+    ($facts:ident, $rust:ty, $c:literal, [$($field:ident),+ $(,)?]) => {{
+        let mut covered = 0usize;
+        $facts.push(Fact { c_expr: format!("sizeof(struct {})", $c), rust: size_of::<$rust>() as u64 });
+        $(
+            let size = field_size(|s: &$rust| &s.$field);
+            covered += size;
+            $facts.push(Fact {
+                c_expr: format!("offsetof(struct {}, {})", $c, stringify!($field)),
+                rust: core::mem::offset_of!($rust, $field) as u64,
+            });
+            $facts.push(Fact {
+                c_expr: format!("sizeof(((struct {} *)0)->{})", $c, stringify!($field)),
+                rust: size as u64,
+            });
+        )+
+        assert_eq!(covered, size_of::<$rust>(), "{}: fields do not cover the struct (padding?)", $c);
+    }};
+}
+
+fn facts() -> Vec<Fact> {
+    let mut f = Vec::new();
+    abi_struct!(f, uapi::GetInfo, "radiance_get_info", [
+        flags, pad0, abi_major, abi_minor, device_index, backend, pad1, name, cores,
+        warps_per_core, threads_per_warp, max_queues, vram_size, packet_size,
+        doorbell_page_size, features,
+    ]);
+    let consts: &[(&str, u64)] = &[
+        ("RADIANCE_IOCTL_GET_INFO", uapi::IOCTL_GET_INFO as u64),
+        ("RADIANCE_ABI_MAJOR", uapi::ABI_MAJOR as u64),
+        ("RADIANCE_ABI_MINOR", uapi::ABI_MINOR as u64),
+        ("RADIANCE_IOCTL_TYPE", uapi::IOCTL_TYPE as u64),
+        ("RADIANCE_MAX_DEVICES", uapi::MAX_DEVICES as u64),
+        ("RADIANCE_BACKEND_EMULATED", uapi::backend::EMULATED as u64),
+        ("RADIANCE_BACKEND_PCI", uapi::backend::PCI as u64),
+        ("RADIANCE_BACKEND_PLATFORM", uapi::backend::PLATFORM as u64),
+        ("RADIANCE_NAME_LEN", uapi::NAME_LEN as u64),
+    ];
+    for &(name, rust) in consts {
+        f.push(Fact { c_expr: format!("(unsigned long long)({name})"), rust });
+    }
+    f
+}
+
+/// Compiles and runs a C program that prints each fact's C value, one a line.
+fn c_values(facts: &[Fact]) -> Vec<u64> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let src = dir.join("c_header_check.c");
+    let exe = dir.join("c_header_check");
+    let mut c = String::from("#include <stddef.h>\n#include <stdio.h>\n#include \"radiance.h\"\nint main(void) {\n");
+    for fact in facts {
+        writeln!(c, "\tprintf(\"%llu\\n\", (unsigned long long)({}));", fact.c_expr).unwrap();
+    }
+    c.push_str("\treturn 0;\n}\n");
+    std::fs::write(&src, c).unwrap();
+
+    let include = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg("-I")
+        .arg(&include)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("running {cc}: {e}"));
+    assert!(status.success(), "the C header does not compile");
+    let out = Command::new(&exe).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect()
+}
+
+#[test]
+fn c_header_matches_rust() {
+    let facts = facts();
+    let c = c_values(&facts);
+    assert_eq!(c.len(), facts.len());
+    let mismatches: BTreeMap<_, _> = facts
+        .iter()
+        .zip(&c)
+        .filter(|(f, c)| f.rust != **c)
+        .map(|(f, c)| (f.c_expr.clone(), (f.rust, *c)))
+        .collect();
+    assert!(mismatches.is_empty(), "C header and Rust ABI disagree (rust, c): {mismatches:#?}");
+}
+
+#[test]
+fn ioctl_numbers_decode() {
+    let cmd = uapi::IoctlCmd::decode(uapi::IOCTL_GET_INFO);
+    assert_eq!(cmd.ty, uapi::IOCTL_TYPE);
+    assert_eq!(cmd.nr, uapi::nr::GET_INFO);
+    assert_eq!(cmd.size, size_of::<uapi::GetInfo>());
+    assert_eq!(cmd.dir, uapi::IOC_READ | uapi::IOC_WRITE);
+}
