@@ -46,10 +46,10 @@ if [[ -f $out/.radiance-built ]]; then
 else
 	if [[ ! -f $src/.radiance-extracted ]]; then
 		log "kernel: extracting $KERNEL_PKG $version"
-		rm -rf "$src" "$src.tmp"; mkdir -p "$src.tmp"
-		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$src.tmp" --wildcards '*.tar.xz'
-		tar -xJf "$src.tmp"/usr/src/${KERNEL_PKG}.tar.xz -C "$src.tmp" --strip-components=1
-		rm -rf "$src.tmp/usr"
+		rm -rf "$src" "$src.tmp" "$src.deb"; mkdir -p "$src.tmp" "$src.deb"
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$src.deb" --wildcards '*.tar.xz'
+		tar -xJf "$src.deb"/usr/src/${KERNEL_PKG}.tar.xz -C "$src.tmp" --strip-components=1
+		rm -rf "$src.deb"
 		touch "$src.tmp/.radiance-extracted"
 		mv "$src.tmp" "$src"
 	fi

@@ -24,6 +24,12 @@
 
 #define RADIANCE_NAME_LEN 32
 
+/* Built-in kernels of the emulated Gluon: see uapi/src/lib.rs. */
+#define RADIANCE_BUILTIN_FILL_U32 0xFFFF0000u
+#define RADIANCE_BUILTIN_COPY_U32 0xFFFF0100u
+#define RADIANCE_BUILTIN_VECADD_U32 0xFFFF0200u
+#define RADIANCE_BUILTIN_SPIN 0xFFFF0300u
+
 /* flags and pad0 are inputs and must be zero; the rest is output. */
 struct radiance_get_info {
 	__u32 flags;

@@ -95,6 +95,28 @@ pub mod backend {
     pub const PLATFORM: u32 = 3;
 }
 
+/// Built-in kernels of the emulated Gluon (and of the host backend, which
+/// matches it). The emulator cannot execute Radiance machine code, so a launch
+/// whose entry PC is one of these runs the built-in; any other entry PC is
+/// answered with a bad-PC error, as hardware would answer it.
+///
+/// Every built-in reads its parameters as little-endian `u32`s from the
+/// launch's params, and thread `t` of the grid (`t = block_linear *
+/// threads_per_block + thread_linear`) handles element `t`; threads past the
+/// element count do nothing.
+pub mod builtin {
+    /// `dst[t] = value` for `t < count`. Params: `dst, value, count`.
+    pub const FILL_U32: u32 = 0xFFFF_0000;
+    /// `dst[t] = src[t]` for `t < count` (u32 elements). Params: `dst, src, count`.
+    pub const COPY_U32: u32 = 0xFFFF_0100;
+    /// `c[t] = a[t] + b[t]` (wrapping) for `t < count`. Params: `a, b, c, count`.
+    pub const VECADD_U32: u32 = 0xFFFF_0200;
+    /// Never completes: for timeout and reset tests. No params.
+    pub const SPIN: u32 = 0xFFFF_0300;
+    /// Every built-in entry PC.
+    pub const ALL: [u32; 4] = [FILL_U32, COPY_U32, VECADD_U32, SPIN];
+}
+
 /// Length of [`GetInfo::name`], including the terminating NUL.
 pub const NAME_LEN: usize = 32;
 

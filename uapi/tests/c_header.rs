@@ -59,6 +59,10 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_BACKEND_PCI", uapi::backend::PCI as u64),
         ("RADIANCE_BACKEND_PLATFORM", uapi::backend::PLATFORM as u64),
         ("RADIANCE_NAME_LEN", uapi::NAME_LEN as u64),
+        ("RADIANCE_BUILTIN_FILL_U32", uapi::builtin::FILL_U32 as u64),
+        ("RADIANCE_BUILTIN_COPY_U32", uapi::builtin::COPY_U32 as u64),
+        ("RADIANCE_BUILTIN_VECADD_U32", uapi::builtin::VECADD_U32 as u64),
+        ("RADIANCE_BUILTIN_SPIN", uapi::builtin::SPIN as u64),
     ];
     for &(name, rust) in consts {
         f.push(Fact { c_expr: format!("(unsigned long long)({name})"), rust });

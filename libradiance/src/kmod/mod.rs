@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! The kmod backend: `/dev/radianceN`, driven through radiance.ko's ioctls.
+
+mod ioctl;
+
+use crate::{Error, Result};
+use radiance_uapi as uapi;
+use rustix::fs::{Mode, OFlags};
+use std::{
+    os::fd::OwnedFd,
+    path::{Path, PathBuf},
+};
+
+/// Where the kernel module's device nodes appear.
+const DEV_DIR: &str = "/dev";
+const NODE_PREFIX: &str = "radiance";
+
+/// The hardware behind a device node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The module's software Gluon (no hardware).
+    Emulated,
+    /// A PCI FPGA board.
+    Pci,
+    /// A device-tree SoC.
+    Platform,
+    /// A kind this library does not know yet.
+    Other(u32),
+}
+
+impl BackendKind {
+    fn from_uapi(v: u32) -> Self {
+        match v {
+            uapi::backend::EMULATED => Self::Emulated,
+            uapi::backend::PCI => Self::Pci,
+            uapi::backend::PLATFORM => Self::Platform,
+            other => Self::Other(other),
+        }
+    }
+
+    /// A short lower-case name, for tables and JSON.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Emulated => "emulated",
+            Self::Pci => "pci",
+            Self::Platform => "platform",
+            Self::Other(_) => "unknown",
+        }
+    }
+}
+
+/// What GET_INFO says about a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub abi_major: u16,
+    pub abi_minor: u16,
+    pub index: u32,
+    pub backend: BackendKind,
+    pub name: String,
+    pub cores: u32,
+    pub warps_per_core: u32,
+    pub threads_per_warp: u32,
+    pub max_queues: u32,
+    pub vram_size: u64,
+    pub packet_size: u32,
+    pub doorbell_page_size: u32,
+    pub features: u64,
+}
+
+impl From<&uapi::GetInfo> for DeviceInfo {
+    fn from(i: &uapi::GetInfo) -> Self {
+        let name_len = i.name.iter().position(|&b| b == 0).unwrap_or(i.name.len());
+        Self {
+            abi_major: i.abi_major,
+            abi_minor: i.abi_minor,
+            index: i.device_index,
+            backend: BackendKind::from_uapi(i.backend),
+            name: String::from_utf8_lossy(&i.name[..name_len]).into_owned(),
+            cores: i.cores,
+            warps_per_core: i.warps_per_core,
+            threads_per_warp: i.threads_per_warp,
+            max_queues: i.max_queues,
+            vram_size: i.vram_size,
+            packet_size: i.packet_size,
+            doorbell_page_size: i.doorbell_page_size,
+            features: i.features,
+        }
+    }
+}
+
+/// The device nodes present now, in index order.
+pub fn enumerate() -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(DEV_DIR).map_err(|e| {
+        Error::os(format!("reading {DEV_DIR}"), rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO))
+    })?;
+    let mut nodes: Vec<(u32, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name();
+            let index = name.to_str()?.strip_prefix(NODE_PREFIX)?.parse().ok()?;
+            Some((index, e.path()))
+        })
+        .collect();
+    nodes.sort();
+    Ok(nodes.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Turns `kmod:N`, `N`, `radianceN` or a path into a device node path.
+pub fn resolve(name: &str) -> Result<PathBuf> {
+    let index = name
+        .strip_prefix("kmod:")
+        .or_else(|| name.strip_prefix(NODE_PREFIX))
+        .unwrap_or(name);
+    if let Ok(n) = index.parse::<u32>() {
+        return Ok(Path::new(DEV_DIR).join(format!("{NODE_PREFIX}{n}")));
+    }
+    if name.starts_with('/') {
+        return Ok(PathBuf::from(name));
+    }
+    Err(Error::BadDeviceName(name.to_owned()))
+}
+
+/// An open `/dev/radianceN`.
+#[derive(Debug)]
+pub struct Device {
+    fd: OwnedFd,
+    path: PathBuf,
+    info: DeviceInfo,
+}
+
+impl Device {
+    /// Opens a device by name (see [`resolve`]) and checks its ABI version.
+    pub fn open(name: &str) -> Result<Self> {
+        let path = resolve(name)?;
+        let fd = rustix::fs::open(&path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| match e {
+            rustix::io::Errno::NOENT if enumerate().map(|v| v.is_empty()).unwrap_or(true) => Error::NoDevices,
+            rustix::io::Errno::NOENT | rustix::io::Errno::NODEV | rustix::io::Errno::NXIO => {
+                Error::DeviceNotFound(path.clone())
+            }
+            e => Error::os(format!("opening {}", path.display()), e),
+        })?;
+        let raw = ioctl::get_info(&fd).map_err(|e| Error::os(format!("{}: GET_INFO", path.display()), e))?;
+        let info = DeviceInfo::from(&raw);
+        if info.abi_major != uapi::ABI_MAJOR {
+            return Err(Error::AbiMismatch { path, major: info.abi_major, minor: info.abi_minor });
+        }
+        Ok(Self { fd, path, info })
+    }
+
+    /// The device node this was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What GET_INFO said when the device was opened.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_device_names() {
+        for name in ["kmod:3", "3", "radiance3", "/dev/radiance3"] {
+            assert_eq!(resolve(name).unwrap(), PathBuf::from("/dev/radiance3"), "{name}");
+        }
+        assert!(matches!(resolve("cuda:0"), Err(Error::BadDeviceName(_))));
+        assert!(matches!(resolve("kmod:x"), Err(Error::BadDeviceName(_))));
+    }
+
+    #[test]
+    fn decodes_info_name_and_backend() {
+        let mut raw = uapi::GetInfo { backend: uapi::backend::PCI, vram_size: 1 << 30, ..Default::default() };
+        raw.name[..5].copy_from_slice(b"board");
+        let info = DeviceInfo::from(&raw);
+        assert_eq!(info.name, "board");
+        assert_eq!(info.backend, BackendKind::Pci);
+        assert_eq!(info.vram_size, 1 << 30);
+        raw.backend = 99;
+        assert_eq!(DeviceInfo::from(&raw).backend, BackendKind::Other(99));
+    }
+}
