@@ -26,8 +26,9 @@ pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
 pub const ABI_MINOR: u16 = 0;
 
-/// The ioctl type byte ("magic") of every Radiance ioctl.
-pub const IOCTL_TYPE: u8 = 0xB6;
+/// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
+/// Documentation/userspace-api/ioctl/ioctl-number.rst.
+pub const IOCTL_TYPE: u8 = 0xB9;
 
 /// Most devices a host can have (`/dev/radiance0` .. `/dev/radiance7`).
 pub const MAX_DEVICES: u32 = 8;

@@ -8,7 +8,7 @@ use crate::{Error, Result};
 use radiance_uapi as uapi;
 use rustix::fs::{Mode, OFlags};
 use std::{
-    os::fd::OwnedFd,
+    os::fd::{AsFd, BorrowedFd, OwnedFd},
     path::{Path, PathBuf},
 };
 
@@ -156,6 +156,12 @@ impl Device {
     /// What GET_INFO said when the device was opened.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+}
+
+impl AsFd for Device {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Module load and unload: creates the devices and owns them until `rmmod`.
+
+use kernel::prelude::*;
+
+use crate::{
+    device::DeviceNode,
+    hw::emu::Emu,
+    uapi, //
+};
+
+/// The loaded module: every device it created.
+pub(crate) struct Radiance {
+    /// Dropping a node removes `/dev/radianceN` first, then its device.
+    _nodes: KVec<Pin<KBox<DeviceNode>>>,
+}
+
+impl kernel::Module for Radiance {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let count = crate::module_parameters::emulated_devices.value();
+        let vram_mib = crate::module_parameters::emulated_vram_mib.value();
+        if count > uapi::MAX_DEVICES {
+            pr_err!("emulated_devices={count}: at most {} are supported\n", uapi::MAX_DEVICES);
+            return Err(EINVAL);
+        }
+        let vram_size = u64::from(vram_mib) << 20;
+        if vram_mib == 0 || vram_size > Emu::MAX_VRAM {
+            pr_err!("emulated_vram_mib={vram_mib}: must be 1 to {}\n", Emu::MAX_VRAM >> 20);
+            return Err(EINVAL);
+        }
+
+        let mut nodes = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        for index in 0..count {
+            let emu = Emu::new(index, vram_size)?;
+            nodes.push(DeviceNode::new(index, emu)?, GFP_KERNEL)?;
+        }
+        pr_info!("{count} emulated device(s), {vram_mib} MiB VRAM each\n");
+        Ok(Self { _nodes: nodes })
+    }
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The hardware seam: everything the driver core knows about a device comes
+//! through [`Gluon`], Radiance's command processor.
+//!
+//! Glossary:
+//! - Gluon: the command processor in front of Radiance's SIMT cores. It takes
+//!   16-byte command headers through one MMIO FIFO and answers each with a
+//!   16-byte response plus an interrupt.
+//! - VRAM: device memory; device pointers are raw 32-bit VRAM addresses (there
+//!   is no GPU virtual memory).
+//!
+//! One file per backend: `emu` (software Gluon, no hardware). The PCI FPGA
+//! board and device-tree SoC backends implement the same trait; they are not
+//! written yet because there is no board to bring them up against.
+
+pub(crate) mod emu;
+
+use crate::uapi;
+
+/// What a backend says about the hardware behind it (GET_INFO reports it).
+pub(crate) struct HwDesc {
+    /// One of `uapi::backend`.
+    pub(crate) backend: u32,
+    /// Human-readable; truncated to `uapi::NAME_LEN - 1` bytes in GET_INFO.
+    pub(crate) name: &'static str,
+    pub(crate) cores: u32,
+    pub(crate) warps_per_core: u32,
+    pub(crate) threads_per_warp: u32,
+    /// Bytes of VRAM.
+    pub(crate) vram_size: u64,
+}
+
+impl HwDesc {
+    /// `name` as GET_INFO's NUL-terminated, zero-padded field.
+    pub(crate) fn name_field(&self) -> [u8; uapi::NAME_LEN] {
+        let mut out = [0u8; uapi::NAME_LEN];
+        let len = self.name.len().min(uapi::NAME_LEN - 1);
+        out[..len].copy_from_slice(&self.name.as_bytes()[..len]);
+        out
+    }
+}
+
+/// A Gluon command processor, real or emulated.
+pub(crate) trait Gluon: Send + Sync {
+    /// The hardware's description.
+    fn desc(&self) -> &HwDesc;
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Ioctl decoding: the one place that checks an ioctl's number, direction
+//! and argument size, copies the argument in and out, and routes it to its
+//! handler.
+//!
+//! The size in the command word is the size userspace was built with. Any
+//! size from the first released one up to ours is accepted: a shorter
+//! (older) struct is zero-extended and only its own bytes are copied back.
+//! Anything else is EINVAL; a number or direction we do not know is ENOTTY.
+
+use kernel::{
+    prelude::*,
+    transmute::{
+        AsBytes,
+        FromBytes, //
+    },
+    uaccess::UserSlice,
+};
+
+use crate::{
+    context::Context,
+    uapi::{
+        self,
+        IoctlCmd, //
+    },
+};
+
+/// An ioctl argument struct of the uapi.
+trait IoctlArg: FromBytes + AsBytes + Default {
+    /// The smallest size of this struct ever released.
+    const MIN_SIZE: usize;
+}
+
+/// Declares the uapi argument structs, with their first released sizes.
+macro_rules! ioctl_args {
+    ($($ty:ty => $min:expr),* $(,)?) => {$(
+        // SAFETY: uapi structs are `repr(C)` with integer fields only and
+        // explicit padding (uapi/tests/c_header.rs checks that the fields
+        // cover every byte), so every bit pattern is valid, no byte is
+        // uninitialised, and there is no interior mutability.
+        unsafe impl FromBytes for $ty {}
+        // SAFETY: as above.
+        unsafe impl AsBytes for $ty {}
+        impl IoctlArg for $ty {
+            const MIN_SIZE: usize = $min;
+        }
+    )*};
+}
+
+ioctl_args! {
+    uapi::GetInfo => uapi::min_size::GET_INFO,
+}
+
+/// Routes an ioctl on a device file.
+pub(crate) fn dispatch(ctx: &Context, cmd: u32, arg: usize) -> Result<isize> {
+    let cmd = IoctlCmd::decode(cmd);
+    if cmd.ty != uapi::IOCTL_TYPE {
+        return Err(ENOTTY);
+    }
+    match cmd.nr {
+        uapi::nr::GET_INFO => call(cmd, arg, |info| ctx.get_info(info)),
+        _ => Err(ENOTTY),
+    }
+}
+
+/// Copies an `_IOWR` argument in, runs `handler` on it and copies it back.
+fn call<T: IoctlArg>(cmd: IoctlCmd, arg: usize, handler: impl FnOnce(&mut T) -> Result) -> Result<isize> {
+    if cmd.dir != uapi::IOC_READ | uapi::IOC_WRITE {
+        return Err(ENOTTY);
+    }
+    if cmd.size < T::MIN_SIZE || cmd.size > size_of::<T>() {
+        return Err(EINVAL);
+    }
+    let (mut reader, mut writer) = UserSlice::new(UserPtr::from_addr(arg), cmd.size).reader_writer();
+    let mut value = T::default();
+    let user_part = value.as_bytes_mut().get_mut(..cmd.size).ok_or(EINVAL)?;
+    reader.read_slice(user_part)?;
+    handler(&mut value)?;
+    writer.write_slice(value.as_bytes().get(..cmd.size).ok_or(EINVAL)?)?;
+    Ok(0)
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Radiance GPU driver.
+//!
+//! Each Radiance device is a misc device `/dev/radianceN` whose ioctls give
+//! processes buffer objects, user-mode queues and timeline semaphores. The
+//! hardware behind a device is reached only through the [`hw::Gluon`] trait,
+//! so the emulated device used in QEMU runs the same driver core as a board.
+
+use kernel::prelude::*;
+
+mod context;
+mod device;
+mod driver;
+mod hw;
+mod ioctl;
+
+// The ABI shared with userspace: the kernel cannot take crates.io crates, so
+// the uapi crate's one file is included as a module. Not every constant of
+// the ABI is used on this side.
+#[allow(unreachable_pub, dead_code, unused_attributes)]
+#[path = "../uapi/src/lib.rs"]
+mod uapi;
+
+module! {
+    type: driver::Radiance,
+    name: "radiance",
+    authors: ["The Radiance driver authors"],
+    description: "Radiance GPU driver (Gluon command processor; emulated, PCI and platform backends)",
+    license: "GPL",
+    params: {
+        emulated_devices: u32 {
+            default: 1,
+            description: "Emulated Radiance devices to create (0 to 8)",
+        },
+        emulated_vram_mib: u32 {
+            default: 256,
+            description: "VRAM of each emulated device, in MiB",
+        },
+    },
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Module lifetime: an open file pins radiance.ko, rmmod removes every node,
+ * and the module loads again. Needs the module loaded as radiance_test.h
+ * says, and its file at $RADIANCE_KO (default /radiance.ko) to reload it.
+ * Runs last: it leaves the module loaded as it found it.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "radiance_test.h"
+
+static int unload(void)
+{
+	return syscall(SYS_delete_module, "radiance", O_NONBLOCK) ? -errno : 0;
+}
+
+static int load(void)
+{
+	const char *path = getenv("RADIANCE_KO") ?: "/radiance.ko";
+	char params[64];
+	int fd, ret;
+
+	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d",
+		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+TEST(open_file_pins_module_then_unload_and_reload)
+{
+	struct radiance_get_info info = { 0 };
+	int fd = radiance_open(0);
+
+	ASSERT_LE(0, fd);
+	/* The open file holds a module reference. */
+	EXPECT_EQ(-EWOULDBLOCK, unload());
+	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_GET_INFO, &info));
+	ASSERT_EQ(0, close(fd));
+
+	ASSERT_EQ(0, unload());
+	for (int i = 0; i < RADIANCE_TEST_DEVICES; i++) {
+		EXPECT_EQ(-1, radiance_open(i));
+		EXPECT_EQ(ENOENT, errno);
+	}
+	EXPECT_EQ(-ENOENT, unload());
+
+	ASSERT_EQ(0, load());
+	fd = radiance_open(RADIANCE_TEST_DEVICES - 1);
+	ASSERT_LE(0, fd);
+	memset(&info, 0, sizeof(info));
+	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_GET_INFO, &info));
+	EXPECT_EQ(RADIANCE_TEST_DEVICES - 1, info.device_index);
+	close(fd);
+}
+
+TEST(bad_parameters_refuse_to_load)
+{
+	const char *path = getenv("RADIANCE_KO") ?: "/radiance.ko";
+	const char *bad[] = { "emulated_devices=9", "emulated_vram_mib=0",
+			      "emulated_vram_mib=4097" };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, unload());
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-1, syscall(SYS_finit_module, fd, bad[i], 0)) TH_LOG("%s", bad[i]);
+		EXPECT_EQ(EINVAL, errno);
+		EXPECT_EQ(-1, radiance_open(0));
+	}
+	close(fd);
+	ASSERT_EQ(0, load());
+}
+
+TEST_HARNESS_MAIN
