@@ -30,8 +30,41 @@ pub enum StatusCode {
     Incompatible = 18,
 }
 
+impl StatusCode {
+    /// Every code, indexed by its value.
+    const ALL: [Self; 19] = [
+        Self::Ok,
+        Self::Cancelled,
+        Self::Unknown,
+        Self::InvalidArgument,
+        Self::DeadlineExceeded,
+        Self::NotFound,
+        Self::AlreadyExists,
+        Self::PermissionDenied,
+        Self::ResourceExhausted,
+        Self::FailedPrecondition,
+        Self::Aborted,
+        Self::OutOfRange,
+        Self::Unimplemented,
+        Self::Internal,
+        Self::Unavailable,
+        Self::DataLoss,
+        Self::Unauthenticated,
+        Self::Deferred,
+        Self::Incompatible,
+    ];
+
+    /// The code with this numeric value (as the C ABI passes it), if any.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        Self::ALL.get(raw as usize).copied()
+    }
+}
+
 /// Everything that can go wrong in libradiance.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Clone` because a failed semaphore hands the same error to every waiter
+/// and every queue operation that depends on it.
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
     /// No `/dev/radiance*` node exists at all.
     #[error("no /dev/radiance* device: is radiance.ko loaded? (try `modprobe radiance` or `insmod radiance.ko`)")]
@@ -52,6 +85,41 @@ pub enum Error {
         #[source]
         source: rustix::io::Errno,
     },
+    /// A HAL device URI with a scheme no backend answers to.
+    #[error("unknown device {0:?}: expected host, kmod:N, /dev/radianceN, cuda:N or hsa:N")]
+    UnknownDevice(String),
+    /// The URI names a backend that this build cannot drive yet.
+    #[error("{uri}: {why}")]
+    BackendUnavailable { uri: String, why: &'static str },
+    /// An argument the caller can fix (range, alignment, flags, null handle).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// An offset or length runs past the end of a buffer, or a semaphore
+    /// value would go backwards.
+    #[error("{0}")]
+    OutOfRange(String),
+    /// Objects of two different devices were used together.
+    #[error("{0} belongs to a different device")]
+    WrongDevice(&'static str),
+    /// The backend cannot do this at all (for example dma-buf on `host`).
+    #[error("{0}")]
+    Unsupported(String),
+    /// The device ran out of memory or address space.
+    #[error("{0}")]
+    ResourceExhausted(String),
+    /// A wait's deadline passed before its semaphores were reached.
+    #[error("wait deadline exceeded")]
+    DeadlineExceeded,
+    /// Work was dropped unrun because its queue or device went away.
+    #[error("{0}")]
+    Cancelled(String),
+    /// A launch faulted, as the device reports it (ERR_CODE, ERR_PC,
+    /// ERR_THREAD in Gluon's response).
+    #[error("device fault at pc {pc:#010x}, thread {thread}: {why}")]
+    DeviceFault { pc: u32, thread: u64, why: String },
+    /// A status given by a caller, e.g. to `Semaphore::fail` through the C ABI.
+    #[error("{message}")]
+    Status { code: StatusCode, message: String },
 }
 
 /// The library's result type.
@@ -70,6 +138,15 @@ impl Error {
             Self::NoDevices | Self::DeviceNotFound(_) => StatusCode::NotFound,
             Self::BadDeviceName(_) => StatusCode::InvalidArgument,
             Self::AbiMismatch { .. } => StatusCode::Incompatible,
+            Self::UnknownDevice(_) | Self::InvalidArgument(_) | Self::WrongDevice(_) => StatusCode::InvalidArgument,
+            Self::BackendUnavailable { .. } | Self::Unsupported(_) => StatusCode::Unimplemented,
+            Self::OutOfRange(_) => StatusCode::OutOfRange,
+            Self::ResourceExhausted(_) => StatusCode::ResourceExhausted,
+            Self::DeadlineExceeded => StatusCode::DeadlineExceeded,
+            Self::Cancelled(_) => StatusCode::Cancelled,
+            // The grid was killed, as IREE reports a device-side abort.
+            Self::DeviceFault { .. } => StatusCode::Aborted,
+            Self::Status { code, .. } => *code,
             Self::Os { source, .. } => match *source {
                 Errno::INVAL | Errno::NOTTY => StatusCode::InvalidArgument,
                 Errno::NOENT | Errno::NODEV | Errno::NXIO => StatusCode::NotFound,

@@ -2,10 +2,31 @@
 
 //! libradiance: the userspace side of the Radiance driver stack.
 //!
+//! The HAL, modelled on IREE's: a [`Device`] opened by URI creates
+//! [`Queue`]s, timeline [`Semaphore`]s and [`Buffer`]s; queue operations
+//! (fill, copy, update, dispatch, barrier, execute a [`CommandBuffer`]) are
+//! asynchronous and ordered only by the semaphores they wait on and signal.
+//! Behind it, one backend per kind of device: `host` (a CPU reference) today;
+//! `kmod`, `cuda` and `hsa` plug into the same traits (`backend.rs`).
+//!
 //! `kmod` talks to `/dev/radianceN` (the radiance.ko kernel module) through
-//! its ioctls.
+//! its ioctls; `ffi` is the C ABI of `include/libradiance.h`.
 
+mod backend;
+pub mod buffer;
+pub mod command_buffer;
+pub mod device;
 pub mod error;
+mod ffi;
+mod host;
 pub mod kmod;
+mod lock;
+pub mod queue;
+pub mod semaphore;
 
+pub use buffer::{Buffer, BufferParams, BufferRef, BufferUsage, Mapping, MemoryType};
+pub use command_buffer::{Command, CommandBuffer, CommandBufferBuilder, Launch, Pattern};
+pub use device::{Device, DeviceInfo};
 pub use error::{Error, Result, StatusCode};
+pub use queue::{Points, Queue};
+pub use semaphore::{Semaphore, SemaphoreList, Timeout, WaitMode};

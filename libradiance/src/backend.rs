@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! The seam between the public HAL types and the backends (`host` today;
+//! `kmod`, `cuda` and `hsa` later).
+//!
+//! A backend implements [`Backend`] for a device and the object traits for
+//! what the device creates. The public types ([`crate::Device`],
+//! [`crate::Queue`], ...) do every check that does not depend on the backend
+//! (ranges, alignment, usage, memory type, same device) before calling in, so
+//! backends see only well-formed requests. Objects reach a backend as the
+//! public types; a backend gets back its own object with `as_any` and a
+//! downcast, which cannot fail for objects of its own device (the public layer
+//! has checked that).
+//!
+//! Every trait is object-safe and `Send + Sync`: the C ABI hands objects to
+//! any thread.
+
+use crate::{
+    BufferParams, //
+    Command,
+    DeviceInfo,
+    Error,
+    Result,
+    SemaphoreList,
+    WaitMode,
+};
+use std::{
+    any::Any,
+    os::fd::{BorrowedFd, OwnedFd},
+    sync::Arc,
+    time::Instant,
+};
+
+/// A device: the factory of everything else, and the host-side waiter.
+pub trait Backend: Send + Sync {
+    /// What the device is.
+    fn info(&self) -> &DeviceInfo;
+
+    /// A timeline semaphore whose payload starts at `initial`.
+    fn create_semaphore(&self, initial: u64) -> Result<Arc<dyn BackendSemaphore>>;
+
+    /// Blocks until all (or any) of `points` are reached, one of them fails
+    /// (its error is returned), or `deadline` passes
+    /// ([`Error::DeadlineExceeded`]; never before the deadline). `None` waits
+    /// for ever. Every semaphore is this device's.
+    fn wait_semaphores(&self, mode: WaitMode, points: &SemaphoreList, deadline: Option<Instant>) -> Result<()>;
+
+    /// Device memory with a device address. Size and flags are checked.
+    fn allocate_buffer(&self, params: &BufferParams) -> Result<Arc<dyn BackendBuffer>>;
+
+    /// A buffer over someone else's dma-buf.
+    fn import_dma_buf(&self, fd: BorrowedFd<'_>, params: &BufferParams) -> Result<Arc<dyn BackendBuffer>>;
+
+    /// A new queue. Dropping the last reference to it cancels what it has
+    /// not finished (see [`crate::Queue`]).
+    fn create_queue(&self) -> Result<Arc<dyn BackendQueue>>;
+}
+
+/// A timeline semaphore.
+pub trait BackendSemaphore: Send + Sync {
+    /// The payload, or the error it failed with.
+    fn query(&self) -> Result<u64>;
+
+    /// Raises the payload to `value` from the host. `value` must be above the
+    /// payload ([`Error::OutOfRange`] otherwise); a failed semaphore returns
+    /// its error.
+    fn signal(&self, value: u64) -> Result<()>;
+
+    /// Fails the semaphore: every current and future waiter gets `error`. The
+    /// first failure sticks; later ones are ignored.
+    fn fail(&self, error: Error);
+
+    /// For the backend's downcast.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A buffer of device memory.
+pub trait BackendBuffer: Send + Sync {
+    /// The address kernels and queue commands use for byte 0. Radiance
+    /// backends (host, kmod) hand out 32-bit addresses; CUDA's are 64-bit.
+    fn device_address(&self) -> u64;
+
+    /// Copies `dst.len()` bytes at `offset` into `dst` from the host. The
+    /// buffer is host-visible and the range inside it.
+    fn read(&self, offset: u64, dst: &mut [u8]) -> Result<()>;
+
+    /// Copies `src` into the buffer at `offset` from the host. The buffer is
+    /// host-visible and the range inside it.
+    fn write(&self, offset: u64, src: &[u8]) -> Result<()>;
+
+    /// Where byte 0 of a host-visible buffer is mapped in this process, valid
+    /// while the buffer lives: what the C ABI's `radiance_buffer_map` returns.
+    fn host_ptr(&self) -> Result<*mut u8>;
+
+    /// A dma-buf of the buffer's memory.
+    fn export_dma_buf(&self) -> Result<OwnedFd>;
+
+    /// For the backend's downcast.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A queue: runs submissions asynchronously.
+pub trait BackendQueue: Send + Sync {
+    /// Queues `submission`; returns before it runs. A backend may run
+    /// submissions in any order the semaphores allow, and the commands of one
+    /// submission concurrently unless a barrier separates them.
+    fn submit(&self, submission: Submission) -> Result<()>;
+}
+
+/// One unit of queue work: when every wait is reached, run the commands;
+/// when they are done, signal. If a wait fails or a command fails, nothing
+/// further runs and every signal semaphore fails with that error.
+pub struct Submission {
+    pub waits: SemaphoreList,
+    pub commands: Arc<[Command]>,
+    pub signals: SemaphoreList,
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! Queue commands (fill, copy, update, dispatch, barrier) and command
+//! buffers: commands recorded once and executed on queues many times, each
+//! time with its own wait and signal semaphores.
+
+use crate::{Buffer, BufferRef, BufferUsage, Device, Error, Result};
+use std::sync::Arc;
+
+/// A fill value, repeated over the target range. The target offset and
+/// length must be multiples of its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    U8(u8),
+    U16(u16),
+    U32(u32),
+}
+
+impl Pattern {
+    /// Bytes in one repetition.
+    pub fn size(self) -> u64 {
+        match self {
+            Self::U8(_) => 1,
+            Self::U16(_) => 2,
+            Self::U32(_) => 4,
+        }
+    }
+
+    /// The pattern repeated to four little-endian bytes: byte `i` of the
+    /// target gets byte `i % 4` of this (offsets are multiples of the size).
+    pub fn le_bytes(self) -> [u8; 4] {
+        match self {
+            Self::U8(v) => [v; 4],
+            Self::U16(v) => {
+                let [a, b] = v.to_le_bytes();
+                [a, b, a, b]
+            }
+            Self::U32(v) => v.to_le_bytes(),
+        }
+    }
+}
+
+/// A kernel launch, as Gluon's LAUNCH_KERNEL takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The PC the device starts each thread at (a `radiance_uapi::builtin`
+    /// entry PC runs that built-in where the device has them).
+    pub entry_pc: u32,
+    /// Blocks per grid, x y z; each at least 1.
+    pub grid: [u32; 3],
+    /// Threads per block, x y z; each at least 1.
+    pub block: [u32; 3],
+    pub regs_per_thread: u8,
+    pub shmem_per_block: u32,
+    /// The kernel's parameter block (the built-ins read little-endian u32s).
+    pub params: Vec<u8>,
+}
+
+impl Launch {
+    /// Threads in the whole grid.
+    pub fn threads(&self) -> u64 {
+        self.grid.iter().chain(&self.block).map(|&d| u64::from(d)).product()
+    }
+}
+
+/// One queue command, checked when it is made. Made by the queue methods and
+/// by [`CommandBufferBuilder`]; a backend runs it.
+pub struct Command(pub(crate) Op);
+
+/// What a command does. Ranges are inside their buffers, fills are aligned to
+/// their pattern, and copies do not overlap.
+pub(crate) enum Op {
+    Fill { target: Buffer, offset: u64, length: u64, pattern: Pattern },
+    Copy { source: Buffer, source_offset: u64, target: Buffer, target_offset: u64, length: u64 },
+    Update { data: Box<[u8]>, target: Buffer, offset: u64 },
+    Dispatch(Launch),
+    /// Commands after it start only when those before it have finished.
+    Barrier,
+}
+
+impl Command {
+    /// Fills `length` bytes from `target` with `pattern`.
+    pub fn fill(target: BufferRef<'_>, length: u64, pattern: Pattern) -> Result<Self> {
+        let BufferRef { buffer, offset } = target;
+        buffer.check_usage(BufferUsage::TRANSFER, "fill")?;
+        buffer.check_range(offset, length)?;
+        if offset % pattern.size() != 0 || length % pattern.size() != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "fill offset {offset} and length {length} must be multiples of the {}-byte pattern",
+                pattern.size()
+            )));
+        }
+        Ok(Self(Op::Fill { target: buffer.clone(), offset, length, pattern }))
+    }
+
+    /// Copies `length` bytes from `source` to `target` (ranges must not
+    /// overlap).
+    pub fn copy(source: BufferRef<'_>, target: BufferRef<'_>, length: u64) -> Result<Self> {
+        source.buffer.check_usage(BufferUsage::TRANSFER, "copy")?;
+        target.buffer.check_usage(BufferUsage::TRANSFER, "copy")?;
+        source.buffer.device().check_same(target.buffer.device(), "the copy target")?;
+        source.buffer.check_range(source.offset, length)?;
+        target.buffer.check_range(target.offset, length)?;
+        let same = source.buffer.device_address() == target.buffer.device_address();
+        if same && source.offset < target.offset + length && target.offset < source.offset + length {
+            return Err(Error::InvalidArgument("copy source and target overlap".into()));
+        }
+        Ok(Self(Op::Copy {
+            source: source.buffer.clone(),
+            source_offset: source.offset,
+            target: target.buffer.clone(),
+            target_offset: target.offset,
+            length,
+        }))
+    }
+
+    /// Writes `data` (captured now) to `target`.
+    pub fn update(data: &[u8], target: BufferRef<'_>) -> Result<Self> {
+        let BufferRef { buffer, offset } = target;
+        buffer.check_usage(BufferUsage::TRANSFER, "update")?;
+        buffer.check_range(offset, data.len() as u64)?;
+        Ok(Self(Op::Update { data: data.into(), target: buffer.clone(), offset }))
+    }
+
+    /// Launches a kernel.
+    pub fn dispatch(launch: Launch) -> Result<Self> {
+        if launch.grid.contains(&0) || launch.block.contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "grid {:?} and block {:?} dimensions must be at least 1",
+                launch.grid, launch.block
+            )));
+        }
+        Ok(Self(Op::Dispatch(launch)))
+    }
+
+    /// Orders the commands of one submission: everything after it waits for
+    /// everything before it.
+    pub fn barrier() -> Self {
+        Self(Op::Barrier)
+    }
+
+    /// Fails unless every buffer of the command belongs to `device`.
+    pub(crate) fn check_device(&self, device: &Device) -> Result<()> {
+        match &self.0 {
+            Op::Fill { target, .. } | Op::Update { target, .. } | Op::Copy { target, .. } => {
+                device.check_same(target.device(), "a command's buffer")
+            }
+            Op::Dispatch(_) | Op::Barrier => Ok(()),
+        }
+    }
+}
+
+/// Records commands for a [`CommandBuffer`].
+pub struct CommandBufferBuilder {
+    device: Device,
+    commands: Vec<Command>,
+}
+
+impl CommandBufferBuilder {
+    pub(crate) fn new(device: Device) -> Self {
+        Self { device, commands: Vec::new() }
+    }
+
+    /// Appends a command made by one of [`Command`]'s constructors.
+    pub fn record(&mut self, command: Command) -> Result<&mut Self> {
+        command.check_device(&self.device)?;
+        self.commands.push(command);
+        Ok(self)
+    }
+
+    /// Ends recording.
+    pub fn finish(self) -> CommandBuffer {
+        CommandBuffer { device: self.device, commands: self.commands.into() }
+    }
+}
+
+/// Recorded commands, immutable; execute them with [`crate::Queue::execute`]
+/// as often as wanted. Clones share the recording.
+#[derive(Clone)]
+pub struct CommandBuffer {
+    device: Device,
+    commands: Arc<[Command]>,
+}
+
+impl CommandBuffer {
+    /// The device whose queues can execute it.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub(crate) fn commands(&self) -> &Arc<[Command]> {
+        &self.commands
+    }
+
+    /// Number of recorded commands.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! HAL devices: opened by URI, they create queues, semaphores and buffers,
+//! and wait on many semaphores at once.
+
+use crate::{
+    backend::Backend, //
+    host,
+    kmod,
+    semaphore::owned_list,
+    Buffer,
+    BufferParams,
+    CommandBufferBuilder,
+    Error,
+    Queue,
+    Result,
+    Semaphore,
+    Timeout,
+    WaitMode,
+};
+use std::{os::fd::BorrowedFd, sync::Arc};
+
+/// What a device is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The URI it was opened by.
+    pub uri: String,
+    /// The backend: `host`, later `kmod`, `cuda`, `hsa`.
+    pub backend: &'static str,
+    /// A human-readable name.
+    pub name: String,
+    /// Whether launches of the `radiance_uapi::builtin` entry PCs run the
+    /// built-in kernels.
+    pub builtin_kernels: bool,
+}
+
+/// An open device. Clones share it; it lives as long as any clone or any
+/// object it created.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<dyn Backend>,
+}
+
+impl Device {
+    /// Opens a device by URI: `host` (the CPU reference backend); `kmod:N` or
+    /// `/dev/radianceN`, `cuda:N` and `hsa:N` are recognised and report that
+    /// this build cannot drive them yet.
+    pub fn open(uri: &str) -> Result<Self> {
+        let unavailable = |why| Err(Error::BackendUnavailable { uri: uri.to_owned(), why });
+        if uri == "host" {
+            return Ok(Self { inner: Arc::new(host::HostDevice::new(uri)) });
+        }
+        if uri.starts_with("kmod:") || uri.starts_with("/dev/") {
+            // A malformed name is the caller's mistake; say so first.
+            kmod::resolve(uri)?;
+            return unavailable(
+                "the kmod HAL backend needs queues and semaphores from the kernel (issues 4 and 5); \
+                 only GET_INFO (radiance::kmod::Device) works today",
+            );
+        }
+        if uri.starts_with("cuda:") {
+            return unavailable("the cuda backend is not implemented yet (issue 7)");
+        }
+        if uri.starts_with("hsa:") {
+            return unavailable("the hsa backend is not implemented yet");
+        }
+        Err(Error::UnknownDevice(uri.to_owned()))
+    }
+
+    /// The URIs of the devices present: `host`, and `kmod:N` for each
+    /// `/dev/radianceN`.
+    pub fn enumerate() -> Vec<String> {
+        let nodes = kmod::enumerate().unwrap_or_default();
+        let kmod_uris = nodes.iter().filter_map(|p| {
+            let index = p.file_name()?.to_str()?.strip_prefix("radiance")?;
+            Some(format!("kmod:{index}"))
+        });
+        std::iter::once("host".to_owned()).chain(kmod_uris).collect()
+    }
+
+    /// What the device is.
+    pub fn info(&self) -> &DeviceInfo {
+        self.inner.info()
+    }
+
+    /// A new queue.
+    pub fn create_queue(&self) -> Result<Queue> {
+        Ok(Queue::new(self.clone(), self.inner.create_queue()?))
+    }
+
+    /// A new timeline semaphore with payload `initial`.
+    pub fn create_semaphore(&self, initial: u64) -> Result<Semaphore> {
+        Ok(Semaphore::new(self.clone(), self.inner.create_semaphore(initial)?))
+    }
+
+    /// A new buffer (zero-filled on `host`; contents unspecified elsewhere).
+    pub fn allocate_buffer(&self, params: BufferParams) -> Result<Buffer> {
+        params.check()?;
+        Ok(Buffer::new(self.clone(), params, self.inner.allocate_buffer(&params)?))
+    }
+
+    /// A buffer over a dma-buf exported by anyone; `params.size` is its size.
+    pub fn import_dma_buf(&self, fd: BorrowedFd<'_>, params: BufferParams) -> Result<Buffer> {
+        params.check()?;
+        Ok(Buffer::new(self.clone(), params, self.inner.import_dma_buf(fd, &params)?))
+    }
+
+    /// Starts recording a command buffer for this device's queues.
+    pub fn command_buffer(&self) -> CommandBufferBuilder {
+        CommandBufferBuilder::new(self.clone())
+    }
+
+    /// Blocks until all (or any) of `points` are reached. A failed semaphore
+    /// among them returns its error; a passed deadline returns
+    /// [`Error::DeadlineExceeded`]. An empty list is reached at once.
+    pub fn wait_semaphores(&self, mode: WaitMode, points: &[(&Semaphore, u64)], timeout: impl Into<Timeout>) -> Result<()> {
+        let deadline = timeout.into().deadline();
+        self.inner.wait_semaphores(mode, &owned_list(self, points)?, deadline)
+    }
+
+    /// Fails with [`Error::WrongDevice`] unless `other` is this device.
+    pub(crate) fn check_same(&self, other: &Device, what: &'static str) -> Result<()> {
+        if Arc::ptr_eq(&self.inner, &other.inner) {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice(what))
+        }
+    }
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! The `host` backend: a plain CPU implementation of the HAL that defines
+//! the semantics every device backend must match (the conformance suite
+//! checks them against it). Queues are worker threads, semaphores are real
+//! timeline semaphores on a mutex and condvar, memory is anonymous mappings
+//! in an emulated 32-bit device address space, and launches run the
+//! built-in kernels of `radiance_uapi::builtin`.
+
+mod kernels;
+mod memory;
+mod queue;
+mod semaphore;
+
+use crate::{
+    backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
+    BufferParams,
+    DeviceInfo,
+    Error,
+    Result,
+    SemaphoreList,
+    WaitMode,
+};
+use memory::AddressSpace;
+use semaphore::Hub;
+use std::{os::fd::BorrowedFd, sync::Arc, time::Instant};
+
+pub(crate) struct HostDevice {
+    info: DeviceInfo,
+    hub: Arc<Hub>,
+    space: Arc<AddressSpace>,
+}
+
+impl HostDevice {
+    pub(crate) fn new(uri: &str) -> Self {
+        Self {
+            info: DeviceInfo {
+                uri: uri.to_owned(),
+                backend: "host",
+                name: "CPU reference device".to_owned(),
+                builtin_kernels: true,
+            },
+            hub: Arc::default(),
+            space: Arc::default(),
+        }
+    }
+}
+
+impl Backend for HostDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn create_semaphore(&self, initial: u64) -> Result<Arc<dyn BackendSemaphore>> {
+        Ok(Arc::new(semaphore::HostSemaphore::new(Arc::clone(&self.hub), initial)))
+    }
+
+    fn wait_semaphores(&self, mode: WaitMode, points: &SemaphoreList, deadline: Option<Instant>) -> Result<()> {
+        self.hub.wait(mode, points, deadline, None)
+    }
+
+    fn allocate_buffer(&self, params: &BufferParams) -> Result<Arc<dyn BackendBuffer>> {
+        Ok(self.space.allocate(params)?)
+    }
+
+    fn import_dma_buf(&self, _fd: BorrowedFd<'_>, _params: &BufferParams) -> Result<Arc<dyn BackendBuffer>> {
+        Err(Error::Unsupported(
+            "dma-buf import: the host backend has no kernel driver to attach a dma-buf to".into(),
+        ))
+    }
+
+    fn create_queue(&self) -> Result<Arc<dyn BackendQueue>> {
+        Ok(Arc::new(queue::HostQueue::new(Arc::clone(&self.hub), Arc::clone(&self.space))?))
+    }
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! Queues: every operation waits for its wait semaphores, runs, then signals
+//! its signal semaphores, asynchronously. Only semaphores order operations:
+//! two operations with no semaphore between them may run in either order or
+//! at once, even on one queue.
+//!
+//! Errors: what can be checked at the call (ranges, devices, usage) is
+//! returned by the call and nothing is queued. What goes wrong later (a
+//! failed wait semaphore, a device fault) fails the operation's signal
+//! semaphores with that error, and nothing of the operation runs after it.
+
+use crate::{
+    backend::{BackendQueue, Submission},
+    semaphore::owned_list,
+    BufferRef,
+    Command,
+    CommandBuffer,
+    Device,
+    Launch,
+    Pattern,
+    Result,
+    Semaphore,
+};
+use std::sync::Arc;
+
+/// A queue of one device. Clones share it. When the last clone is dropped,
+/// the queue is destroyed: work it has not finished is cancelled (a running
+/// launch is stopped) and its signal semaphores fail with
+/// [`crate::Error::Cancelled`].
+#[derive(Clone)]
+pub struct Queue {
+    device: Device,
+    inner: Arc<dyn BackendQueue>,
+}
+
+/// Semaphores to wait for before an operation and to signal after it.
+pub type Points<'a> = &'a [(&'a Semaphore, u64)];
+
+impl Queue {
+    pub(crate) fn new(device: Device, inner: Arc<dyn BackendQueue>) -> Self {
+        Self { device, inner }
+    }
+
+    /// The device the queue belongs to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Fills `length` bytes at `target` with `pattern`.
+    pub fn fill(&self, waits: Points<'_>, signals: Points<'_>, target: BufferRef<'_>, length: u64, pattern: Pattern) -> Result<()> {
+        self.submit_command(waits, signals, Command::fill(target, length, pattern)?)
+    }
+
+    /// Copies `length` bytes from `source` to `target` (non-overlapping).
+    pub fn copy(&self, waits: Points<'_>, signals: Points<'_>, source: BufferRef<'_>, target: BufferRef<'_>, length: u64) -> Result<()> {
+        self.submit_command(waits, signals, Command::copy(source, target, length)?)
+    }
+
+    /// Writes `data`, captured at the call, to `target`.
+    pub fn update(&self, waits: Points<'_>, signals: Points<'_>, data: &[u8], target: BufferRef<'_>) -> Result<()> {
+        self.submit_command(waits, signals, Command::update(data, target)?)
+    }
+
+    /// Launches a kernel.
+    pub fn dispatch(&self, waits: Points<'_>, signals: Points<'_>, launch: Launch) -> Result<()> {
+        self.submit_command(waits, signals, Command::dispatch(launch)?)
+    }
+
+    /// Does nothing but wait and signal: joins and forks semaphore timelines.
+    pub fn barrier(&self, waits: Points<'_>, signals: Points<'_>) -> Result<()> {
+        self.submit(waits, signals, Arc::from([]))
+    }
+
+    /// Runs a recorded command buffer.
+    pub fn execute(&self, waits: Points<'_>, signals: Points<'_>, commands: &CommandBuffer) -> Result<()> {
+        self.device.check_same(commands.device(), "the command buffer")?;
+        self.submit(waits, signals, Arc::clone(commands.commands()))
+    }
+
+    /// Queues one command (how the C ABI queues the commands it builds).
+    pub(crate) fn submit_command(&self, waits: Points<'_>, signals: Points<'_>, command: Command) -> Result<()> {
+        command.check_device(&self.device)?;
+        self.submit(waits, signals, Arc::from([command]))
+    }
+
+    fn submit(&self, waits: Points<'_>, signals: Points<'_>, commands: Arc<[Command]>) -> Result<()> {
+        let waits = owned_list(&self.device, waits)?;
+        let signals = owned_list(&self.device, signals)?;
+        self.inner.submit(Submission { waits, commands, signals })
+    }
+}

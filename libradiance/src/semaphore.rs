@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! Timeline semaphores: a u64 payload that only goes up, signalled and waited
+//! on by the host and by queue work, and a failure that sticks (IREE's
+//! `iree_hal_semaphore_t`, Vulkan's timeline semaphores).
+
+use crate::{backend::BackendSemaphore, Device, Error, Result};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+/// A timeline semaphore of one device. Clones share the semaphore.
+#[derive(Clone)]
+pub struct Semaphore {
+    device: Device,
+    inner: Arc<dyn BackendSemaphore>,
+}
+
+/// Semaphores with the payload values to wait for or signal. Owned, because
+/// queue work keeps its semaphores alive until it has run.
+pub type SemaphoreList = Vec<(Semaphore, u64)>;
+
+/// Whether a wait on many semaphores needs all of them or any one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    All,
+    Any,
+}
+
+/// How long a wait may block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timeout {
+    /// Until the semaphores are reached or fail.
+    Infinite,
+    /// Relative to the start of the wait. `Duration::ZERO` only polls.
+    After(Duration),
+    /// An absolute deadline.
+    At(Instant),
+}
+
+impl Timeout {
+    /// The absolute deadline, `None` for ever.
+    pub fn deadline(self) -> Option<Instant> {
+        match self {
+            Self::Infinite => None,
+            // A duration too long for `Instant` is as good as for ever.
+            Self::After(d) => Instant::now().checked_add(d),
+            Self::At(t) => Some(t),
+        }
+    }
+}
+
+impl From<Duration> for Timeout {
+    fn from(d: Duration) -> Self {
+        Self::After(d)
+    }
+}
+
+impl From<Instant> for Timeout {
+    fn from(t: Instant) -> Self {
+        Self::At(t)
+    }
+}
+
+impl Semaphore {
+    pub(crate) fn new(device: Device, inner: Arc<dyn BackendSemaphore>) -> Self {
+        Self { device, inner }
+    }
+
+    /// The device this semaphore belongs to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The backend's object, for backends.
+    pub(crate) fn backend(&self) -> &dyn BackendSemaphore {
+        &*self.inner
+    }
+
+    /// The current payload, or the error the semaphore failed with.
+    pub fn query(&self) -> Result<u64> {
+        self.inner.query()
+    }
+
+    /// Raises the payload to `value` (which must be above it) from the host.
+    pub fn signal(&self, value: u64) -> Result<()> {
+        self.inner.signal(value)
+    }
+
+    /// Fails the semaphore with `error`: every current and future waiter, and
+    /// every queue operation that waits on it, gets `error`. Sticky: only the
+    /// first failure counts.
+    pub fn fail(&self, error: Error) {
+        self.inner.fail(error)
+    }
+
+    /// Blocks until the payload reaches `value`.
+    pub fn wait(&self, value: u64, timeout: impl Into<Timeout>) -> Result<()> {
+        self.device.wait_semaphores(WaitMode::All, &[(self, value)], timeout)
+    }
+}
+
+/// Turns borrowed (semaphore, value) pairs into a list owned by queue work,
+/// checking that every semaphore belongs to `device`.
+pub(crate) fn owned_list(device: &Device, points: &[(&Semaphore, u64)]) -> Result<SemaphoreList> {
+    points
+        .iter()
+        .map(|&(s, v)| {
+            device.check_same(s.device(), "a semaphore")?;
+            Ok((s.clone(), v))
+        })
+        .collect()
+}

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Drives libradiance's C ABI end to end against a device (argv[1], default
+ * "host"): open, allocate, fill, copy, signal, wait, read back; failure
+ * statuses; a command buffer; then the IREE HAL driver's seam sequence
+ * through seam.c. Prints one line per check; exits non-zero on any failure.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "libradiance.h"
+#include "radiance.h"
+#include "seam.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                              \
+	do {                                                          \
+		if (!(cond)) {                                        \
+			failures++;                                   \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__);   \
+			printf(__VA_ARGS__);                          \
+			printf("\n");                                 \
+		}                                                     \
+	} while (0)
+
+/* Consumes a status and checks its code. */
+static void expect(radiance_status_t status, uint32_t code, const char *what)
+{
+	uint32_t got = radiance_status_code(status);
+	CHECK(got == code, "%s: status %u (%s), expected %u", what, got, radiance_status_message(status), code);
+	radiance_status_free(status);
+}
+
+#define OK(call) expect((call), RADIANCE_STATUS_OK, #call)
+
+static const radiance_semaphore_list_t none = { 0, NULL, NULL };
+
+static radiance_semaphore_list_t one(radiance_semaphore_t **semaphore, const uint64_t *value)
+{
+	return (radiance_semaphore_list_t){ 1, semaphore, value };
+}
+
+static radiance_buffer_t *allocate(radiance_device_t *device, uint64_t size, uint32_t memory_type, uint32_t usage)
+{
+	radiance_buffer_params_t params = { .size = size, .memory_type = memory_type, .usage = usage };
+	radiance_buffer_t *buffer = NULL;
+	OK(radiance_buffer_allocate(device, &params, &buffer));
+	return buffer;
+}
+
+static void test_open_errors(void)
+{
+	radiance_device_t *device = NULL;
+	expect(radiance_device_open("nonsense:0", &device), RADIANCE_STATUS_INVALID_ARGUMENT, "unknown scheme");
+	expect(radiance_device_open("kmod:0", &device), RADIANCE_STATUS_UNIMPLEMENTED, "kmod without queues");
+	expect(radiance_device_open(NULL, &device), RADIANCE_STATUS_INVALID_ARGUMENT, "NULL uri");
+	CHECK(device == NULL, "a failed open wrote a device");
+	radiance_status_t status = radiance_device_open("nonsense:0", &device);
+	CHECK(strstr(radiance_status_message(status), "nonsense:0") != NULL, "message names the URI: %s",
+	      radiance_status_message(status));
+	radiance_status_free(status);
+}
+
+/* Fill, copy, host signal, wait, read back. */
+static void test_fill_copy_signal_wait(radiance_device_t *device)
+{
+	const uint32_t usage = RADIANCE_BUFFER_USAGE_TRANSFER | RADIANCE_BUFFER_USAGE_MAPPING;
+	radiance_buffer_t *src = allocate(device, 4096, RADIANCE_MEMORY_DEVICE, RADIANCE_BUFFER_USAGE_TRANSFER);
+	radiance_buffer_t *dst = allocate(device, 4096, RADIANCE_MEMORY_HOST_VISIBLE, usage);
+	radiance_queue_t *queue = NULL;
+	radiance_semaphore_t *sem = NULL;
+	OK(radiance_queue_create(device, &queue));
+	OK(radiance_semaphore_create(device, 0, &sem));
+	CHECK(radiance_buffer_device_address(src) != 0 && radiance_buffer_device_address(src) <= UINT32_MAX,
+	      "device address %#" PRIx64 " is not a non-zero 32-bit address", radiance_buffer_device_address(src));
+	CHECK(radiance_buffer_size(dst) == 4096, "size %" PRIu64, radiance_buffer_size(dst));
+
+	/* The fill waits for the host's signal of 1; the copy waits for the fill. */
+	uint64_t v1 = 1, v2 = 2, v3 = 3;
+	uint32_t pattern = 0xA5A5F00D;
+	OK(radiance_queue_fill(queue, one(&sem, &v1), one(&sem, &v2), src, 0, 4096, &pattern, sizeof(pattern)));
+	OK(radiance_queue_copy(queue, one(&sem, &v2), one(&sem, &v3), src, 16, dst, 8, 100));
+	expect(radiance_semaphore_wait(sem, 3, 20 * 1000 * 1000), RADIANCE_STATUS_DEADLINE_EXCEEDED,
+	       "wait before the host signal");
+	OK(radiance_semaphore_signal(sem, 1));
+	OK(radiance_semaphore_wait(sem, 3, RADIANCE_TIMEOUT_INFINITE));
+	uint64_t value = 0;
+	OK(radiance_semaphore_query(sem, &value));
+	CHECK(value == 3, "payload %" PRIu64, value);
+
+	radiance_mapping_t mapping;
+	OK(radiance_buffer_map(dst, 0, 4096, &mapping));
+	const uint8_t *bytes = mapping.contents;
+	int good = 1;
+	for (size_t i = 0; i < 4096; i++) {
+		uint8_t want = (i >= 8 && i < 108) ? (uint8_t)(pattern >> (8 * ((i - 8 + 16) % 4))) : 0;
+		good &= bytes[i] == want;
+	}
+	CHECK(good, "copied bytes differ from the fill pattern");
+	OK(radiance_buffer_unmap(&mapping));
+	expect(radiance_buffer_map(src, 0, 16, &mapping), RADIANCE_STATUS_INVALID_ARGUMENT, "map device memory");
+	expect(radiance_semaphore_signal(sem, 2), RADIANCE_STATUS_OUT_OF_RANGE, "signal backwards");
+
+	radiance_semaphore_release(sem);
+	radiance_queue_release(queue);
+	radiance_buffer_release(src);
+	radiance_buffer_release(dst);
+}
+
+/* A failed semaphore fails the queue work that waits on it, and its signals. */
+static void test_failure_propagation(radiance_device_t *device)
+{
+	radiance_buffer_t *buffer = allocate(device, 64, RADIANCE_MEMORY_DEVICE, RADIANCE_BUFFER_USAGE_TRANSFER);
+	radiance_queue_t *queue = NULL;
+	radiance_semaphore_t *a = NULL, *b = NULL;
+	OK(radiance_queue_create(device, &queue));
+	OK(radiance_semaphore_create(device, 0, &a));
+	OK(radiance_semaphore_create(device, 0, &b));
+	uint64_t v1 = 1;
+	uint8_t byte = 7;
+	OK(radiance_queue_fill(queue, one(&a, &v1), one(&b, &v1), buffer, 0, 64, &byte, 1));
+	OK(radiance_semaphore_fail(a, RADIANCE_STATUS_DATA_LOSS, "injected"));
+	radiance_status_t status = radiance_semaphore_wait(b, 1, RADIANCE_TIMEOUT_INFINITE);
+	CHECK(radiance_status_code(status) == RADIANCE_STATUS_DATA_LOSS, "dependent signal: %s",
+	      radiance_status_message(status));
+	CHECK(strstr(radiance_status_message(status), "injected") != NULL, "message carried: %s",
+	      radiance_status_message(status));
+	radiance_status_free(status);
+	uint64_t value;
+	expect(radiance_semaphore_query(a, &value), RADIANCE_STATUS_DATA_LOSS, "query of the failed semaphore");
+	expect(radiance_semaphore_fail(a, RADIANCE_STATUS_OK, NULL), RADIANCE_STATUS_INVALID_ARGUMENT, "fail with OK");
+
+	/* A bad entry PC is a device fault. */
+	radiance_semaphore_t *c = NULL;
+	OK(radiance_semaphore_create(device, 0, &c));
+	radiance_launch_t launch = { .entry_pc = 0x1000, .grid = { 1, 1, 1 }, .block = { 1, 1, 1 } };
+	OK(radiance_queue_dispatch(queue, none, one(&c, &v1), &launch));
+	expect(radiance_semaphore_wait(c, 1, RADIANCE_TIMEOUT_INFINITE), RADIANCE_STATUS_ABORTED, "bad PC");
+
+	radiance_semaphore_release(a);
+	radiance_semaphore_release(b);
+	radiance_semaphore_release(c);
+	radiance_queue_release(queue);
+	radiance_buffer_release(buffer);
+}
+
+/* Record once (update, barrier, VECADD), execute three times. */
+static void test_command_buffer(radiance_device_t *device)
+{
+	const uint32_t usage = RADIANCE_BUFFER_USAGE_TRANSFER | RADIANCE_BUFFER_USAGE_DISPATCH |
+			       RADIANCE_BUFFER_USAGE_MAPPING;
+	radiance_buffer_t *buffer = allocate(device, 3 * 16, RADIANCE_MEMORY_HOST_VISIBLE, usage);
+	uint32_t base = (uint32_t)radiance_buffer_device_address(buffer);
+	uint32_t a[4] = { 1, 2, 3, 4 }, b[4] = { 10, 20, 30, 40 };
+	uint32_t params[4] = { base, base + 16, base + 32, 4 };
+	radiance_launch_t launch = {
+		.entry_pc = RADIANCE_BUILTIN_VECADD_U32,
+		.grid = { 1, 1, 1 },
+		.block = { 4, 1, 1 },
+		.params = params,
+		.params_length = sizeof(params),
+	};
+	radiance_command_buffer_t *cb = NULL;
+	OK(radiance_command_buffer_create(device, &cb));
+	OK(radiance_command_buffer_update(cb, a, buffer, 0, sizeof(a)));
+	OK(radiance_command_buffer_update(cb, b, buffer, 16, sizeof(b)));
+	OK(radiance_command_buffer_barrier(cb));
+	OK(radiance_command_buffer_dispatch(cb, &launch));
+	radiance_queue_t *queue = NULL;
+	expect(radiance_queue_execute(queue, none, none, cb), RADIANCE_STATUS_INVALID_ARGUMENT, "NULL queue");
+	OK(radiance_queue_create(device, &queue));
+	expect(radiance_queue_execute(queue, none, none, cb), RADIANCE_STATUS_INVALID_ARGUMENT, "still recording");
+	OK(radiance_command_buffer_end(cb));
+	expect(radiance_command_buffer_barrier(cb), RADIANCE_STATUS_INVALID_ARGUMENT, "record after end");
+
+	radiance_semaphore_t *sem = NULL;
+	OK(radiance_semaphore_create(device, 0, &sem));
+	for (uint64_t i = 0; i < 3; i++) {
+		uint64_t wait = i, signal = i + 1;
+		OK(radiance_queue_execute(queue, one(&sem, &wait), one(&sem, &signal), cb));
+	}
+	OK(radiance_semaphore_wait(sem, 3, RADIANCE_TIMEOUT_INFINITE));
+	radiance_mapping_t mapping;
+	OK(radiance_buffer_map(buffer, 32, 16, &mapping));
+	const uint32_t *c = mapping.contents;
+	for (int i = 0; i < 4; i++)
+		CHECK(c[i] == a[i] + b[i], "c[%d] = %u", i, c[i]);
+	OK(radiance_buffer_unmap(&mapping));
+	expect(radiance_buffer_unmap(&mapping), RADIANCE_STATUS_INVALID_ARGUMENT, "unmap twice");
+
+	radiance_command_buffer_release(cb);
+	radiance_semaphore_release(sem);
+	radiance_queue_release(queue);
+	radiance_buffer_release(buffer);
+}
+
+/* The IREE radiance HAL driver's sequence, through the seam adapter. */
+static void test_seam(const char *uri)
+{
+	enum { N = 1000 };
+	static uint32_t a[N], b[N], c[N], filled[N];
+	for (uint32_t i = 0; i < N; i++) {
+		a[i] = i;
+		b[i] = 3 * i + 0x10000;
+	}
+	seam_t *seam = NULL;
+	OK(seam_create(uri, &seam));
+	if (!seam)
+		return;
+	uint32_t da = 0, db = 0, dc = 0;
+	OK(seam_alloc_device(seam, sizeof(a), &da));
+	OK(seam_alloc_device(seam, sizeof(b), &db));
+	OK(seam_alloc_device(seam, sizeof(c), &dc));
+	OK(seam_submit_copy(seam, 0, (uintptr_t)a, da, sizeof(a), SEAM_H2D));
+	OK(seam_submit_copy(seam, 0, (uintptr_t)b, db, sizeof(b), SEAM_H2D));
+	OK(seam_submit_fill(seam, 0, dc, 0xDEADBEEF, sizeof(c)));
+	OK(seam_submit_copy(seam, 0, dc, (uintptr_t)filled, sizeof(filled), SEAM_D2H));
+	uint32_t params[4] = { da, db, dc, N };
+	seam_launch_params_t launch = {
+		.stream_id = 0,
+		.start_pc = RADIANCE_BUILTIN_VECADD_U32,
+		.kernel_pc = RADIANCE_BUILTIN_VECADD_U32,
+		.grid = { 4, 1, 1 },
+		.block = { 256, 1, 1 },
+		.regs_per_thread = 32,
+		.params = params,
+		.params_size = sizeof(params),
+	};
+	OK(seam_submit_dispatch(seam, &launch));
+	OK(seam_submit_copy(seam, 0, dc, (uintptr_t)c, sizeof(c), SEAM_D2H));
+	OK(seam_synchronize(seam, 0));
+	int good = 1;
+	for (uint32_t i = 0; i < N; i++)
+		good &= filled[i] == 0xDEADBEEF && c[i] == a[i] + b[i];
+	CHECK(good, "seam results differ (c[1] = %u, filled[1] = %#x)", c[1], filled[1]);
+	OK(seam_synchronize(seam, 7));
+	seam_destroy(seam);
+}
+
+int main(int argc, char **argv)
+{
+	const char *uri = argc > 1 ? argv[1] : "host";
+	radiance_device_t *device = NULL;
+	test_open_errors();
+	OK(radiance_device_open(uri, &device));
+	if (!device)
+		return 1;
+	test_fill_copy_signal_wait(device);
+	test_failure_propagation(device);
+	test_command_buffer(device);
+	radiance_device_release(device);
+	test_seam(uri);
+	printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+	return failures != 0;
+}
