@@ -26,8 +26,8 @@ impl Pattern {
         }
     }
 
-    /// The pattern repeated to four little-endian bytes: byte `i` of the
-    /// target gets byte `i % 4` of this (offsets are multiples of the size).
+    /// The pattern repeated to four little-endian bytes: byte `i` of a
+    /// filled range gets byte `i % 4` of this.
     pub fn le_bytes(self) -> [u8; 4] {
         match self {
             Self::U8(v) => [v; 4],

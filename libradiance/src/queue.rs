@@ -9,6 +9,9 @@
 //! returned by the call and nothing is queued. What goes wrong later (a
 //! failed wait semaphore, a device fault) fails the operation's signal
 //! semaphores with that error, and nothing of the operation runs after it.
+//! A command that fails (a device fault, not a failed wait) also stops its
+//! queue, as a faulted device queue stops: every later operation on it fails
+//! its signal semaphores with the same error. Other queues go on.
 
 use crate::{
     backend::{BackendQueue, Submission},

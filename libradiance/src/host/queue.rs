@@ -3,7 +3,8 @@
 //! Queues of the host backend: one worker thread per queue takes submissions
 //! in order, blocks at an unsatisfied wait (as the kmod scheduler does not
 //! run a queue past one), runs the commands one after another, then signals.
-//! Callers may rely on none of that order: only semaphores order work.
+//! Callers may rely on none of that order: only semaphores order work. A
+//! command that fails (a device fault) stops the queue.
 
 use super::{
     kernels,
@@ -83,11 +84,16 @@ impl Shared {
     /// The worker: runs submissions until the queue is dropped, then fails
     /// the signals of everything still queued.
     fn serve(&self, receiver: mpsc::Receiver<Submission>) {
+        // The first command error stops the queue, as a faulted device queue
+        // stops: everything after it fails with that error.
+        let mut fault: Option<Error> = None;
         while let Ok(submission) = receiver.recv() {
-            let outcome = self
-                .hub
-                .wait(WaitMode::All, &submission.waits, None, Some(&self.closing))
-                .and_then(|()| self.execute(&submission.commands));
+            let outcome = self.hub.wait(WaitMode::All, &submission.waits, None, Some(&self.closing)).and_then(|()| {
+                if let Some(e) = &fault {
+                    return Err(e.clone());
+                }
+                self.execute(&submission.commands).inspect_err(|e| fault = Some(e.clone()))
+            });
             for (semaphore, value) in &submission.signals {
                 match (&outcome, host_semaphore(semaphore)) {
                     (Ok(()), Ok(s)) => s.advance(*value),
@@ -115,12 +121,11 @@ impl Shared {
                 Op::Fill { target, offset, length, pattern } => {
                     let len = usize::try_from(*length).map_err(|_| Error::OutOfRange(format!("fill of {length} bytes")))?;
                     let pattern = pattern.le_bytes();
-                    // Offsets are multiples of the pattern size, so byte i of
-                    // the buffer takes byte i % 4 of the repeated pattern.
-                    let phase = (*offset % 4) as usize;
+                    // The range starts at a multiple of the pattern size, so
+                    // byte i of it is byte i % 4 of the repeated pattern.
                     host_buffer(target)?.with_bytes(*offset, len, |bytes| {
                         for (i, b) in bytes.iter_mut().enumerate() {
-                            *b = pattern[(phase + i) % 4];
+                            *b = pattern[i % 4];
                         }
                     })?;
                 }

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! Launches of the built-in kernels (`radiance_uapi::builtin`): results,
+//! grids larger and smaller than the element count, and device faults.
+
+use super::{address, launch, mappable, reach, PATIENCE};
+use crate::{
+    check::{ensure, ensure_eq, expect_err, Stop},
+    Case, Outcome,
+};
+use radiance::{Device, Launch, StatusCode};
+use radiance_uapi::builtin;
+
+pub(super) const CASES: &[Case] = &[
+    Case { name: "dispatch_builtin_results", run: results },
+    Case { name: "dispatch_grid_covers_only_count_elements", run: grid_bounds },
+    Case { name: "dispatch_faults_fail_the_launch", run: faults },
+];
+
+/// Skips the case on devices without the built-in kernels.
+fn needs_builtins(device: &Device) -> Outcome {
+    if device.info().builtin_kernels {
+        Ok(())
+    } else {
+        Err(Stop::Skip(format!("{} does not run the radiance_uapi::builtin kernels", device.info().backend)))
+    }
+}
+
+fn results(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    const N: usize = 300;
+    let q = device.create_queue()?;
+    let (a, b, c, d) = (mappable(device, 4 * N as u64)?, mappable(device, 4 * N as u64)?, mappable(device, 4 * N as u64)?, mappable(device, 4 * N as u64)?);
+    let xs: Vec<u32> = (0..N as u32).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+    let ys: Vec<u32> = (0..N as u32).map(|i| u32::MAX - i).collect();
+    a.map()?.write_u32s(0, &xs)?;
+    b.map()?.write_u32s(0, &ys)?;
+    let n = N as u32;
+    let s = device.create_semaphore(0)?;
+    // 3 x 2 blocks of 50 threads: exactly N threads over a 2-D grid.
+    q.dispatch(&[], &[(&s, 1)], launch(builtin::VECADD_U32, [3, 2, 1], [25, 2, 1], &[address(&a)?, address(&b)?, address(&c)?, n]))?;
+    q.dispatch(&[(&s, 1)], &[(&s, 2)], launch(builtin::COPY_U32, [1, 1, 1], [N as u32, 1, 1], &[address(&d)?, address(&c)?, n]))?;
+    reach(&s, 2)?;
+    let sums: Vec<u32> = xs.iter().zip(&ys).map(|(x, y)| x.wrapping_add(*y)).collect();
+    ensure_eq!(c.map()?.read_u32s(0, N)?, sums, "VECADD_U32 (wrapping)");
+    ensure_eq!(d.map()?.read_u32s(0, N)?, sums, "COPY_U32");
+    // FILL_U32 into the middle of a buffer, by an address inside it.
+    q.dispatch(&[(&s, 2)], &[(&s, 3)], launch(builtin::FILL_U32, [2, 1, 1], [8, 1, 1], &[address(&d)? + 40, 0xFEED_BEEF, 16]))?;
+    reach(&s, 3)?;
+    let mut want = sums.clone();
+    want[10..26].fill(0xFEED_BEEF);
+    ensure_eq!(d.map()?.read_u32s(0, N)?, want, "FILL_U32 of 16 elements at element 10");
+    Ok(())
+}
+
+/// Thread t handles element t: a grid larger than the count touches only
+/// `count` elements, a smaller one only as many as it has threads.
+fn grid_bounds(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    let q = device.create_queue()?;
+    let buffer = mappable(device, 4 * 64)?;
+    let base = address(&buffer)?;
+    let s = device.create_semaphore(0)?;
+    // 2 x 2 x 2 blocks of 2 x 2 threads = 32 threads, count 20.
+    q.dispatch(&[], &[(&s, 1)], launch(builtin::FILL_U32, [2, 2, 2], [2, 2, 1], &[base, 1, 20]))?;
+    // 8 threads, count 1000: only 8 elements (at 32..40).
+    q.dispatch(&[(&s, 1)], &[(&s, 2)], launch(builtin::FILL_U32, [1, 1, 1], [8, 1, 1], &[base + 128, 2, 1000]))?;
+    reach(&s, 2)?;
+    let mut want = vec![0u32; 64];
+    want[..20].fill(1);
+    want[32..40].fill(2);
+    ensure_eq!(buffer.map()?.read_u32s(0, 64)?, want, "elements touched");
+    Ok(())
+}
+
+/// Each launch faults on its own queue (a fault stops a queue); every
+/// fault is ABORTED and names the entry PC.
+fn faults(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    let buffer = mappable(device, 64)?;
+    let base = address(&buffer)?;
+    let bad: [(&str, Launch); 4] = [
+        ("bad entry PC", launch(0x0000_2000, [1, 1, 1], [1, 1, 1], &[])),
+        ("address in no buffer", launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[0x10, 1, 4])),
+        ("elements past the end of the buffer", launch(builtin::FILL_U32, [1, 1, 1], [32, 1, 1], &[base, 1, 32])),
+        ("params too short", launch(builtin::VECADD_U32, [1, 1, 1], [1, 1, 1], &[base, base])),
+    ];
+    for (what, launch) in bad {
+        let (q, s) = (device.create_queue()?, device.create_semaphore(0)?);
+        let pc = launch.entry_pc;
+        q.dispatch(&[], &[(&s, 1)], launch)?;
+        let e = expect_err(s.wait(1, PATIENCE), StatusCode::Aborted, what)?;
+        ensure!(e.to_string().contains(&format!("{pc:#010x}")), "{what}: the fault does not name pc {pc:#010x}: {e}");
+    }
+    // Invalid launches are refused at the call.
+    let q = device.create_queue()?;
+    expect_err(q.dispatch(&[], &[], launch(builtin::FILL_U32, [0, 1, 1], [1, 1, 1], &[])), StatusCode::InvalidArgument, "empty grid")?;
+    Ok(())
+}
