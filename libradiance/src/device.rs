@@ -127,3 +127,37 @@ impl Device {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StatusCode;
+
+    fn open_error(uri: &str) -> Error {
+        match Device::open(uri) {
+            Ok(_) => panic!("{uri} opened"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn uris_without_a_backend_say_why() {
+        let kmod = open_error("kmod:0");
+        assert_eq!(kmod.status(), StatusCode::Unimplemented);
+        assert!(kmod.to_string().contains("issues 4 and 5"), "{kmod}");
+        assert_eq!(open_error("/dev/radiance1").status(), StatusCode::Unimplemented);
+        assert_eq!(open_error("cuda:0").status(), StatusCode::Unimplemented);
+        assert_eq!(open_error("hsa:0").status(), StatusCode::Unimplemented);
+        assert_eq!(open_error("kmod:x").status(), StatusCode::InvalidArgument);
+        let unknown = open_error("vulkan:0");
+        assert_eq!(unknown.status(), StatusCode::InvalidArgument);
+        assert!(unknown.to_string().contains("vulkan:0"), "{unknown}");
+    }
+
+    #[test]
+    fn host_opens_and_names_itself() {
+        let device = Device::open("host").unwrap();
+        assert_eq!(device.info().backend, "host");
+        assert!(device.info().builtin_kernels);
+    }
+}

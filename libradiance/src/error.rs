@@ -162,3 +162,16 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_codes_round_trip() {
+        for raw in 0..19 {
+            assert_eq!(StatusCode::from_raw(raw).map(|c| c as u32), Some(raw));
+        }
+        assert_eq!(StatusCode::from_raw(19), None);
+    }
+}

@@ -5,7 +5,7 @@
 
 use super::PATIENCE;
 use crate::{
-    check::{ensure, ensure_eq, expect_err},
+    check::{ensure, ensure_eq, expect_err, Stop},
     Case, Outcome,
 };
 use radiance::{Device, Error, StatusCode, Timeout, WaitMode};
@@ -13,6 +13,11 @@ use std::{
     thread,
     time::{Duration, Instant},
 };
+
+/// A helper thread's result; its panic fails the case.
+fn joined<T>(thread: thread::JoinHandle<T>) -> Result<T, Stop> {
+    thread.join().map_err(|_| Stop::Fail("a helper thread panicked".into()))
+}
 
 pub(super) const CASES: &[Case] = &[
     Case { name: "semaphore_query_signal", run: query_signal },
@@ -50,8 +55,7 @@ fn wait_other_thread(device: &Device) -> Outcome {
     });
     s.wait(2, Timeout::Infinite)?;
     let waited = start.elapsed();
-    let signalled = t.join().map_err(|_| crate::Stop::Fail("the signalling thread panicked".into()))?;
-    signalled?;
+    joined(t)??;
     ensure!(waited >= Duration::from_millis(40), "the wait returned after {waited:?}, before the signal");
     ensure_eq!(s.query()?, 3, "payload after the signal");
     Ok(())
@@ -72,7 +76,7 @@ fn wait_any_all(device: &Device) -> Outcome {
         signaller.signal(1)
     });
     device.wait_semaphores(WaitMode::All, &both, PATIENCE)?;
-    t.join().map_err(|_| crate::Stop::Fail("the signalling thread panicked".into()))??;
+    joined(t)??;
     // Semaphores of another device are refused.
     let other = Device::open(&device.info().uri)?;
     let foreign = other.create_semaphore(1)?;
@@ -105,7 +109,7 @@ fn timeout(device: &Device) -> Outcome {
     let start = Instant::now();
     s.wait(1, Duration::from_secs(30))?;
     ensure!(start.elapsed() < Duration::from_secs(5), "the wait outlived its signal: {:?}", start.elapsed());
-    t.join().map_err(|_| crate::Stop::Fail("the signalling thread panicked".into()))??;
+    joined(t)??;
     Ok(())
 }
 
@@ -127,7 +131,7 @@ fn failure(device: &Device) -> Outcome {
     thread::sleep(Duration::from_millis(30));
     s.fail(Error::Status { code: StatusCode::DataLoss, message: "injected by the cts".into() });
     for w in waiters {
-        let result = w.join().map_err(|_| crate::Stop::Fail("a waiting thread panicked".into()))?;
+        let result = joined(w)?;
         let e = expect_err(result, StatusCode::DataLoss, "a waiter of the failed semaphore")?;
         ensure!(e.to_string().contains("injected by the cts"), "the failure's message was lost: {e}");
     }
