@@ -50,6 +50,7 @@ impl Device {
         info.abi_minor = uapi::ABI_MINOR;
         info.device_index = self.index;
         info.backend = hw.backend;
+        info.pad1 = 0;
         info.name = hw.name_field();
         info.cores = hw.cores;
         info.warps_per_core = hw.warps_per_core;

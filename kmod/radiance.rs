@@ -26,7 +26,7 @@ module! {
     type: driver::Radiance,
     name: "radiance",
     authors: ["The Radiance driver authors"],
-    description: "Radiance GPU driver (Gluon command processor; emulated, PCI and platform backends)",
+    description: "Radiance GPU driver (Gluon command processor)",
     license: "GPL",
     params: {
         emulated_devices: u32 {

@@ -1,0 +1,18 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the QEMU guest (as /job): loads radiance.ko, runs every
+# kselftest and the radctl smoke tests, unloads the module. Each prints KTAP;
+# the host turns the console into pass/fail (tools/run-qemu.sh).
+set -u
+
+# Matches radiance_test.h.
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 || exit 1
+
+for t in /device_test /lifecycle_test; do
+	RADIANCE_KO=/radiance.ko "$t"
+done
+
+/radctl-smoke.sh
+
+# A clean unload: the console is checked for splats afterwards.
+rmmod radiance

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Builds everything the QEMU guest runs, against the cached test kernel:
+# radiance.ko, the kselftests and the static Rust binaries. Prints the
+# staging directory (the files to put in the initramfs).
+source "$(dirname "$0")/lib.sh"
+
+kdir=$(kernel_dir)
+ksrc=$(kernel_src)
+stage=$BUILD/stage
+rm -rf "$stage"; mkdir -p "$stage"
+
+log "module: building radiance.ko"
+make -s -C "$kdir" M="$TOP" LLVM=$LLVM_SUFFIX -j"$JOBS" modules >&2
+cp "$TOP/kmod/radiance.ko" "$stage/"
+
+log "guest: building kselftests"
+make -s -C "$TOP/tests/kselftest" KSRC="$ksrc" OUTPUT="$BUILD/kselftest" >&2
+cp "$BUILD"/kselftest/*_test "$TOP"/tests/guest/radctl-smoke.sh "$stage/"
+
+# Static, so the guest needs no libc of its own. An explicit --target keeps
+# crt-static away from build scripts and proc macros.
+log "guest: building static radctl"
+target=x86_64-unknown-linux-gnu
+RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --target "$target" \
+	--manifest-path "$TOP/Cargo.toml" -p radctl >&2
+cp "$TOP/target/$target/release/radctl" "$stage/"
+echo "$stage"

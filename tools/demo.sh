@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The main job, from nothing: install the toolchain, build (or reuse) the
+# test kernel, build radiance.ko and the guest tools, boot QEMU with one
+# emulated device and show it through radctl.
+source "$(dirname "$0")/lib.sh"
+
+"$TOP"/tools/install-toolchain.sh
+"$TOP"/tools/build-kernel.sh >/dev/null
+stage=$("$TOP"/tools/build-guest.sh)
+cp "$TOP"/tools/guest/demo-job.sh "$stage/job"
+"$TOP"/tools/make-initramfs.sh "$BUILD/demo.cpio.gz" "$stage"
+exec "$TOP"/tools/run-qemu.sh --no-results-ok "$BUILD/demo.cpio.gz"

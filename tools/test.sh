@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Every test, from nothing: the host tests (cargo test), then the kselftests
+# and radctl smoke tests in QEMU on our test kernel. The last line is the
+# total: `N passed, N failed, N skipped`; the exit code is non-zero if any
+# test failed, or if either stage could not run.
+source "$(dirname "$0")/lib.sh"
+
+"$TOP"/tools/install-toolchain.sh
+"$TOP"/tools/build-kernel.sh >/dev/null
+mkdir -p "$BUILD"
+
+log "host: cargo test"
+host_rc=0
+cargo test --workspace --manifest-path "$TOP/Cargo.toml" 2>&1 | tee "$BUILD/host-tests.log" || host_rc=$?
+# Sum libtest's `test result:` lines.
+read -r host_pass host_fail host_skip < <(awk '
+	/^test result:/ { for (i = 1; i <= NF; i++) {
+		if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
+	END { print p + 0, f + 0, s + 0 }' "$BUILD/host-tests.log")
+# A crash or a build error prints no result line: count it as a failure.
+if ((host_rc != 0 && host_fail == 0)); then host_fail=1; fi
+
+log "guest: kselftests in QEMU"
+guest_rc=0
+stage=$("$TOP"/tools/build-guest.sh) || guest_rc=$?
+if ((guest_rc == 0)); then
+	cp "$TOP"/tests/guest/test-job.sh "$stage/job"
+	"$TOP"/tools/make-initramfs.sh "$BUILD/test.cpio.gz" "$stage"
+	"$TOP"/tools/run-qemu.sh "$BUILD/test.cpio.gz" | tee "$BUILD/guest-tests.log" || guest_rc=$?
+fi
+read -r guest_pass guest_fail guest_skip < <(tail -n1 "$BUILD/guest-tests.log" 2>/dev/null |
+	sed -nE 's/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p'; echo)
+guest_pass=${guest_pass:-0} guest_fail=${guest_fail:-0} guest_skip=${guest_skip:-0}
+if ((guest_rc != 0 && guest_fail == 0)); then guest_fail=1; fi
+
+log "host: $host_pass passed, $host_fail failed, $host_skip skipped"
+log "guest: $guest_pass passed, $guest_fail failed, $guest_skip skipped"
+passed=$((host_pass + guest_pass)) failed=$((host_fail + guest_fail)) skipped=$((host_skip + guest_skip))
+echo "$passed passed, $failed failed, $skipped skipped"
+((failed == 0))
