@@ -57,9 +57,10 @@ pub struct Launch {
 }
 
 impl Launch {
-    /// Threads in the whole grid.
+    /// Threads in the whole grid (saturating: six u32 factors can overflow
+    /// a u64).
     pub fn threads(&self) -> u64 {
-        self.grid.iter().chain(&self.block).map(|&d| u64::from(d)).product()
+        self.grid.iter().chain(&self.block).fold(1u64, |n, &d| n.saturating_mul(d.into()))
     }
 }
 
@@ -200,5 +201,17 @@ impl CommandBuffer {
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_count_saturates() {
+        let launch = |d| Launch { entry_pc: 0, grid: [d; 3], block: [d; 3], regs_per_thread: 0, shmem_per_block: 0, params: vec![] };
+        assert_eq!(launch(2).threads(), 64);
+        assert_eq!(launch(u32::MAX).threads(), u64::MAX);
     }
 }

@@ -90,6 +90,18 @@ static void test_fill_copy_signal_wait(radiance_device_t *device)
 	OK(radiance_semaphore_query(sem, &value));
 	CHECK(value == 3, "payload %" PRIu64, value);
 
+	/* Many semaphores: any is reached by sem alone, all is not. */
+	radiance_semaphore_t *other = NULL;
+	OK(radiance_semaphore_create(device, 0, &other));
+	radiance_semaphore_t *both[2] = { sem, other };
+	const uint64_t values[2] = { 3, 1 };
+	radiance_semaphore_list_t list = { 2, both, values };
+	OK(radiance_device_wait_semaphores(device, RADIANCE_WAIT_ANY, list, 0));
+	expect(radiance_device_wait_semaphores(device, RADIANCE_WAIT_ALL, list, 1000), RADIANCE_STATUS_DEADLINE_EXCEEDED,
+	       "wait all with one unreached");
+	expect(radiance_device_wait_semaphores(device, 7, list, 0), RADIANCE_STATUS_INVALID_ARGUMENT, "bad wait mode");
+	radiance_semaphore_release(other);
+
 	radiance_mapping_t mapping;
 	OK(radiance_buffer_map(dst, 0, 4096, &mapping));
 	const uint8_t *bytes = mapping.contents;
