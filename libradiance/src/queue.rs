@@ -3,7 +3,10 @@
 //! Queues: every operation waits for its wait semaphores, runs, then signals
 //! its signal semaphores, asynchronously. Only semaphores order operations:
 //! two operations with no semaphore between them may run in either order or
-//! at once, even on one queue.
+//! at once, even on one queue. A queue may also stop at an operation whose
+//! wait is not yet reached (a device queue does), so what an operation waits
+//! for must be signalled by the host or by another queue, never by a later
+//! operation of the same queue.
 //!
 //! Errors: what can be checked at the call (ranges, devices, usage) is
 //! returned by the call and nothing is queued. What goes wrong later (a

@@ -18,8 +18,11 @@ pub enum Stop {
 pub type Outcome = Result<(), Stop>;
 
 impl From<Error> for Stop {
+    /// Names the `?` that met the error.
+    #[track_caller]
     fn from(e: Error) -> Self {
-        Self::Fail(format!("unexpected error: {e} ({:?})", e.status()))
+        let at = std::panic::Location::caller();
+        Self::Fail(format!("{at}: unexpected error: {e} ({:?})", e.status()))
     }
 }
 

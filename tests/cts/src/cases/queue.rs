@@ -15,6 +15,7 @@ use std::{thread, time::Duration};
 pub(super) const CASES: &[Case] = &[
     Case { name: "queue_ops_ordered_only_by_semaphores", run: ordered_by_semaphores },
     Case { name: "queue_barrier_joins_and_forks_timelines", run: barrier },
+    Case { name: "queue_cross_queue_chain", run: cross_queue_chain },
     Case { name: "queue_failure_propagates_to_dependent_ops", run: failure_propagates },
     Case { name: "queue_fault_fails_signals_and_stops_queue", run: fault_stops_queue },
     Case { name: "queue_destroy_cancels_pending_work", run: destroy_cancels },
@@ -34,6 +35,25 @@ fn ordered_by_semaphores(device: &Device) -> Outcome {
     q2.update(&[], &[(&s, 1)], &data, src.at(0))?;
     reach(&s, 2)?;
     ensure!(contents(&q1, &dst)? == data, "the copy did not see the update it waited for");
+    Ok(())
+}
+
+/// A 256-edge dependency chain alternating between two queues: step i
+/// copies element i - 1 to element i, so every element holds the seed only
+/// if every step ran after the one before it.
+fn cross_queue_chain(device: &Device) -> Outcome {
+    const STEPS: u64 = 256;
+    let queues = [device.create_queue()?, device.create_queue()?];
+    let buffer = mappable(device, 4 * (STEPS + 1))?;
+    let s = device.create_semaphore(0)?;
+    queues[0].update(&[(&s, 0)], &[(&s, 1)], &0x5EED_F00Du32.to_le_bytes(), buffer.at(0))?;
+    for i in 1..=STEPS {
+        let queue = &queues[i as usize % 2];
+        queue.copy(&[(&s, i)], &[(&s, i + 1)], buffer.at(4 * (i - 1)), buffer.at(4 * i), 4)?;
+    }
+    reach(&s, STEPS + 1)?;
+    let got = buffer.map()?.read_u32s(0, STEPS as usize + 1)?;
+    ensure!(got.iter().all(|&w| w == 0x5EED_F00D), "a step ran before its predecessor: {:x?}", &got[..8]);
     Ok(())
 }
 

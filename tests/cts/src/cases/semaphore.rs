@@ -25,6 +25,7 @@ pub(super) const CASES: &[Case] = &[
     Case { name: "semaphore_wait_any_all", run: wait_any_all },
     Case { name: "semaphore_timeout_respects_deadline", run: timeout },
     Case { name: "semaphore_failure_reaches_every_waiter", run: failure },
+    Case { name: "semaphore_many_waiters_woken_in_turn", run: many_waiters },
 ];
 
 fn query_signal(device: &Device) -> Outcome {
@@ -142,5 +143,26 @@ fn failure(device: &Device) -> Outcome {
     expect_err(s.wait(1, Duration::ZERO), StatusCode::DataLoss, "wait after failure")?;
     expect_err(s.signal(5), StatusCode::DataLoss, "signal after failure")?;
     ensure_eq!(pending.query()?, 0, "an unrelated semaphore");
+    Ok(())
+}
+
+/// Eight threads wait for values 1..=8 while the payload climbs one step at
+/// a time: each wait ends once its value is reached, and not before.
+fn many_waiters(device: &Device) -> Outcome {
+    let s = device.create_semaphore(0)?;
+    let waiters: Vec<_> = (1..=8u64)
+        .map(|v| {
+            let s = s.clone();
+            thread::spawn(move || s.wait(v, PATIENCE).and_then(|()| s.query()).map(|seen| (v, seen)))
+        })
+        .collect();
+    for v in 1..=8 {
+        thread::sleep(Duration::from_millis(5));
+        s.signal(v)?;
+    }
+    for w in waiters {
+        let (v, seen) = joined(w)??;
+        ensure!(seen >= v, "the wait for {v} ended at payload {seen}");
+    }
     Ok(())
 }

@@ -70,7 +70,15 @@ fn copy_update(device: &Device) -> Outcome {
     model_b[998] = 0x77;
     q.copy(&[(&s, 6)], &[(&s, 7)], b.at(998), a.at(999), 1)?;
     model_a[999] = 0x77;
+    // An update copies its bytes at the call: changing them afterwards, even
+    // before the update can run, changes nothing.
     reach(&s, 7)?;
+    let mut late = noise(16, 9);
+    q.update(&[(&s, 8)], &[(&s, 9)], &late, b.at(900))?;
+    model_b[900..916].copy_from_slice(&late);
+    late.fill(0);
+    s.signal(8)?;
+    reach(&s, 9)?;
     for (name, buffer, model) in [("a", &a, &model_a), ("b", &b, &model_b)] {
         let got = contents(&q, buffer)?;
         ensure!(&got == model, "buffer {name} differs from the model at byte {:?}", first_difference(&got, model));
