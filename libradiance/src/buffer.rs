@@ -7,6 +7,7 @@
 
 use crate::{backend::BackendBuffer, Device, Error, Result};
 use std::{
+    fmt,
     ops::BitOr,
     os::fd::OwnedFd,
     sync::Arc,
@@ -22,7 +23,7 @@ pub enum MemoryType {
 }
 
 /// What a buffer may be used for (IREE's `iree_hal_buffer_usage_t`, reduced).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct BufferUsage(u32);
 
 impl BufferUsage {
@@ -42,6 +43,19 @@ impl BufferUsage {
     /// Whether every bit of `other` is set.
     pub fn contains(self, other: Self) -> bool {
         self.0 & other.0 == other.0
+    }
+}
+
+impl fmt::Debug for BufferUsage {
+    /// The flag names, e.g. `TRANSFER | MAPPING`, for error messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = [(Self::TRANSFER, "TRANSFER"), (Self::DISPATCH, "DISPATCH"), (Self::MAPPING, "MAPPING")];
+        let set: Vec<&str> = names.iter().filter(|(u, _)| self.contains(*u)).map(|(_, n)| *n).collect();
+        if set.is_empty() {
+            f.write_str("(none)")
+        } else {
+            f.write_str(&set.join(" | "))
+        }
     }
 }
 
@@ -90,6 +104,15 @@ pub struct Buffer {
 pub struct BufferRef<'a> {
     pub buffer: &'a Buffer,
     pub offset: u64,
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("device_address", &format_args!("{:#x}", self.device_address()))
+            .field("params", &self.params)
+            .finish()
+    }
 }
 
 impl Buffer {

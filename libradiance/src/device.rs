@@ -41,6 +41,12 @@ pub struct Device {
     inner: Arc<dyn Backend>,
 }
 
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device").field("uri", &self.info().uri).field("backend", &self.info().backend).finish()
+    }
+}
+
 impl Device {
     /// Opens a device by URI: `host` (the CPU reference backend); `kmod:N` or
     /// `/dev/radianceN`, `cuda:N` and `hsa:N` are recognised and report that

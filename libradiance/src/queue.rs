@@ -43,6 +43,12 @@ pub struct Queue {
 /// Semaphores to wait for before an operation and to signal after it.
 pub type Points<'a> = &'a [(&'a Semaphore, u64)];
 
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue").field("device", &self.device).finish_non_exhaustive()
+    }
+}
+
 impl Queue {
     pub(crate) fn new(device: Device, inner: Arc<dyn BackendQueue>) -> Self {
         Self { device, inner }

@@ -63,6 +63,12 @@ impl From<Instant> for Timeout {
     }
 }
 
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore").field("payload", &self.query()).finish()
+    }
+}
+
 impl Semaphore {
     pub(crate) fn new(device: Device, inner: Arc<dyn BackendSemaphore>) -> Self {
         Self { device, inner }
