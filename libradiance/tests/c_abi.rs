@@ -4,17 +4,46 @@
 //! (and the uapi header, for the built-in entry PCs), links it with the
 //! library's staticlib, and runs it against `host`.
 
-use std::{path::PathBuf, process::Command};
+use std::{collections::BTreeSet, path::PathBuf, process::Command};
+
+/// The staticlib built for this test run: the test binary runs from
+/// <target>/<profile>/deps, and cargo puts the library in <target>/<profile>.
+fn staticlib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let lib = exe.parent().and_then(|deps| deps.parent()).unwrap().join("libradiance.a");
+    assert!(lib.exists(), "{} is missing", lib.display());
+    lib
+}
+
+#[test]
+fn header_declares_exactly_the_exported_functions() {
+    let header = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include/libradiance.h")).unwrap();
+    // Every `radiance_*` identifier right before a `(` (declarations, and
+    // calls in comments, which name functions too).
+    let declared: BTreeSet<&str> = header
+        .split('(')
+        .filter_map(|before| before.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next())
+        .filter(|name| name.starts_with("radiance_"))
+        .collect();
+    let nm = Command::new("nm").args(["--defined-only", "--format=posix"]).arg(staticlib()).output().expect("running nm");
+    assert!(nm.status.success());
+    let nm = String::from_utf8_lossy(&nm.stdout);
+    // POSIX format: `name type value size`, one symbol a line.
+    let exported: BTreeSet<&str> = nm
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [name, "T", ..] if name.starts_with("radiance_") => Some(name),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(declared, exported, "libradiance.h and the library's exported functions differ");
+}
 
 #[test]
 fn c_program_drives_the_c_abi() {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let src = manifest.join("tests/c_abi");
-    // The test binary runs from <target>/<profile>/deps; cargo puts the
-    // staticlib built for this test run in <target>/<profile>.
-    let exe_dir = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
-    let staticlib = exe_dir.parent().unwrap().join("libradiance.a");
-    assert!(staticlib.exists(), "{} is missing", staticlib.display());
+    let staticlib = staticlib();
     let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c_abi_test");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let status = Command::new(&cc)
