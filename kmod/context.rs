@@ -2,7 +2,12 @@
 
 //! The per-open-file context: what one process sees of a device through one
 //! file descriptor. Everything a file creates belongs to its context and is
-//! torn down with it.
+//! torn down with it; its handles and mmap offsets mean nothing in another
+//! file.
+//!
+//! Lock order: `Context::objects` is never held while VRAM is allocated,
+//! freed or mapped (those take `Vram::free` and the backend's VRAM lock):
+//! objects are looked up or removed under it, and used or dropped after.
 
 use kernel::{
     fs::File,
@@ -10,14 +15,23 @@ use kernel::{
         MiscDevice,
         MiscDeviceRegistration, //
     },
+    mm::virt::VmaNew,
+    new_mutex,
+    page::PAGE_SIZE,
     prelude::*,
+    rbtree::{
+        RBTree,
+        RBTreeNodeReservation, //
+    },
     sync::{
         Arc,
-        ArcBorrow, //
+        ArcBorrow,
+        Mutex, //
     },
 };
 
 use crate::{
+    bo::Bo,
     device::{
         Device,
         DeviceNode, //
@@ -26,9 +40,34 @@ use crate::{
     uapi, //
 };
 
+/// A BO as one file sees it.
+struct BoEntry {
+    bo: Arc<Bo>,
+    /// The BO's fake mmap offset in this file, in pages (0: not mappable).
+    pgoff: u64,
+}
+
+/// Everything a file has created.
+struct Objects {
+    /// Handle -> BO.
+    bos: RBTree<u32, BoEntry>,
+    /// Mmap page offset -> handle, for mappable BOs.
+    mmap: RBTree<u64, u32>,
+    /// Handles are never reused within a file, so a stale handle cannot name
+    /// a newer BO.
+    next_handle: u32,
+    next_pgoff: u64,
+}
+
+/// Largest mmap page offset: byte offsets must fit in `off_t`.
+const MAX_PGOFF: u64 = (i64::MAX as u64) / PAGE_SIZE as u64;
+
 /// One open file of `/dev/radianceN`.
+#[pin_data(PinnedDrop)]
 pub(crate) struct Context {
     device: Arc<Device>,
+    #[pin]
+    objects: Mutex<Objects>,
 }
 
 impl Context {
@@ -40,6 +79,86 @@ impl Context {
         self.device.describe(info);
         Ok(())
     }
+
+    /// BO_CREATE.
+    pub(crate) fn bo_create(&self, args: &mut uapi::BoCreate) -> Result {
+        if args.pad != 0
+            || args.flags & !uapi::bo_flags::ALL != 0
+            || args.placement != uapi::placement::VRAM
+            || args.size == 0
+            || args.size > self.device.vram().stats().total
+        {
+            return Err(EINVAL);
+        }
+        let bo = Bo::new_vram(self.device.clone(), args.size, args.flags)?;
+        let pages = bo.size().div_ceil(PAGE_SIZE as u64);
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let mmap_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+
+        let mut objects = self.objects.lock();
+        let handle = objects.next_handle;
+        let pgoff = if bo.mappable() { objects.next_pgoff } else { 0 };
+        if handle == u32::MAX || pgoff + pages > MAX_PGOFF {
+            return Err(ENOSPC);
+        }
+        objects.next_handle += 1;
+        if pgoff != 0 {
+            objects.next_pgoff += pages;
+            objects.mmap.insert(mmap_node.into_node(pgoff, handle));
+        }
+        args.handle = handle;
+        args.device_address = bo.device_address();
+        args.mmap_offset = pgoff * PAGE_SIZE as u64;
+        objects.bos.insert(node.into_node(handle, BoEntry { bo, pgoff }));
+        Ok(())
+    }
+
+    /// BO_DESTROY.
+    pub(crate) fn bo_destroy(&self, args: &mut uapi::BoDestroy) -> Result {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let entry = {
+            let mut objects = self.objects.lock();
+            let entry = objects.bos.remove(&args.handle).ok_or(ENOENT)?;
+            objects.mmap.remove(&entry.pgoff);
+            entry
+        };
+        // The VRAM is scrubbed and freed here, outside the lock.
+        drop(entry);
+        Ok(())
+    }
+
+    /// BO_INFO.
+    pub(crate) fn bo_info(&self, args: &mut uapi::BoInfo) -> Result {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let objects = self.objects.lock();
+        let entry = objects.bos.get(&args.handle).ok_or(ENOENT)?;
+        args.size = entry.bo.size();
+        args.placement = uapi::placement::VRAM;
+        args.flags = entry.bo.flags();
+        args.device_address = entry.bo.device_address();
+        args.mmap_offset = entry.pgoff * PAGE_SIZE as u64;
+        Ok(())
+    }
+
+    /// The BO whose mmap offset is `pgoff`.
+    fn bo_at(&self, pgoff: u64) -> Result<Arc<Bo>> {
+        let objects = self.objects.lock();
+        let handle = objects.mmap.get(&pgoff).ok_or(EINVAL)?;
+        let entry = objects.bos.get(handle).ok_or(EINVAL)?;
+        Ok(entry.bo.clone())
+    }
+}
+
+/// The page offset userspace passed to mmap.
+fn vma_pgoff(vma: &VmaNew) -> u64 {
+    // SAFETY: `vma` is a VMA being set up by this mmap call, valid for its
+    // duration; the mmap core set `vm_pgoff` before calling us, and nothing
+    // changes it while the mmap lock is held for writing.
+    unsafe { (*vma.as_ptr()).vm_pgoff as u64 }
 }
 
 #[vtable]
@@ -51,10 +170,35 @@ impl MiscDevice for Context {
         // is a `DeviceNode`'s `misc` field, and `misc_open()` keeps the
         // registration, and so the pinned node around it, alive during open.
         let device = unsafe { DeviceNode::device_of(misc) };
-        Ok(Arc::new(Self { device }, GFP_KERNEL)?)
+        device.open_file()?;
+        let objects = Objects { bos: RBTree::new(), mmap: RBTree::new(), next_handle: 1, next_pgoff: 1 };
+        // On failure the context is dropped, which closes the file again.
+        Arc::pin_init(
+            pin_init!(Self { device, objects <- new_mutex!(objects, "Context::objects") }),
+            GFP_KERNEL,
+        )
     }
 
     fn ioctl(ctx: ArcBorrow<'_, Self>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         ioctl::dispatch(&ctx, cmd, arg)
+    }
+
+    fn mmap(ctx: ArcBorrow<'_, Self>, _file: &File, vma: &VmaNew) -> Result {
+        // Device memory is data, never code.
+        if vma.executable() {
+            return Err(EPERM);
+        }
+        vma.try_clear_mayexec()?;
+        let bo = ctx.bo_at(vma_pgoff(vma))?;
+        vma.set_dontexpand();
+        vma.set_dontdump();
+        bo.map(vma.set_mixedmap())
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Context {
+    fn drop(self: Pin<&mut Self>) {
+        self.device.close_file();
     }
 }

@@ -3,20 +3,27 @@
 //! A Radiance device (its hardware backend and per-device state) and the
 //! `/dev/radianceN` node that opens it.
 
+use core::fmt;
 use kernel::{
+    debugfs,
     miscdevice::{
         MiscDeviceOptions,
         MiscDeviceRegistration, //
     },
+    new_mutex,
     page::PAGE_SIZE,
     prelude::*,
-    sync::Arc, //
+    sync::{
+        Arc,
+        Mutex, //
+    },
 };
 
 use crate::{
     context::Context,
     hw::Gluon,
-    uapi, //
+    uapi,
+    vram::Vram, //
 };
 
 /// Most user-mode queues one device schedules at once.
@@ -37,12 +44,43 @@ const NODE_NAMES: [&CStr; uapi::MAX_DEVICES as usize] = [
 ];
 
 /// One Radiance device. Open files hold a reference, so it outlives its node.
+#[pin_data]
 pub(crate) struct Device {
     index: u32,
     hw: Arc<dyn Gluon>,
+    #[pin]
+    vram: Vram,
+    /// Exclusive mode: at most one open file (the hardware cannot keep one
+    /// process's kernels out of another's VRAM).
+    exclusive: bool,
+    #[pin]
+    open_files: Mutex<u32>,
 }
 
 impl Device {
+    pub(crate) fn hw(&self) -> &dyn Gluon {
+        &*self.hw
+    }
+
+    pub(crate) fn vram(&self) -> &Vram {
+        &self.vram
+    }
+
+    /// Counts a new open file; EBUSY if exclusive and already open.
+    pub(crate) fn open_file(&self) -> Result {
+        let mut open = self.open_files.lock();
+        if self.exclusive && *open > 0 {
+            return Err(EBUSY);
+        }
+        *open += 1;
+        Ok(())
+    }
+
+    /// Undoes [`Device::open_file`] when the file's context goes.
+    pub(crate) fn close_file(&self) {
+        *self.open_files.lock() -= 1;
+    }
+
     /// Fills GET_INFO's output fields.
     pub(crate) fn describe(&self, info: &mut uapi::GetInfo) {
         let hw = self.hw.desc();
@@ -61,10 +99,22 @@ impl Device {
         info.doorbell_page_size = PAGE_SIZE as u32;
         info.features = 0;
     }
+
+    /// debugfs `mem`: one `key value` pair a line, for `radctl mem`.
+    fn write_mem_stats(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.vram.stats();
+        writeln!(f, "vram_total {}", s.total)?;
+        writeln!(f, "vram_used {}", s.used)?;
+        writeln!(f, "vram_free {}", s.total - s.used)?;
+        writeln!(f, "vram_largest_free {}", s.largest_free)?;
+        writeln!(f, "vram_free_blocks {}", s.free_blocks)?;
+        writeln!(f, "vram_bos {}", s.allocations)?;
+        writeln!(f, "open_files {}", *self.open_files.lock())
+    }
 }
 
 /// `/dev/radianceN`: a misc device whose files are [`Context`]s of one
-/// [`Device`].
+/// [`Device`], and the device's debugfs directory.
 ///
 /// # Invariants
 ///
@@ -76,21 +126,45 @@ pub(crate) struct DeviceNode {
     // before the node's reference to the device goes.
     #[pin]
     misc: MiscDeviceRegistration<Context>,
+    #[pin]
+    mem_stats: debugfs::File<Arc<Device>>,
+    _debugfs: debugfs::Dir,
     device: Arc<Device>,
 }
 
 impl DeviceNode {
-    /// Creates device `index` over `hw` and registers `/dev/radiance<index>`.
-    pub(crate) fn new(index: u32, hw: Arc<dyn Gluon>) -> Result<Pin<KBox<Self>>> {
+    /// Creates device `index` over `hw`, registers `/dev/radiance<index>`
+    /// and its debugfs directory under `debugfs_root`.
+    pub(crate) fn new(
+        index: u32,
+        hw: Arc<dyn Gluon>,
+        exclusive: bool,
+        debugfs_root: &debugfs::Dir,
+    ) -> Result<Pin<KBox<Self>>> {
         let name = *NODE_NAMES.get(index as usize).ok_or(EINVAL)?;
-        let device = Arc::new(Device { index, hw }, GFP_KERNEL)?;
+        let vram = Vram::new(hw.desc().vram_size)?;
+        let device = Arc::pin_init(
+            try_pin_init!(Device {
+                index,
+                hw,
+                vram <- vram,
+                exclusive,
+                open_files <- new_mutex!(0, "Device::open_files"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let dir = debugfs_root.subdir(name);
         KBox::try_pin_init(
             // `device` is initialised before `misc` registers the node, so an
             // open that comes at once finds it.
             try_pin_init!(Self {
+                mem_stats <- dir.read_callback_file(c"mem", device.clone(), &|d: &Arc<Device>, f| {
+                    d.write_mem_stats(f)
+                }),
+                _debugfs: dir,
                 device,
                 misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
-            }),
+            }? Error),
             GFP_KERNEL,
         )
     }

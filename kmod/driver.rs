@@ -2,7 +2,10 @@
 
 //! Module load and unload: creates the devices and owns them until `rmmod`.
 
-use kernel::prelude::*;
+use kernel::{
+    debugfs,
+    prelude::*, //
+};
 
 use crate::{
     device::DeviceNode,
@@ -14,12 +17,15 @@ use crate::{
 pub(crate) struct Radiance {
     /// Dropping a node removes `/dev/radianceN` first, then its device.
     _nodes: KVec<Pin<KBox<DeviceNode>>>,
+    /// `radiance/` in debugfs, one directory per device below it.
+    _debugfs: debugfs::Dir,
 }
 
 impl kernel::Module for Radiance {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let count = crate::module_parameters::emulated_devices.value();
         let vram_mib = crate::module_parameters::emulated_vram_mib.value();
+        let exclusive = crate::module_parameters::exclusive.value();
         if count > uapi::MAX_DEVICES {
             pr_err!("emulated_devices={count}: at most {} are supported\n", uapi::MAX_DEVICES);
             return Err(EINVAL);
@@ -30,12 +36,13 @@ impl kernel::Module for Radiance {
             return Err(EINVAL);
         }
 
+        let debugfs = debugfs::Dir::new(c"radiance");
         let mut nodes = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for index in 0..count {
             let emu = Emu::new(index, vram_size)?;
-            nodes.push(DeviceNode::new(index, emu)?, GFP_KERNEL)?;
+            nodes.push(DeviceNode::new(index, emu, exclusive, &debugfs)?, GFP_KERNEL)?;
         }
-        pr_info!("{count} emulated device(s), {vram_mib} MiB VRAM each\n");
-        Ok(Self { _nodes: nodes })
+        pr_info!("{count} emulated device(s), {vram_mib} MiB VRAM each{}\n", if exclusive { ", exclusive" } else { "" });
+        Ok(Self { _nodes: nodes, _debugfs: debugfs })
     }
 }

@@ -50,6 +50,9 @@ macro_rules! ioctl_args {
 
 ioctl_args! {
     uapi::GetInfo => uapi::min_size::GET_INFO,
+    uapi::BoCreate => uapi::min_size::BO_CREATE,
+    uapi::BoDestroy => uapi::min_size::BO_DESTROY,
+    uapi::BoInfo => uapi::min_size::BO_INFO,
 }
 
 /// Routes an ioctl on a device file.
@@ -59,7 +62,10 @@ pub(crate) fn dispatch(ctx: &Context, cmd: u32, arg: usize) -> Result<isize> {
         return Err(ENOTTY);
     }
     match cmd.nr {
-        uapi::nr::GET_INFO => call(cmd, arg, |info| ctx.get_info(info)),
+        uapi::nr::GET_INFO => call(cmd, arg, |a| ctx.get_info(a)),
+        uapi::nr::BO_CREATE => call(cmd, arg, |a| ctx.bo_create(a)),
+        uapi::nr::BO_DESTROY => call(cmd, arg, |a| ctx.bo_destroy(a)),
+        uapi::nr::BO_INFO => call(cmd, arg, |a| ctx.bo_info(a)),
         _ => Err(ENOTTY),
     }
 }

@@ -9,11 +9,13 @@
 
 use kernel::prelude::*;
 
+mod bo;
 mod context;
 mod device;
 mod driver;
 mod hw;
 mod ioctl;
+mod vram;
 
 // The ABI shared with userspace: the kernel cannot take crates.io crates, so
 // the uapi crate's one file is included as a module. Not every constant of
@@ -36,6 +38,10 @@ module! {
         emulated_vram_mib: u32 {
             default: 256,
             description: "VRAM of each emulated device, in MiB",
+        },
+        exclusive: bool {
+            default: false,
+            description: "One open file per device at a time (kernels cannot be isolated from each other)",
         },
     },
 }

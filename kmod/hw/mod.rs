@@ -16,6 +16,11 @@
 
 pub(crate) mod emu;
 
+use kernel::{
+    mm::virt::VmaMixedMap,
+    prelude::*, //
+};
+
 use crate::uapi;
 
 /// What a backend says about the hardware behind it (GET_INFO reports it).
@@ -45,4 +50,12 @@ impl HwDesc {
 pub(crate) trait Gluon: Send + Sync {
     /// The hardware's description.
     fn desc(&self) -> &HwDesc;
+
+    /// Zeroes `len` bytes of VRAM at `addr` (scrubbing freed memory). The
+    /// caller owns the range: nobody else reads or writes it meanwhile.
+    fn vram_zero(&self, addr: u64, len: u64);
+
+    /// Maps the page-aligned VRAM at `addr` into all of `vma`, whose length
+    /// is a multiple of the page size and within VRAM.
+    fn vram_map(&self, vma: &VmaMixedMap, addr: u64) -> Result;
 }

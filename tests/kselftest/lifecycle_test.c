@@ -18,20 +18,26 @@ static int unload(void)
 	return syscall(SYS_delete_module, "radiance", O_NONBLOCK) ? -errno : 0;
 }
 
-static int load(void)
+/* Loads the module as radiance_test.h says, plus `extra` parameters. */
+static int load_with(const char *extra)
 {
 	const char *path = getenv("RADIANCE_KO") ?: "/radiance.ko";
-	char params[64];
+	char params[128];
 	int fd, ret;
 
-	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d",
-		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB);
+	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d %s",
+		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB, extra);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
 	close(fd);
 	return ret;
+}
+
+static int load(void)
+{
+	return load_with("");
 }
 
 TEST(open_file_pins_module_then_unload_and_reload)
@@ -77,6 +83,36 @@ TEST(bad_parameters_refuse_to_load)
 	}
 	close(fd);
 	ASSERT_EQ(0, load());
+}
+
+TEST(exclusive_mode_allows_one_open_file)
+{
+	int a, b;
+
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load_with("exclusive=1"));
+	a = radiance_open(0);
+	ASSERT_LE(0, a);
+	EXPECT_EQ(-1, radiance_open(0));
+	EXPECT_EQ(EBUSY, errno);
+	/* Per device: the other device is still free. */
+	b = radiance_open(1);
+	EXPECT_LE(0, b);
+	close(b);
+	close(a);
+	/* Closing hands the device over. */
+	b = radiance_open(0);
+	EXPECT_LE(0, b);
+	close(b);
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load());
+	/* Back to shared mode. */
+	a = radiance_open(0);
+	b = radiance_open(0);
+	EXPECT_LE(0, a);
+	EXPECT_LE(0, b);
+	close(a);
+	close(b);
 }
 
 TEST_HARNESS_MAIN

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 0
+#define RADIANCE_ABI_MINOR 1
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -50,6 +50,40 @@ struct radiance_get_info {
 	__u64 features;
 };
 
+/* Where a BO's memory lives. */
+#define RADIANCE_PLACEMENT_VRAM 1
+
+/* BO flags. */
+#define RADIANCE_BO_MAPPABLE (1u << 0)
+
+struct radiance_bo_create {
+	__u64 size;		/* in: rounded up to 256 B, or a page if mappable */
+	__u32 placement;	/* in: RADIANCE_PLACEMENT_* */
+	__u32 flags;		/* in: RADIANCE_BO_* */
+	__u32 handle;		/* out: never 0 */
+	__u32 pad;		/* in: zero */
+	__u64 device_address;	/* out */
+	__u64 mmap_offset;	/* out: 0 unless mappable */
+};
+
+struct radiance_bo_destroy {
+	__u32 handle;
+	__u32 pad;
+};
+
+struct radiance_bo_info {
+	__u32 handle;		/* in */
+	__u32 pad;		/* in: zero */
+	__u64 size;		/* out */
+	__u32 placement;	/* out */
+	__u32 flags;		/* out */
+	__u64 device_address;	/* out */
+	__u64 mmap_offset;	/* out */
+};
+
 #define RADIANCE_IOCTL_GET_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x00, struct radiance_get_info)
+#define RADIANCE_IOCTL_BO_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x01, struct radiance_bo_create)
+#define RADIANCE_IOCTL_BO_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x02, struct radiance_bo_destroy)
+#define RADIANCE_IOCTL_BO_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x03, struct radiance_bo_info)
 
 #endif /* _RADIANCE_UAPI_H */

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 0;
+pub const ABI_MINOR: u16 = 1;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -161,22 +161,109 @@ pub struct GetInfo {
     pub features: u64,
 }
 
+/// Where a buffer object's memory lives.
+pub mod placement {
+    /// Device memory. Its device address is the raw VRAM address.
+    pub const VRAM: u32 = 1;
+}
+
+/// `BoCreate::flags`.
+pub mod bo_flags {
+    /// The BO can be mmapped: it is page-aligned and gets an mmap offset.
+    pub const MAPPABLE: u32 = 1 << 0;
+    /// Every flag ABI 1.0 knows; the kernel refuses any other bit.
+    pub const ALL: u32 = MAPPABLE;
+}
+
+/// `RADIANCE_IOCTL_BO_CREATE`: allocates a buffer object.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoCreate {
+    /// In: bytes; rounded up to the allocation granule (256 B, or a page if
+    /// mappable). BO_INFO reports the rounded size.
+    pub size: u64,
+    /// In: one of [`placement`].
+    pub placement: u32,
+    /// In: [`bo_flags`].
+    pub flags: u32,
+    /// Out: the BO's handle in this file (never 0).
+    pub handle: u32,
+    /// In: must be zero.
+    pub pad: u32,
+    /// Out: the address the device uses for byte 0 (VRAM placement).
+    pub device_address: u64,
+    /// Out: the offset to mmap this file at (0 unless mappable).
+    pub mmap_offset: u64,
+}
+
+/// `RADIANCE_IOCTL_BO_DESTROY`: drops the handle. Memory stays alive while
+/// mappings of it exist.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoDestroy {
+    /// In: a handle from BO_CREATE.
+    pub handle: u32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
+/// `RADIANCE_IOCTL_BO_INFO`: what a handle refers to.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoInfo {
+    /// In: a handle from BO_CREATE.
+    pub handle: u32,
+    /// In: must be zero.
+    pub pad: u32,
+    /// Out: bytes (as rounded at creation).
+    pub size: u64,
+    /// Out: one of [`placement`].
+    pub placement: u32,
+    /// Out: [`bo_flags`] it was created with.
+    pub flags: u32,
+    /// Out: as in [`BoCreate`].
+    pub device_address: u64,
+    /// Out: as in [`BoCreate`].
+    pub mmap_offset: u64,
+}
+
 /// Ioctl numbers within [`IOCTL_TYPE`].
 pub mod nr {
     /// [`super::GetInfo`].
     pub const GET_INFO: u8 = 0x00;
+    /// [`super::BoCreate`].
+    pub const BO_CREATE: u8 = 0x01;
+    /// [`super::BoDestroy`].
+    pub const BO_DESTROY: u8 = 0x02;
+    /// [`super::BoInfo`].
+    pub const BO_INFO: u8 = 0x03;
 }
 
 /// `RADIANCE_IOCTL_GET_INFO`.
 pub const IOCTL_GET_INFO: u32 = iowr::<GetInfo>(nr::GET_INFO);
+/// `RADIANCE_IOCTL_BO_CREATE`.
+pub const IOCTL_BO_CREATE: u32 = iowr::<BoCreate>(nr::BO_CREATE);
+/// `RADIANCE_IOCTL_BO_DESTROY`.
+pub const IOCTL_BO_DESTROY: u32 = iowr::<BoDestroy>(nr::BO_DESTROY);
+/// `RADIANCE_IOCTL_BO_INFO`.
+pub const IOCTL_BO_INFO: u32 = iowr::<BoInfo>(nr::BO_INFO);
 
 /// Smallest argument size ever released for each ioctl: the kernel accepts
 /// sizes from this up to the current struct size.
 pub mod min_size {
     /// [`super::GetInfo`] as released in ABI 1.0.
     pub const GET_INFO: usize = 96;
+    /// [`super::BoCreate`] as released in ABI 1.1.
+    pub const BO_CREATE: usize = 40;
+    /// [`super::BoDestroy`] as released in ABI 1.1.
+    pub const BO_DESTROY: usize = 8;
+    /// [`super::BoInfo`] as released in ABI 1.1.
+    pub const BO_INFO: usize = 40;
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
 const _: () = assert!(core::mem::size_of::<GetInfo>() == 96);
+const _: () = assert!(core::mem::size_of::<BoCreate>() == 40);
+const _: () = assert!(core::mem::size_of::<BoDestroy>() == 8);
+const _: () = assert!(core::mem::size_of::<BoInfo>() == 40);
 const _: () = assert!(min_size::GET_INFO <= core::mem::size_of::<GetInfo>());

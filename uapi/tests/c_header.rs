@@ -49,7 +49,19 @@ fn facts() -> Vec<Fact> {
         warps_per_core, threads_per_warp, max_queues, vram_size, packet_size,
         doorbell_page_size, features,
     ]);
+    abi_struct!(f, uapi::BoCreate, "radiance_bo_create", [
+        size, placement, flags, handle, pad, device_address, mmap_offset,
+    ]);
+    abi_struct!(f, uapi::BoDestroy, "radiance_bo_destroy", [handle, pad]);
+    abi_struct!(f, uapi::BoInfo, "radiance_bo_info", [
+        handle, pad, size, placement, flags, device_address, mmap_offset,
+    ]);
     let consts: &[(&str, u64)] = &[
+        ("RADIANCE_IOCTL_BO_CREATE", uapi::IOCTL_BO_CREATE as u64),
+        ("RADIANCE_IOCTL_BO_DESTROY", uapi::IOCTL_BO_DESTROY as u64),
+        ("RADIANCE_IOCTL_BO_INFO", uapi::IOCTL_BO_INFO as u64),
+        ("RADIANCE_PLACEMENT_VRAM", uapi::placement::VRAM as u64),
+        ("RADIANCE_BO_MAPPABLE", uapi::bo_flags::MAPPABLE as u64),
         ("RADIANCE_IOCTL_GET_INFO", uapi::IOCTL_GET_INFO as u64),
         ("RADIANCE_ABI_MAJOR", uapi::ABI_MAJOR as u64),
         ("RADIANCE_ABI_MINOR", uapi::ABI_MINOR as u64),

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The VRAM range allocator.
+//!
+//! Free space is kept twice, in two red-black trees: by address (to merge a
+//! freed range with its free neighbours) and by (size, address) (best fit:
+//! the smallest free block that holds the request, lowest address first).
+//! Both operations are O(log n) in the number of free blocks.
+//!
+//! Every allocation carries the tree nodes its range will need when it is
+//! freed, so freeing never allocates and cannot fail. Freed ranges are
+//! scrubbed (zeroed) before they go back into the free trees, so no process
+//! ever reads what another left in VRAM.
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::{
+        RBTree,
+        RBTreeNodeReservation, //
+    },
+    sync::Mutex,
+};
+
+use crate::hw::Gluon;
+
+/// The smallest unit of VRAM handed out, and the minimum alignment.
+pub(crate) const GRANULE: u64 = 256;
+
+/// VRAM below this address is never allocated: it is kept for the command
+/// processor's own use, and it keeps address 0 from ever naming a buffer.
+pub(crate) const RESERVED: u64 = 64 * 1024;
+
+/// A free block's key in the by-size tree.
+type SizeKey = (u64, u64);
+
+/// An allocated VRAM range. Give it back with [`Vram::free`].
+pub(crate) struct VramRange {
+    addr: u64,
+    size: u64,
+    /// The nodes the range's free block will need in each tree.
+    by_addr_node: RBTreeNodeReservation<u64, u64>,
+    by_size_node: RBTreeNodeReservation<SizeKey, ()>,
+}
+
+impl VramRange {
+    /// The device address of the first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Bytes, a multiple of [`GRANULE`].
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// VRAM use, for debugfs and `radctl mem`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct VramStats {
+    /// Allocatable bytes (VRAM less [`RESERVED`]).
+    pub(crate) total: u64,
+    pub(crate) used: u64,
+    pub(crate) largest_free: u64,
+    pub(crate) free_blocks: u64,
+    pub(crate) allocations: u64,
+}
+
+struct FreeSpace {
+    /// start -> size.
+    by_addr: RBTree<u64, u64>,
+    /// (size, start).
+    by_size: RBTree<SizeKey, ()>,
+    stats: VramStats,
+}
+
+impl FreeSpace {
+    /// Adds a free block, using the caller's tree nodes.
+    fn insert(
+        &mut self,
+        addr: u64,
+        size: u64,
+        by_addr: RBTreeNodeReservation<u64, u64>,
+        by_size: RBTreeNodeReservation<SizeKey, ()>,
+    ) {
+        self.by_addr.insert(by_addr.into_node(addr, size));
+        self.by_size.insert(by_size.into_node((size, addr), ()));
+    }
+
+    /// Removes the free block at `addr` of `size` bytes and returns its nodes.
+    fn remove(
+        &mut self,
+        addr: u64,
+        size: u64,
+    ) -> Option<(RBTreeNodeReservation<u64, u64>, RBTreeNodeReservation<SizeKey, ()>)> {
+        let a = self.by_addr.remove_node(&addr)?;
+        let s = self.by_size.remove_node(&(size, addr))?;
+        Some((a.into_reservation(), s.into_reservation()))
+    }
+
+    /// The best-fitting free block for `size` bytes at `align`: its start,
+    /// size and the aligned address inside it.
+    fn find(&self, size: u64, align: u64) -> Option<(u64, u64, u64)> {
+        let fits = |&(len, start): &SizeKey| {
+            let aligned = start.next_multiple_of(align);
+            (aligned + size <= start + len).then_some((start, len, aligned))
+        };
+        // The smallest block that is big enough fits unless alignment eats
+        // into it; a block `align - GRANULE` bigger always fits.
+        let first = self.by_size.cursor_lower_bound(&(size, 0))?;
+        fits(first.current().0).or_else(|| {
+            let cursor = self.by_size.cursor_lower_bound(&(size + align - GRANULE, 0))?;
+            fits(cursor.current().0)
+        })
+    }
+
+    fn refresh_largest(&mut self) {
+        self.stats.largest_free = self.by_size.cursor_back().map_or(0, |c| c.current().0 .0);
+    }
+}
+
+/// Tree nodes for one free block.
+fn node_pair() -> Result<(RBTreeNodeReservation<u64, u64>, RBTreeNodeReservation<SizeKey, ()>)> {
+    Ok((RBTreeNodeReservation::new(GFP_KERNEL)?, RBTreeNodeReservation::new(GFP_KERNEL)?))
+}
+
+/// One device's VRAM.
+#[pin_data]
+pub(crate) struct Vram {
+    #[pin]
+    free: Mutex<FreeSpace>,
+}
+
+impl Vram {
+    /// Manages `[RESERVED, size)` of a device's VRAM, all free.
+    pub(crate) fn new(size: u64) -> Result<impl PinInit<Self, Error>> {
+        let total = size.checked_sub(RESERVED).filter(|&t| t >= GRANULE).ok_or(EINVAL)?;
+        let mut space = FreeSpace {
+            by_addr: RBTree::new(),
+            by_size: RBTree::new(),
+            stats: VramStats { total, ..Default::default() },
+        };
+        let (a, s) = node_pair()?;
+        space.insert(RESERVED, total, a, s);
+        space.refresh_largest();
+        Ok(try_pin_init!(Self { free <- new_mutex!(space, "Vram::free") }? Error))
+    }
+
+    /// Allocates `size` bytes (rounded up to [`GRANULE`]) at a multiple of
+    /// `align` (a power of two, at least [`GRANULE`]). ENOMEM when no free
+    /// block is big enough.
+    pub(crate) fn alloc(&self, size: u64, align: u64) -> Result<VramRange> {
+        if size == 0 || !align.is_power_of_two() || align < GRANULE {
+            return Err(EINVAL);
+        }
+        let size = size.checked_next_multiple_of(GRANULE).ok_or(EINVAL)?;
+        // Splitting a block can leave a free block on each side of the
+        // allocation. The allocation keeps the taken block's nodes (for its
+        // own free); the sides get nodes allocated here, before the lock, so
+        // nothing changes if an allocation fails. Unused ones are dropped.
+        let front = node_pair()?;
+        let tail = node_pair()?;
+
+        let mut free = self.free.lock();
+        let (start, len, addr) = free.find(size, align).ok_or(ENOMEM)?;
+        let (by_addr_node, by_size_node) = free.remove(start, len).ok_or(EINVAL)?;
+        if addr > start {
+            free.insert(start, addr - start, front.0, front.1);
+        }
+        let end = start + len;
+        if addr + size < end {
+            free.insert(addr + size, end - addr - size, tail.0, tail.1);
+        }
+        free.stats.used += size;
+        free.stats.allocations += 1;
+        free.refresh_largest();
+        Ok(VramRange { addr, size, by_addr_node, by_size_node })
+    }
+
+    /// Scrubs a range and returns it to the free space, merged with its free
+    /// neighbours.
+    pub(crate) fn free(&self, hw: &dyn Gluon, range: VramRange) {
+        // Before the range is free for anyone else, and outside the lock:
+        // zeroing can take a while.
+        hw.vram_zero(range.addr, range.size);
+
+        let VramRange { mut addr, size, by_addr_node, by_size_node } = range;
+        let mut len = size;
+        let mut free = self.free.lock();
+        free.stats.used -= size;
+        free.stats.allocations -= 1;
+
+        // The free block that ends where this range starts, if any. `addr`
+        // itself is not free, so the lower bound is the block after it.
+        let prev = match free.by_addr.cursor_lower_bound(&addr) {
+            Some(next) => next.peek_prev().map(|(&start, &len)| (start, len)),
+            None => free.by_addr.cursor_back().map(|last| (*last.current().0, *last.current().1)),
+        }
+        .filter(|&(start, len)| start + len == addr);
+        // Merging frees the neighbour's nodes; ours are reused.
+        if let Some((start, prev_len)) = prev {
+            drop(free.remove(start, prev_len));
+            addr = start;
+            len += prev_len;
+        }
+        let next = free.by_addr.get(&(addr + len)).copied();
+        if let Some(next_len) = next {
+            drop(free.remove(addr + len, next_len));
+            len += next_len;
+        }
+        free.insert(addr, len, by_addr_node, by_size_node);
+        free.refresh_largest();
+    }
+
+    /// A snapshot of the counters.
+    pub(crate) fn stats(&self) -> VramStats {
+        let free = self.free.lock();
+        VramStats { free_blocks: free.by_addr.iter().count() as u64, ..free.stats }
+    }
+}
