@@ -36,6 +36,10 @@ use crate::{
         Device,
         DeviceNode, //
     },
+    dma_buf::{
+        self,
+        Import, //
+    },
     ioctl,
     uapi, //
 };
@@ -82,15 +86,28 @@ impl Context {
 
     /// BO_CREATE.
     pub(crate) fn bo_create(&self, args: &mut uapi::BoCreate) -> Result {
-        if args.pad != 0
-            || args.flags & !uapi::bo_flags::ALL != 0
-            || args.placement != uapi::placement::VRAM
-            || args.size == 0
-            || args.size > self.device.vram().stats().total
-        {
+        if args.pad != 0 || args.flags & !uapi::bo_flags::ALL != 0 || args.size == 0 {
             return Err(EINVAL);
         }
-        let bo = Bo::new_vram(self.device.clone(), args.size, args.flags)?;
+        let device = self.device.clone();
+        let bo = match args.placement {
+            // Beyond all of VRAM can never work: EINVAL, not ENOMEM.
+            uapi::placement::VRAM if args.size <= device.vram().stats().total => {
+                Bo::new_vram(device, args.size, args.flags)?
+            }
+            uapi::placement::HOST => Bo::new_host(device, args.size, args.flags)?,
+            _ => return Err(EINVAL),
+        };
+        let (handle, pgoff) = self.add_bo(bo.clone())?;
+        args.handle = handle;
+        args.device_address = bo.device_address();
+        args.mmap_offset = pgoff * PAGE_SIZE as u64;
+        Ok(())
+    }
+
+    /// Gives `bo` a handle in this file, and an mmap offset if it is
+    /// mappable (else offset 0).
+    fn add_bo(&self, bo: Arc<Bo>) -> Result<(u32, u64)> {
         let pages = bo.size().div_ceil(PAGE_SIZE as u64);
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mmap_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
@@ -106,11 +123,13 @@ impl Context {
             objects.next_pgoff += pages;
             objects.mmap.insert(mmap_node.into_node(pgoff, handle));
         }
-        args.handle = handle;
-        args.device_address = bo.device_address();
-        args.mmap_offset = pgoff * PAGE_SIZE as u64;
         objects.bos.insert(node.into_node(handle, BoEntry { bo, pgoff }));
-        Ok(())
+        Ok((handle, pgoff))
+    }
+
+    /// The BO behind a handle of this file.
+    fn bo(&self, handle: u32) -> Result<Arc<Bo>> {
+        Ok(self.objects.lock().bos.get(&handle).ok_or(ENOENT)?.bo.clone())
     }
 
     /// BO_DESTROY.
@@ -137,10 +156,32 @@ impl Context {
         let objects = self.objects.lock();
         let entry = objects.bos.get(&args.handle).ok_or(ENOENT)?;
         args.size = entry.bo.size();
-        args.placement = uapi::placement::VRAM;
+        args.placement = entry.bo.placement();
         args.flags = entry.bo.flags();
         args.device_address = entry.bo.device_address();
         args.mmap_offset = entry.pgoff * PAGE_SIZE as u64;
+        Ok(())
+    }
+
+    /// BO_EXPORT.
+    pub(crate) fn bo_export(&self, args: &mut uapi::BoExport) -> Result {
+        if args.pad != 0 || args.flags & !uapi::export_flags::ALL != 0 {
+            return Err(EINVAL);
+        }
+        let bo = self.bo(args.handle)?;
+        args.fd = dma_buf::export(bo, args.flags & uapi::export_flags::CLOEXEC != 0)?;
+        Ok(())
+    }
+
+    /// BO_IMPORT.
+    pub(crate) fn bo_import(&self, args: &mut uapi::BoImport) -> Result {
+        if args.pad != 0 || args.flags != 0 {
+            return Err(EINVAL);
+        }
+        let import = Import::new(self.device.hw().dma_device(), args.fd)?;
+        let bo = Bo::new_imported(self.device.clone(), import)?;
+        args.size = bo.size();
+        (args.handle, _) = self.add_bo(bo)?;
         Ok(())
     }
 
@@ -192,7 +233,7 @@ impl MiscDevice for Context {
         let bo = ctx.bo_at(vma_pgoff(vma))?;
         vma.set_dontexpand();
         vma.set_dontdump();
-        bo.map(vma.set_mixedmap())
+        bo.map(vma.set_mixedmap(), 0)
     }
 }
 

@@ -55,6 +55,10 @@ pub(crate) struct Device {
     exclusive: bool,
     #[pin]
     open_files: Mutex<u32>,
+    /// Most bytes of host memory pinned for HOST BOs at once.
+    pinned_limit: u64,
+    #[pin]
+    pinned: Mutex<u64>,
 }
 
 impl Device {
@@ -79,6 +83,19 @@ impl Device {
     /// Undoes [`Device::open_file`] when the file's context goes.
     pub(crate) fn close_file(&self) {
         *self.open_files.lock() -= 1;
+    }
+
+    /// Counts `bytes` more of pinned host memory; ENOMEM past the limit.
+    pub(crate) fn pin_host(&self, bytes: u64) -> Result {
+        let mut pinned = self.pinned.lock();
+        let total = pinned.checked_add(bytes).filter(|&t| t <= self.pinned_limit).ok_or(ENOMEM)?;
+        *pinned = total;
+        Ok(())
+    }
+
+    /// Undoes [`Device::pin_host`].
+    pub(crate) fn unpin_host(&self, bytes: u64) {
+        *self.pinned.lock() -= bytes;
     }
 
     /// Fills GET_INFO's output fields.
@@ -109,6 +126,8 @@ impl Device {
         writeln!(f, "vram_largest_free {}", s.largest_free)?;
         writeln!(f, "vram_free_blocks {}", s.free_blocks)?;
         writeln!(f, "vram_bos {}", s.allocations)?;
+        writeln!(f, "host_pinned {}", *self.pinned.lock())?;
+        writeln!(f, "host_pinned_limit {}", self.pinned_limit)?;
         writeln!(f, "open_files {}", *self.open_files.lock())
     }
 }
@@ -139,6 +158,7 @@ impl DeviceNode {
         index: u32,
         hw: Arc<dyn Gluon>,
         exclusive: bool,
+        pinned_limit: u64,
         debugfs_root: &debugfs::Dir,
     ) -> Result<Pin<KBox<Self>>> {
         let name = *NODE_NAMES.get(index as usize).ok_or(EINVAL)?;
@@ -150,6 +170,8 @@ impl DeviceNode {
                 vram <- vram,
                 exclusive,
                 open_files <- new_mutex!(0, "Device::open_files"),
+                pinned_limit,
+                pinned <- new_mutex!(0, "Device::pinned"),
             }),
             GFP_KERNEL,
         )?;

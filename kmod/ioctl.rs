@@ -53,6 +53,8 @@ ioctl_args! {
     uapi::BoCreate => uapi::min_size::BO_CREATE,
     uapi::BoDestroy => uapi::min_size::BO_DESTROY,
     uapi::BoInfo => uapi::min_size::BO_INFO,
+    uapi::BoExport => uapi::min_size::BO_EXPORT,
+    uapi::BoImport => uapi::min_size::BO_IMPORT,
 }
 
 /// Routes an ioctl on a device file.
@@ -66,6 +68,8 @@ pub(crate) fn dispatch(ctx: &Context, cmd: u32, arg: usize) -> Result<isize> {
         uapi::nr::BO_CREATE => call(cmd, arg, |a| ctx.bo_create(a)),
         uapi::nr::BO_DESTROY => call(cmd, arg, |a| ctx.bo_destroy(a)),
         uapi::nr::BO_INFO => call(cmd, arg, |a| ctx.bo_info(a)),
+        uapi::nr::BO_EXPORT => call(cmd, arg, |a| ctx.bo_export(a)),
+        uapi::nr::BO_IMPORT => call(cmd, arg, |a| ctx.bo_import(a)),
         _ => Err(ENOTTY),
     }
 }

@@ -12,9 +12,13 @@ use kernel::prelude::*;
 mod bo;
 mod context;
 mod device;
+mod dma_buf;
 mod driver;
+mod host_mem;
 mod hw;
 mod ioctl;
+mod raw;
+mod sg_table;
 mod vram;
 
 // The ABI shared with userspace: the kernel cannot take crates.io crates, so
@@ -30,6 +34,7 @@ module! {
     authors: ["The Radiance driver authors"],
     description: "Radiance GPU driver (Gluon command processor)",
     license: "GPL",
+    imports_ns: ["DMA_BUF"],
     params: {
         emulated_devices: u32 {
             default: 1,
@@ -38,6 +43,10 @@ module! {
         emulated_vram_mib: u32 {
             default: 256,
             description: "VRAM of each emulated device, in MiB",
+        },
+        max_pinned_mib: u32 {
+            default: 512,
+            description: "Most host memory, in MiB, that each device pins for HOST buffer objects",
         },
         exclusive: bool {
             default: false,

@@ -23,6 +23,8 @@ if ((host_rc != 0 && host_fail == 0)); then host_fail=1; fi
 
 log "guest: kselftests in QEMU"
 guest_rc=0
+# Counts come only from this run's log.
+rm -f "$BUILD/guest-tests.log"
 stage=$("$TOP"/tools/build-guest.sh) || guest_rc=$?
 if ((guest_rc == 0)); then
 	cp "$TOP"/tests/guest/test-job.sh "$stage/job"

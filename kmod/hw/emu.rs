@@ -9,8 +9,13 @@
 //! frees it.
 
 use kernel::{
+    bindings,
+    device::{
+        Bound,
+        Device, //
+    },
+    error::to_result,
     faux,
-    mm::virt::VmaMixedMap,
     new_mutex,
     page::{
         Page,
@@ -44,7 +49,7 @@ pub(crate) struct Emu {
     #[pin]
     vram: Mutex<KVVec<Option<Page>>>,
     /// Gives the emulated device its `struct device`; removed on drop.
-    _faux: faux::Registration,
+    faux: faux::Registration,
 }
 
 impl Emu {
@@ -56,6 +61,7 @@ impl Emu {
     pub(crate) fn new(index: u32, vram_size: u64) -> Result<Arc<Self>> {
         let name = CString::try_from_fmt(fmt!("radiance-emu{index}"))?;
         let faux = faux::Registration::new(&name, None)?;
+        set_dma_mask_32(device_of(&faux))?;
         let pages = usize::try_from(vram_size / PAGE_SIZE as u64)?;
         let mut vram = KVVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
@@ -70,9 +76,31 @@ impl Emu {
             vram_size,
         };
         Arc::pin_init(
-            pin_init!(Self { desc, vram <- new_mutex!(vram, "Emu::vram"), _faux: faux }),
+            pin_init!(Self { desc, vram <- new_mutex!(vram, "Emu::vram"), faux }),
             GFP_KERNEL,
         )
+    }
+}
+
+/// The emulated device's `struct device`.
+fn device_of(faux: &faux::Registration) -> &Device {
+    let faux: &faux::Device<Bound> = faux.as_ref();
+    let dev: &Device<Bound> = faux.as_ref();
+    dev
+}
+
+/// Gives the emulated device a 32-bit DMA mask: the emulator reaches host
+/// memory as a board would, through 32-bit DMA addresses. A faux device has
+/// no bus code to do this (`dma_coerce_mask_and_coherent` is inline C).
+fn set_dma_mask_32(dev: &Device) -> Result {
+    let dev = crate::raw::device(dev);
+    // SAFETY: `dev` is a live, registered device that nobody else uses yet;
+    // pointing `dma_mask` at its own `coherent_dma_mask` is what
+    // `dma_coerce_mask_and_coherent` does, and both live as long as `dev`.
+    unsafe {
+        (*dev).dma_mask = &raw mut (*dev).coherent_dma_mask;
+        to_result(bindings::dma_set_mask(dev, u64::from(u32::MAX)))?;
+        to_result(bindings::dma_set_coherent_mask(dev, u64::from(u32::MAX)))
     }
 }
 
@@ -108,18 +136,23 @@ impl Gluon for Emu {
         }
     }
 
-    fn vram_map(&self, vma: &VmaMixedMap, addr: u64) -> Result {
-        let first = usize::try_from(addr / PAGE_SIZE as u64)?;
+    fn vram_pages(&self, addr: u64, len: u64, each: &mut dyn FnMut(&Page) -> Result) -> Result {
+        let page = PAGE_SIZE as u64;
+        let first = usize::try_from(addr / page)?;
+        let count = usize::try_from(len / page)?;
         let mut vram = self.vram.lock();
-        for (i, user_addr) in (vma.start()..vma.end()).step_by(PAGE_SIZE).enumerate() {
-            let slot = vram.get_mut(first + i).ok_or(EINVAL)?;
-            if slot.is_none() {
-                *slot = Some(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?);
-            }
-            if let Some(page) = slot {
-                vma.vm_insert_page(user_addr, page)?;
-            }
+        let slots = vram.get_mut(first..first + count).ok_or(EINVAL)?;
+        for slot in slots {
+            let p = match slot {
+                Some(p) => p,
+                None => slot.insert(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?),
+            };
+            each(p)?;
         }
         Ok(())
+    }
+
+    fn dma_device(&self) -> &Device {
+        device_of(&self.faux)
     }
 }

@@ -17,7 +17,8 @@
 pub(crate) mod emu;
 
 use kernel::{
-    mm::virt::VmaMixedMap,
+    device::Device,
+    page::Page,
     prelude::*, //
 };
 
@@ -55,7 +56,13 @@ pub(crate) trait Gluon: Send + Sync {
     /// caller owns the range: nobody else reads or writes it meanwhile.
     fn vram_zero(&self, addr: u64, len: u64);
 
-    /// Maps the page-aligned VRAM at `addr` into all of `vma`, whose length
-    /// is a multiple of the page size and within VRAM.
-    fn vram_map(&self, vma: &VmaMixedMap, addr: u64) -> Result;
+    /// Calls `each` with the pages behind `len` bytes of VRAM at `addr`
+    /// (both page-aligned), in order, to map or export them. A page stays
+    /// allocated until the range is scrubbed: callers keep it only while
+    /// they own the range.
+    fn vram_pages(&self, addr: u64, len: u64, each: &mut dyn FnMut(&Page) -> Result) -> Result;
+
+    /// The device that host memory is DMA-mapped for; its DMA mask is 32
+    /// bits, Gluon's host address width.
+    fn dma_device(&self) -> &Device;
 }

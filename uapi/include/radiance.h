@@ -52,6 +52,8 @@ struct radiance_get_info {
 
 /* Where a BO's memory lives. */
 #define RADIANCE_PLACEMENT_VRAM 1
+/* Pinned system memory reached by DMA; device_address is 0 (kernel-only). */
+#define RADIANCE_PLACEMENT_HOST 2
 
 /* BO flags. */
 #define RADIANCE_BO_MAPPABLE (1u << 0)
@@ -81,9 +83,31 @@ struct radiance_bo_info {
 	__u64 mmap_offset;	/* out */
 };
 
+/* BO_EXPORT flags. */
+#define RADIANCE_EXPORT_CLOEXEC (1u << 0)
+
+/* A dma-buf fd for a mappable BO; it keeps the memory alive after destroy. */
+struct radiance_bo_export {
+	__u32 handle;		/* in */
+	__u32 flags;		/* in: RADIANCE_EXPORT_* */
+	__s32 fd;		/* out */
+	__u32 pad;		/* in: zero */
+};
+
+/* A HOST BO (not mappable) over anyone's dma-buf. */
+struct radiance_bo_import {
+	__s32 fd;		/* in */
+	__u32 flags;		/* in: zero */
+	__u32 handle;		/* out */
+	__u32 pad;		/* in: zero */
+	__u64 size;		/* out */
+};
+
 #define RADIANCE_IOCTL_GET_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x00, struct radiance_get_info)
 #define RADIANCE_IOCTL_BO_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x01, struct radiance_bo_create)
 #define RADIANCE_IOCTL_BO_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x02, struct radiance_bo_destroy)
 #define RADIANCE_IOCTL_BO_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x03, struct radiance_bo_info)
+#define RADIANCE_IOCTL_BO_EXPORT _IOWR(RADIANCE_IOCTL_TYPE, 0x04, struct radiance_bo_export)
+#define RADIANCE_IOCTL_BO_IMPORT _IOWR(RADIANCE_IOCTL_TYPE, 0x05, struct radiance_bo_import)
 
 #endif /* _RADIANCE_UAPI_H */

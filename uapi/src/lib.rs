@@ -165,6 +165,9 @@ pub struct GetInfo {
 pub mod placement {
     /// Device memory. Its device address is the raw VRAM address.
     pub const VRAM: u32 = 1;
+    /// Pinned system memory the device reaches by DMA (32-bit addresses).
+    /// Its DMA addresses stay inside the kernel: `device_address` is 0.
+    pub const HOST: u32 = 2;
 }
 
 /// `BoCreate::flags`.
@@ -227,6 +230,45 @@ pub struct BoInfo {
     pub mmap_offset: u64,
 }
 
+/// `BoExport::flags`.
+pub mod export_flags {
+    /// The new file descriptor is close-on-exec.
+    pub const CLOEXEC: u32 = 1 << 0;
+    /// Every flag ABI 1.1 knows; the kernel refuses any other bit.
+    pub const ALL: u32 = CLOEXEC;
+}
+
+/// `RADIANCE_IOCTL_BO_EXPORT`: a dma-buf file descriptor for a mappable BO.
+/// The dma-buf keeps the memory alive after BO_DESTROY.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoExport {
+    /// In: a handle of a mappable BO (VRAM or HOST, not imported).
+    pub handle: u32,
+    /// In: [`export_flags`].
+    pub flags: u32,
+    /// Out: the dma-buf file descriptor (read-write).
+    pub fd: i32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
+/// `RADIANCE_IOCTL_BO_IMPORT`: a HOST BO over anyone's dma-buf.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoImport {
+    /// In: a dma-buf file descriptor; the BO holds its own reference.
+    pub fd: i32,
+    /// In: must be zero.
+    pub flags: u32,
+    /// Out: the new BO's handle (placement HOST, not mappable).
+    pub handle: u32,
+    /// In: must be zero.
+    pub pad: u32,
+    /// Out: the dma-buf's size in bytes.
+    pub size: u64,
+}
+
 /// Ioctl numbers within [`IOCTL_TYPE`].
 pub mod nr {
     /// [`super::GetInfo`].
@@ -237,6 +279,10 @@ pub mod nr {
     pub const BO_DESTROY: u8 = 0x02;
     /// [`super::BoInfo`].
     pub const BO_INFO: u8 = 0x03;
+    /// [`super::BoExport`].
+    pub const BO_EXPORT: u8 = 0x04;
+    /// [`super::BoImport`].
+    pub const BO_IMPORT: u8 = 0x05;
 }
 
 /// `RADIANCE_IOCTL_GET_INFO`.
@@ -247,6 +293,10 @@ pub const IOCTL_BO_CREATE: u32 = iowr::<BoCreate>(nr::BO_CREATE);
 pub const IOCTL_BO_DESTROY: u32 = iowr::<BoDestroy>(nr::BO_DESTROY);
 /// `RADIANCE_IOCTL_BO_INFO`.
 pub const IOCTL_BO_INFO: u32 = iowr::<BoInfo>(nr::BO_INFO);
+/// `RADIANCE_IOCTL_BO_EXPORT`.
+pub const IOCTL_BO_EXPORT: u32 = iowr::<BoExport>(nr::BO_EXPORT);
+/// `RADIANCE_IOCTL_BO_IMPORT`.
+pub const IOCTL_BO_IMPORT: u32 = iowr::<BoImport>(nr::BO_IMPORT);
 
 /// Smallest argument size ever released for each ioctl: the kernel accepts
 /// sizes from this up to the current struct size.
@@ -259,6 +309,10 @@ pub mod min_size {
     pub const BO_DESTROY: usize = 8;
     /// [`super::BoInfo`] as released in ABI 1.1.
     pub const BO_INFO: usize = 40;
+    /// [`super::BoExport`] as released in ABI 1.1.
+    pub const BO_EXPORT: usize = 16;
+    /// [`super::BoImport`] as released in ABI 1.1.
+    pub const BO_IMPORT: usize = 24;
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
@@ -266,4 +320,6 @@ const _: () = assert!(core::mem::size_of::<GetInfo>() == 96);
 const _: () = assert!(core::mem::size_of::<BoCreate>() == 40);
 const _: () = assert!(core::mem::size_of::<BoDestroy>() == 8);
 const _: () = assert!(core::mem::size_of::<BoInfo>() == 40);
+const _: () = assert!(core::mem::size_of::<BoExport>() == 16);
+const _: () = assert!(core::mem::size_of::<BoImport>() == 24);
 const _: () = assert!(min_size::GET_INFO <= core::mem::size_of::<GetInfo>());

@@ -56,7 +56,13 @@ fn facts() -> Vec<Fact> {
     abi_struct!(f, uapi::BoInfo, "radiance_bo_info", [
         handle, pad, size, placement, flags, device_address, mmap_offset,
     ]);
+    abi_struct!(f, uapi::BoExport, "radiance_bo_export", [handle, flags, fd, pad]);
+    abi_struct!(f, uapi::BoImport, "radiance_bo_import", [fd, flags, handle, pad, size]);
     let consts: &[(&str, u64)] = &[
+        ("RADIANCE_IOCTL_BO_EXPORT", uapi::IOCTL_BO_EXPORT as u64),
+        ("RADIANCE_IOCTL_BO_IMPORT", uapi::IOCTL_BO_IMPORT as u64),
+        ("RADIANCE_PLACEMENT_HOST", uapi::placement::HOST as u64),
+        ("RADIANCE_EXPORT_CLOEXEC", uapi::export_flags::CLOEXEC as u64),
         ("RADIANCE_IOCTL_BO_CREATE", uapi::IOCTL_BO_CREATE as u64),
         ("RADIANCE_IOCTL_BO_DESTROY", uapi::IOCTL_BO_DESTROY as u64),
         ("RADIANCE_IOCTL_BO_INFO", uapi::IOCTL_BO_INFO as u64),

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An owned scatter-gather table over pages, DMA-mapped for one device.
+//!
+//! 7.3's `kernel::scatterlist` maps only vmalloc'ed buffers it owns; the
+//! driver needs tables over pages owned elsewhere (a host BO's pages, VRAM
+//! pages handed to a dma-buf importer), so this is a small wrapper over
+//! `sg_alloc_table_from_pages_segment` and `dma_map_sgtable`.
+
+use kernel::{
+    bindings,
+    device::Device,
+    error::to_result,
+    prelude::*,
+    sync::aref::ARef,
+    types::Opaque,
+};
+
+/// A `struct sg_table` mapped for `dev`; unmapped and freed on drop.
+///
+/// `repr(C)` with the table first, so a pointer to the table handed to C
+/// (a dma-buf importer) is also a pointer to the whole object.
+///
+/// # Invariants
+///
+/// `sgt` is an allocated table, DMA-mapped for `dev` in direction `dir`,
+/// over pages that outlive `self`.
+#[repr(C)]
+pub(crate) struct DmaSgTable {
+    sgt: Opaque<bindings::sg_table>,
+    dev: ARef<Device>,
+    dir: bindings::dma_data_direction,
+}
+
+// SAFETY: the table is only changed by `new` and `drop`; the DMA API may be
+// called for it from any thread.
+unsafe impl Send for DmaSgTable {}
+// SAFETY: `&DmaSgTable` only reads the table.
+unsafe impl Sync for DmaSgTable {}
+
+impl DmaSgTable {
+    /// Builds a table over `size` bytes of `pages` (whole pages, in order)
+    /// and maps it for `dev`.
+    ///
+    /// # Safety
+    ///
+    /// Every pointer in `pages` is a valid page that stays allocated, and
+    /// is not freed or reused, for as long as the returned table exists.
+    pub(crate) unsafe fn new(
+        dev: &Device,
+        pages: &mut [*mut bindings::page],
+        size: usize,
+        dir: bindings::dma_data_direction,
+    ) -> Result<KBox<Self>> {
+        let count = u32::try_from(pages.len())?;
+        // Built in place, then moved into its box: `struct sg_table` only
+        // points outwards (to its entries), so moving it is fine.
+        let sgt = Opaque::<bindings::sg_table>::zeroed();
+        // SAFETY: `dev` is a live device for the duration of the call.
+        let max_segment = match unsafe { bindings::dma_max_mapping_size(crate::raw::device(dev)) } {
+            0 => u32::MAX,
+            max => u32::try_from(max).unwrap_or(u32::MAX),
+        };
+        // SAFETY: `sgt` is zeroed memory for a table, `pages` holds `count`
+        // valid pages (the caller's promise), and `size` bytes lie in them.
+        to_result(unsafe {
+            bindings::sg_alloc_table_from_pages_segment(
+                sgt.get(),
+                pages.as_mut_ptr(),
+                count,
+                0,
+                size,
+                max_segment,
+                bindings::GFP_KERNEL,
+            )
+        })?;
+        // SAFETY: the table was just allocated and filled; `dev` is live.
+        if let Err(e) = to_result(unsafe { bindings::dma_map_sgtable(crate::raw::device(dev), sgt.get(), dir, 0) }) {
+            // SAFETY: allocated above, not mapped, used by nobody else.
+            unsafe { bindings::sg_free_table(sgt.get()) };
+            return Err(e);
+        }
+        // INVARIANT: allocated and mapped for `dev` in `dir`. If the box
+        // cannot be allocated, dropping `Self` unmaps and frees the table.
+        Ok(KBox::new(Self { sgt, dev: dev.into(), dir }, GFP_KERNEL)?)
+    }
+
+    /// Hands the table to C (a dma-buf importer); get it back with
+    /// [`DmaSgTable::from_raw`].
+    pub(crate) fn into_raw(this: KBox<Self>) -> *mut bindings::sg_table {
+        KBox::into_raw(this).cast()
+    }
+
+    /// Takes back a table given out by [`DmaSgTable::into_raw`].
+    ///
+    /// # Safety
+    ///
+    /// `sgt` came from `into_raw` and is not used by C any more.
+    pub(crate) unsafe fn from_raw(sgt: *mut bindings::sg_table) -> KBox<Self> {
+        // SAFETY: `Self` is `repr(C)` with the table first, and the caller
+        // promises the pointer came from `into_raw` of a `KBox<Self>`.
+        unsafe { KBox::from_raw(sgt.cast()) }
+    }
+}
+
+impl Drop for DmaSgTable {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the table is allocated and mapped
+        // for `dev` in `dir`; nothing uses it after this.
+        unsafe {
+            bindings::dma_unmap_sgtable(crate::raw::device(&self.dev), self.sgt.get(), self.dir, 0);
+            bindings::sg_free_table(self.sgt.get());
+        }
+    }
+}
