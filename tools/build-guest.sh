@@ -20,9 +20,18 @@ cp "$BUILD"/kselftest/*_test "$TOP"/tests/guest/radctl-smoke.sh "$stage/"
 
 # Static, so the guest needs no libc of its own. An explicit --target keeps
 # crt-static away from build scripts and proc macros.
-log "guest: building static radctl"
+log "guest: building static radctl and libradiance's kmod tests"
 target=x86_64-unknown-linux-gnu
-RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --target "$target" \
-	--manifest-path "$TOP/Cargo.toml" -p radctl >&2
+static_cargo() {
+	RUSTFLAGS="-C target-feature=+crt-static" cargo "$@" -q --release --target "$target" \
+		--manifest-path "$TOP/Cargo.toml"
+}
+static_cargo build -p radctl >&2
 cp "$TOP/target/$target/release/radctl" "$stage/"
+# The test binary's path has a hash in it: ask cargo for it.
+kmod_test=$(static_cargo test --no-run -p libradiance --test kmod_bo --message-format=json |
+	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
+[[ -x $kmod_test ]] || die "no libradiance kmod test binary"
+cp "$kmod_test" "$stage/libradiance-kmod-test"
+cp "$TOP"/tests/guest/libtest-ktap.sh "$stage/"
 echo "$stage"

@@ -131,6 +131,11 @@ impl Error {
         Self::Os { what: what.into(), source }
     }
 
+    /// Wraps a failed std I/O call with what was being done.
+    pub fn io(what: impl Into<String>, source: &std::io::Error) -> Self {
+        Self::os(what, rustix::io::Errno::from_io_error(source).unwrap_or(rustix::io::Errno::IO))
+    }
+
     /// The IREE status code for this error.
     pub fn status(&self) -> StatusCode {
         use rustix::io::Errno;

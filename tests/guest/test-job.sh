@@ -12,6 +12,7 @@ for t in /device_test /bo_test /dmabuf_test /lifecycle_test; do
 	RADIANCE_KO=/radiance.ko "$t"
 done
 
+/libtest-ktap.sh /libradiance-kmod-test --ignored
 /radctl-smoke.sh
 
 # A clean unload: the console is checked for splats afterwards.

@@ -10,11 +10,21 @@ use rustix::{
 };
 use std::os::fd::AsFd;
 
-/// `RADIANCE_IOCTL_GET_INFO`.
-pub(super) fn get_info(fd: impl AsFd) -> Result<uapi::GetInfo> {
-    let mut info = uapi::GetInfo::default();
-    // SAFETY: the opcode is GET_INFO's, whose argument is a `uapi::GetInfo`
-    // of exactly the size the opcode encodes.
-    unsafe { ioctl(fd, Updater::<{ uapi::IOCTL_GET_INFO as Opcode }, _>::new(&mut info))? };
-    Ok(info)
+/// Runs a Radiance ioctl on `arg` (every one is `_IOWR`, in and out).
+macro_rules! radiance_ioctl {
+    ($name:ident, $opcode:expr, $ty:ty) => {
+        #[doc = concat!("`", stringify!($opcode), "` on `arg`.")]
+        pub(super) fn $name(fd: impl AsFd, arg: &mut $ty) -> Result<()> {
+            // SAFETY: the opcode's argument is a `$ty` of exactly the size
+            // the opcode encodes, which the kernel reads and writes back.
+            unsafe { ioctl(fd, Updater::<{ $opcode as Opcode }, $ty>::new(arg)) }
+        }
+    };
 }
+
+radiance_ioctl!(get_info, uapi::IOCTL_GET_INFO, uapi::GetInfo);
+radiance_ioctl!(bo_create, uapi::IOCTL_BO_CREATE, uapi::BoCreate);
+radiance_ioctl!(bo_destroy, uapi::IOCTL_BO_DESTROY, uapi::BoDestroy);
+radiance_ioctl!(bo_info, uapi::IOCTL_BO_INFO, uapi::BoInfo);
+radiance_ioctl!(bo_export, uapi::IOCTL_BO_EXPORT, uapi::BoExport);
+radiance_ioctl!(bo_import, uapi::IOCTL_BO_IMPORT, uapi::BoImport);

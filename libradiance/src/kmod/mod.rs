@@ -2,13 +2,17 @@
 
 //! The kmod backend: `/dev/radianceN`, driven through radiance.ko's ioctls.
 
+mod bo;
 mod ioctl;
+
+pub use bo::{map_dma_buf, BufferObject, Placement};
 
 use crate::{Error, Result};
 use radiance_uapi as uapi;
 use rustix::fs::{Mode, OFlags};
 use std::{
     os::fd::{AsFd, BorrowedFd, OwnedFd},
+    sync::Arc,
     path::{Path, PathBuf},
 };
 
@@ -91,9 +95,7 @@ impl From<&uapi::GetInfo> for DeviceInfo {
 
 /// The device nodes present now, in index order.
 pub fn enumerate() -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(DEV_DIR).map_err(|e| {
-        Error::os(format!("reading {DEV_DIR}"), rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO))
-    })?;
+    let entries = std::fs::read_dir(DEV_DIR).map_err(|e| Error::io(format!("reading {DEV_DIR}"), &e))?;
     let mut nodes: Vec<(u32, PathBuf)> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {
@@ -124,7 +126,9 @@ pub fn resolve(name: &str) -> Result<PathBuf> {
 /// An open `/dev/radianceN`.
 #[derive(Debug)]
 pub struct Device {
-    fd: OwnedFd,
+    /// Shared with the buffer objects, which outlive nothing but need the
+    /// file to destroy themselves.
+    fd: Arc<OwnedFd>,
     path: PathBuf,
     info: DeviceInfo,
 }
@@ -140,12 +144,13 @@ impl Device {
             }
             e => Error::os(format!("opening {}", path.display()), e),
         })?;
-        let raw = ioctl::get_info(&fd).map_err(|e| Error::os(format!("{}: GET_INFO", path.display()), e))?;
+        let mut raw = uapi::GetInfo::default();
+        ioctl::get_info(&fd, &mut raw).map_err(|e| Error::os(format!("{}: GET_INFO", path.display()), e))?;
         let info = DeviceInfo::from(&raw);
         if info.abi_major != uapi::ABI_MAJOR {
             return Err(Error::AbiMismatch { path, major: info.abi_major, minor: info.abi_minor });
         }
-        Ok(Self { fd, path, info })
+        Ok(Self { fd: Arc::new(fd), path, info })
     }
 
     /// The device node this was opened from.
