@@ -75,3 +75,37 @@ fn kernel_errors_map_to_status_codes() {
     let not_a_dmabuf = dev.import_dma_buf(std::io::stdin().as_fd()).unwrap_err();
     assert_eq!(not_a_dmabuf.status(), StatusCode::InvalidArgument, "{not_a_dmabuf}");
 }
+
+/// `radctl mem --json` for device 0, as the guest's radctl prints it.
+fn radctl_mem() -> serde_json::Value {
+    let radctl = std::env::var("RADCTL").unwrap_or_else(|_| "/radctl".into());
+    let out = std::process::Command::new(&radctl).args(["mem", "--json", "kmod:0"]).output().unwrap();
+    assert!(out.status.success(), "{radctl} mem: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn exhaustion_then_radctl_mem_shows_one_free_block() {
+    let dev = Device::open("kmod:0").unwrap();
+    let mut bos = Vec::new();
+    let err = loop {
+        match dev.create_bo(1 << 20, Placement::Vram, false) {
+            Ok(bo) => bos.push(bo),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.status(), StatusCode::ResourceExhausted, "{err}");
+    let full = radctl_mem();
+    let total = full["vram"]["total"].as_u64().unwrap();
+    assert_eq!(full["vram"]["used"].as_u64().unwrap(), bos.len() as u64 * (1 << 20));
+    assert!(full["vram"]["largest_free"].as_u64().unwrap() < 1 << 20);
+    assert_eq!(full["vram"]["bos"].as_u64().unwrap(), bos.len() as u64);
+
+    drop(bos);
+    let empty = radctl_mem();
+    assert_eq!(empty["vram"]["used"], 0);
+    assert_eq!(empty["vram"]["free"].as_u64().unwrap(), total);
+    assert_eq!(empty["vram"]["largest_free"].as_u64().unwrap(), total);
+    assert_eq!(empty["vram"]["free_blocks"], 1);
+}

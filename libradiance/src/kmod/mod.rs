@@ -4,8 +4,10 @@
 
 mod bo;
 mod ioctl;
+mod mem_stats;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
+pub use mem_stats::MemStats;
 
 use crate::{Error, Result};
 use radiance_uapi as uapi;

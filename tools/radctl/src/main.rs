@@ -5,7 +5,7 @@
 //! (with a one-line message on stderr), 2 on bad usage.
 
 use clap::{Parser, Subcommand};
-use radiance::kmod::{self, DeviceInfo};
+use radiance::kmod::{self, DeviceInfo, MemStats};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
@@ -29,6 +29,12 @@ enum Command {
         #[arg(default_value = "kmod:0")]
         device: String,
     },
+    /// Show a device's VRAM and pinned host memory use (needs debugfs).
+    Mem {
+        /// kmod:N, N, radianceN or a /dev path.
+        #[arg(default_value = "kmod:0")]
+        device: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -36,6 +42,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::List => list(cli.json),
         Command::Info { device } => info(&device, cli.json),
+        Command::Mem { device } => mem(&device, cli.json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -93,11 +100,60 @@ fn info(device: &str, as_json: bool) -> radiance::Result<()> {
         ["doorbell page", &format!("{} B", i.doorbell_page_size)],
         ["features", &format!("{:#x}", i.features)],
     ];
+    print_pairs(&rows);
+    Ok(())
+}
+
+fn mem(device: &str, as_json: bool) -> radiance::Result<()> {
+    let dev = kmod::Device::open(device)?;
+    let s = MemStats::read(dev.info().index)?;
+    if as_json {
+        let v = json!({
+            "device": dev.path().display().to_string(),
+            "vram": {
+                "total": s.vram_total, "used": s.vram_used, "free": s.vram_free,
+                "largest_free": s.vram_largest_free, "free_blocks": s.vram_free_blocks, "bos": s.vram_bos,
+            },
+            "host_pinned": { "used": s.host_pinned, "limit": s.host_pinned_limit },
+            "open_files": s.open_files,
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    // Fragmentation: how much of the free VRAM one allocation can get.
+    let largest_share = match s.vram_free {
+        0 => "-".to_owned(),
+        free => format!("{:.1}% of free", s.vram_largest_free as f64 * 100.0 / free as f64),
+    };
+    print_pairs(&[
+        ["device", &dev.path().display().to_string()],
+        ["vram total", &bytes(s.vram_total)],
+        ["vram used", &bytes(s.vram_used)],
+        ["vram free", &bytes(s.vram_free)],
+        ["largest free block", &format!("{} ({largest_share})", bytes(s.vram_largest_free))],
+        ["free blocks", &s.vram_free_blocks.to_string()],
+        ["vram buffer objects", &s.vram_bos.to_string()],
+        ["pinned host memory", &format!("{} of {}", bytes(s.host_pinned), bytes(s.host_pinned_limit))],
+        ["open files", &s.open_files.to_string()],
+    ]);
+    Ok(())
+}
+
+/// Prints `key  value` lines with the values aligned.
+fn print_pairs(rows: &[[&str; 2]]) {
     let width = rows.iter().map(|[k, _]| k.len()).max().unwrap_or(0);
     for [key, value] in rows {
         println!("{key:<width$}  {value}");
     }
-    Ok(())
+}
+
+/// Exact bytes, with a readable size beside them.
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 => format!("{n} B ({:.1} MiB)", n as f64 / (1 << 20) as f64),
+        n if n >= 1 << 10 => format!("{n} B ({:.1} KiB)", n as f64 / 1024.0),
+        n => format!("{n} B"),
+    }
 }
 
 fn info_json(path: &std::path::Path, i: &DeviceInfo) -> Value {
