@@ -85,6 +85,7 @@ impl FreeSpace {
     ) {
         self.by_addr.insert(by_addr.into_node(addr, size));
         self.by_size.insert(by_size.into_node((size, addr), ()));
+        self.stats.free_blocks += 1;
     }
 
     /// Removes the free block at `addr` of `size` bytes and returns its nodes.
@@ -95,6 +96,7 @@ impl FreeSpace {
     ) -> Option<(RBTreeNodeReservation<u64, u64>, RBTreeNodeReservation<SizeKey, ()>)> {
         let a = self.by_addr.remove_node(&addr)?;
         let s = self.by_size.remove_node(&(size, addr))?;
+        self.stats.free_blocks -= 1;
         Some((a.into_reservation(), s.into_reservation()))
     }
 
@@ -214,7 +216,6 @@ impl Vram {
 
     /// A snapshot of the counters.
     pub(crate) fn stats(&self) -> VramStats {
-        let free = self.free.lock();
-        VramStats { free_blocks: free.by_addr.iter().count() as u64, ..free.stats }
+        self.free.lock().stats
     }
 }
