@@ -20,14 +20,15 @@ cp "$BUILD"/kselftest/*_test "$TOP"/tests/guest/radctl-smoke.sh "$stage/"
 
 # Static, so the guest needs no libc of its own. An explicit --target keeps
 # crt-static away from build scripts and proc macros.
-log "guest: building static radctl and libradiance's kmod tests"
+log "guest: building static radctl, the demo and libradiance's kmod tests"
 target=x86_64-unknown-linux-gnu
 static_cargo() {
 	RUSTFLAGS="-C target-feature=+crt-static" cargo "$@" -q --release --target "$target" \
 		--manifest-path "$TOP/Cargo.toml"
 }
 static_cargo build -p radctl >&2
-cp "$TOP/target/$target/release/radctl" "$stage/"
+static_cargo build -p libradiance --example kmod_buffers >&2
+cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/examples/kmod_buffers" "$stage/"
 # The test binary's path has a hash in it: ask cargo for it.
 kmod_test=$(static_cargo test --no-run -p libradiance --test kmod_bo --message-format=json |
 	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # The demo, inside the QEMU guest (as /job): load radiance.ko with one
-# emulated device and show it through radctl (which uses libradiance).
+# emulated device, show it through radctl, run a buffer workload through
+# libradiance, and show that everything was freed.
 set -eu
 insmod /radiance.ko
 echo "--- radctl list"
@@ -10,4 +11,8 @@ echo "--- radctl info kmod:0"
 /radctl info kmod:0
 echo "--- radctl info --json kmod:0"
 /radctl info --json kmod:0
+echo "--- kmod_buffers (libradiance)"
+/kmod_buffers kmod:0
+echo "--- radctl mem kmod:0"
+/radctl mem kmod:0
 rmmod radiance
