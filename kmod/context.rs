@@ -194,14 +194,6 @@ impl Context {
     }
 }
 
-/// The page offset userspace passed to mmap.
-fn vma_pgoff(vma: &VmaNew) -> u64 {
-    // SAFETY: `vma` is a VMA being set up by this mmap call, valid for its
-    // duration; the mmap core set `vm_pgoff` before calling us, and nothing
-    // changes it while the mmap lock is held for writing.
-    unsafe { (*vma.as_ptr()).vm_pgoff as u64 }
-}
-
 #[vtable]
 impl MiscDevice for Context {
     type Ptr = Arc<Self>;
@@ -230,7 +222,7 @@ impl MiscDevice for Context {
             return Err(EPERM);
         }
         vma.try_clear_mayexec()?;
-        let bo = ctx.bo_at(vma_pgoff(vma))?;
+        let bo = ctx.bo_at(crate::raw::vma_pgoff(vma) as u64)?;
         vma.set_dontexpand();
         vma.set_dontdump();
         bo.map(vma.set_mixedmap(), 0)

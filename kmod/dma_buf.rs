@@ -48,7 +48,7 @@ pub(crate) fn export(bo: Arc<Bo>, cloexec: bool) -> Result<i32> {
     }
     let size = usize::try_from(bo.size())?;
     let info = bindings::dma_buf_export_info {
-        exp_name: c"radiance".as_ptr().cast(),
+        exp_name: c"radiance".as_char_ptr(),
         owner: <crate::driver::Radiance as ModuleMetadata>::THIS_MODULE.as_ptr(),
         ops: &EXPORTER_OPS,
         size,
@@ -100,6 +100,11 @@ unsafe fn page_count(dmabuf: *mut bindings::dma_buf) -> usize {
 }
 
 /// `map_dma_buf`: an sg table of the BO's pages, mapped for the importer.
+///
+/// # Safety
+///
+/// Called by the dma-buf core, with live arguments, for a buffer exported
+/// by [`export`].
 unsafe extern "C" fn map_dma_buf(
     attach: *mut bindings::dma_buf_attachment,
     dir: bindings::dma_data_direction,
@@ -121,6 +126,11 @@ unsafe extern "C" fn map_dma_buf(
 }
 
 /// `unmap_dma_buf`: undoes [`map_dma_buf`].
+///
+/// # Safety
+///
+/// Called by the dma-buf core, with live arguments, for a buffer exported
+/// by [`export`].
 unsafe extern "C" fn unmap_dma_buf(
     _attach: *mut bindings::dma_buf_attachment,
     sgt: *mut bindings::sg_table,
@@ -131,18 +141,27 @@ unsafe extern "C" fn unmap_dma_buf(
 }
 
 /// `release`: the last reference to the buffer is gone.
+///
+/// # Safety
+///
+/// Called by the dma-buf core, with live arguments, for a buffer exported
+/// by [`export`].
 unsafe extern "C" fn release(dmabuf: *mut bindings::dma_buf) {
     // SAFETY: `export` put an `Arc<Bo>` here and nothing uses it any more.
     drop(unsafe { <Arc<Bo> as ForeignOwnable>::from_foreign((*dmabuf).priv_) });
 }
 
 /// `mmap`: maps the pages; the core has checked offset and length.
+///
+/// # Safety
+///
+/// Called by the dma-buf core, with live arguments, for a buffer exported
+/// by [`export`].
 unsafe extern "C" fn mmap(dmabuf: *mut bindings::dma_buf, vma: *mut bindings::vm_area_struct) -> c_int {
     // SAFETY: the core calls this for a live buffer of ours, with a VMA
     // being set up under the mmap lock.
     let (bo, vma) = unsafe { (bo_of(dmabuf), VmaNew::from_raw(vma)) };
-    // SAFETY: as above: `vm_pgoff` is set and stable during mmap.
-    let first = unsafe { (*vma.as_ptr()).vm_pgoff } as usize;
+    let first = crate::raw::vma_pgoff(vma);
     if vma.executable() {
         return EPERM.to_errno();
     }
@@ -155,6 +174,11 @@ unsafe extern "C" fn mmap(dmabuf: *mut bindings::dma_buf, vma: *mut bindings::vm
 }
 
 /// `vmap`: a kernel mapping of the whole buffer.
+///
+/// # Safety
+///
+/// Called by the dma-buf core, with live arguments, for a buffer exported
+/// by [`export`].
 unsafe extern "C" fn vmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::iosys_map) -> c_int {
     // SAFETY: the core calls this for a live buffer of ours.
     let (bo, count) = unsafe { (bo_of(dmabuf), page_count(dmabuf)) };
@@ -177,6 +201,11 @@ unsafe extern "C" fn vmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::io
 }
 
 /// `vunmap`: undoes [`vmap`].
+///
+/// # Safety
+///
+/// Called by the dma-buf core, with live arguments, for a buffer exported
+/// by [`export`].
 unsafe extern "C" fn vunmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::iosys_map) {
     // SAFETY: `map` holds what `vmap` returned for this live buffer.
     unsafe { vm_unmap_ram((*map).__bindgen_anon_1.vaddr, page_count(dmabuf) as u32) };
@@ -187,6 +216,11 @@ unsafe extern "C" fn vunmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::
 /// cache-coherent system memory, and the importers' DMA mappings are made
 /// with the DMA API, which keeps them coherent on the architectures we
 /// build for. A non-coherent board backend would sync its attachments here.
+///
+/// # Safety
+///
+/// Called by the dma-buf core, with live arguments, for a buffer exported
+/// by [`export`].
 unsafe extern "C" fn cpu_access(_dmabuf: *mut bindings::dma_buf, _dir: bindings::dma_data_direction) -> c_int {
     0
 }

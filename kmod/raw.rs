@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Raw views of kernel objects, for the few files that call C directly
-//! (dma-buf, scatter-gather tables, the emulator's DMA mask): 7.3 keeps
-//! `Device::as_raw` private to the kernel crate.
+//! Raw views of kernel objects that 7.3's abstractions do not give out:
+//! `Device::as_raw` is private to the kernel crate, and `VmaNew` has no
+//! accessor for the mmap offset.
 
 use kernel::{
     bindings,
-    device::Device, //
+    device::Device,
+    mm::virt::VmaNew, //
 };
 
 /// The `struct device` behind `dev`.
@@ -14,4 +15,12 @@ pub(crate) fn device(dev: &Device) -> *mut bindings::device {
     // `Device` is a `repr(transparent)` wrapper of `Opaque<struct device>`,
     // which is `repr(transparent)` over the C struct: same address.
     core::ptr::from_ref(dev).cast_mut().cast()
+}
+
+/// The page offset userspace passed to mmap (of a file, or of a dma-buf).
+pub(crate) fn vma_pgoff(vma: &VmaNew) -> usize {
+    // SAFETY: `vma` is a VMA being set up by this mmap call, valid for its
+    // duration; the mmap core set `vm_pgoff` before calling the driver, and
+    // nothing changes it while the mmap lock is held for writing.
+    unsafe { (*vma.as_ptr()).vm_pgoff }
 }
