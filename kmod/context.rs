@@ -199,9 +199,8 @@ impl MiscDevice for Context {
     type Ptr = Arc<Self>;
 
     fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Self>> {
-        // SAFETY: by `DeviceNode`'s invariant every registration of this type
-        // is a `DeviceNode`'s `misc` field, and `misc_open()` keeps the
-        // registration, and so the pinned node around it, alive during open.
+        // SAFETY: every such registration is a live `DeviceNode`'s `misc`
+        // field (its invariant), kept alive by `misc_open()` during open.
         let device = unsafe { DeviceNode::device_of(misc) };
         device.open_file()?;
         let objects = Objects { bos: RBTree::new(), mmap: RBTree::new(), next_handle: 1, next_pgoff: 1 };

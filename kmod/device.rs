@@ -198,9 +198,8 @@ impl DeviceNode {
     /// `misc` must be the `misc` field of a live `DeviceNode`.
     pub(crate) unsafe fn device_of(misc: &MiscDeviceRegistration<Context>) -> Arc<Device> {
         let misc = core::ptr::from_ref(misc).cast_mut();
-        // SAFETY: the caller guarantees that `misc` is the `misc` field of a
-        // live `DeviceNode`, so stepping back to the container stays inside
-        // that allocation and yields a valid, initialised node.
+        // Stepping back to the container stays inside that allocation.
+        // SAFETY: the caller guarantees `misc` is a live `DeviceNode`'s field.
         let node = unsafe { &*kernel::container_of!(misc, DeviceNode, misc) };
         node.device.clone()
     }

@@ -113,10 +113,10 @@ unsafe extern "C" fn map_dma_buf(
     let (dmabuf, dev) = unsafe { ((*attach).dmabuf, (*attach).dev) };
     // SAFETY: the buffer is one of ours and live (see above).
     let (bo, count) = unsafe { (bo_of(dmabuf), page_count(dmabuf)) };
+    // The BO's pages stay allocated while the BO lives, and the buffer holds
+    // the BO until `release`, which comes after every `unmap_dma_buf`.
     let table = bo.page_ptrs(0, count).and_then(|mut pages| {
-        // SAFETY: the BO's pages stay allocated while the BO lives, and the
-        // buffer holds the BO until `release`, which comes after every
-        // `unmap_dma_buf`. `dev` is the importer's live device.
+        // SAFETY: as above; `dev` is the importer's live device.
         unsafe { DmaSgTable::new(Device::from_raw(dev), &mut pages, count * PAGE_SIZE, dir) }
     });
     match table {

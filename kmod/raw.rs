@@ -19,8 +19,8 @@ pub(crate) fn device(dev: &Device) -> *mut bindings::device {
 
 /// The page offset userspace passed to mmap (of a file, or of a dma-buf).
 pub(crate) fn vma_pgoff(vma: &VmaNew) -> usize {
-    // SAFETY: `vma` is a VMA being set up by this mmap call, valid for its
-    // duration; the mmap core set `vm_pgoff` before calling the driver, and
-    // nothing changes it while the mmap lock is held for writing.
+    // The mmap core set `vm_pgoff` before calling the driver, and nothing
+    // changes it while the mmap lock is held for writing.
+    // SAFETY: `vma` is being set up by this mmap call, valid for its duration.
     unsafe { (*vma.as_ptr()).vm_pgoff }
 }

@@ -94,9 +94,9 @@ fn device_of(faux: &faux::Registration) -> &Device {
 /// no bus code to do this (`dma_coerce_mask_and_coherent` is inline C).
 fn set_dma_mask_32(dev: &Device) -> Result {
     let dev = crate::raw::device(dev);
-    // SAFETY: `dev` is a live, registered device that nobody else uses yet;
-    // pointing `dma_mask` at its own `coherent_dma_mask` is what
-    // `dma_coerce_mask_and_coherent` does, and both live as long as `dev`.
+    // Pointing `dma_mask` at the device's own `coherent_dma_mask` is what
+    // `dma_coerce_mask_and_coherent` does; both live as long as `dev`.
+    // SAFETY: `dev` is a live, registered device that nobody else uses yet.
     unsafe {
         (*dev).dma_mask = &raw mut (*dev).coherent_dma_mask;
         to_result(bindings::dma_set_mask(dev, u64::from(u32::MAX)))?;
@@ -121,11 +121,10 @@ impl Gluon for Emu {
                 // A whole page: give it back; it reads as zeros from now on.
                 Some(slot) if n == page => *slot = None,
                 Some(Some(p)) => {
-                    // SAFETY: the caller owns `[addr, addr + len)`, so nothing
-                    // else reads or writes these bytes of the page; other
-                    // bytes of it may be in use, but they do not overlap. The
-                    // bounds lie inside the page by construction, so the
+                    // Other bytes of the page may be in use, but none of these:
+                    // no overlap. The bounds lie inside the page, so the
                     // bounds check cannot fail.
+                    // SAFETY: the caller owns `[addr, addr + len)`.
                     let _ = unsafe { p.fill_zero_raw(offset as usize, n as usize) };
                 }
                 // Never touched, or past the end (the allocator never hands

@@ -16,42 +16,6 @@
 /* Allocatable VRAM: all of it but the 64 KiB kept for the device. */
 #define VRAM_TOTAL (((uint64_t)RADIANCE_TEST_VRAM_MIB << 20) - 65536)
 
-static int bo_create(int fd, uint64_t size, uint32_t flags, struct radiance_bo_create *out)
-{
-	struct radiance_bo_create args = {
-		.size = size, .placement = RADIANCE_PLACEMENT_VRAM, .flags = flags,
-	};
-	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_BO_CREATE, &args);
-
-	if (out)
-		*out = args;
-	return ret ? ret : (int)args.handle;
-}
-
-static int bo_destroy(int fd, uint32_t handle)
-{
-	struct radiance_bo_destroy args = { .handle = handle };
-
-	return radiance_ioctl(fd, RADIANCE_IOCTL_BO_DESTROY, &args);
-}
-
-/* A value from /sys/kernel/debug/radiance/radiance0/mem, or -1. */
-static int64_t mem_stat(const char *key)
-{
-	FILE *f = fopen("/sys/kernel/debug/radiance/radiance0/mem", "r");
-	char name[64];
-	long long value;
-	int64_t found = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", name, &value) == 2)
-		if (!strcmp(name, key))
-			found = value;
-	fclose(f);
-	return found;
-}
-
 static void *map_bo(int fd, const struct radiance_bo_create *bo, int prot)
 {
 	return mmap(NULL, bo->size, prot, MAP_SHARED, fd, bo->mmap_offset);
@@ -67,7 +31,7 @@ FIXTURE_SETUP(bo)
 	self->fd = radiance_open(0);
 	ASSERT_LE(0, self->fd);
 	/* Every test starts from an idle device: earlier files freed all. */
-	ASSERT_EQ(0, mem_stat("vram_used"));
+	ASSERT_EQ(0, radiance_mem_stat("vram_used"));
 }
 
 FIXTURE_TEARDOWN(bo)
@@ -79,15 +43,15 @@ TEST_F(bo, create_info_destroy)
 {
 	struct radiance_bo_create c;
 	struct radiance_bo_info info = { 0 };
-	int h = bo_create(self->fd, 1000, 0, &c);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 1000, 0, &c);
 
 	ASSERT_LT(0, h);
 	/* Rounded up to the 256-byte granule, above the reserved 64 KiB. */
 	EXPECT_EQ(0, c.device_address % 256);
 	EXPECT_LE(65536, c.device_address);
 	EXPECT_EQ(0, c.mmap_offset);
-	EXPECT_EQ(1024, mem_stat("vram_used"));
-	EXPECT_EQ(1, mem_stat("vram_bos"));
+	EXPECT_EQ(1024, radiance_mem_stat("vram_used"));
+	EXPECT_EQ(1, radiance_mem_stat("vram_bos"));
 
 	info.handle = h;
 	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_INFO, &info));
@@ -97,11 +61,11 @@ TEST_F(bo, create_info_destroy)
 	EXPECT_EQ(c.device_address, info.device_address);
 	EXPECT_EQ(0, info.mmap_offset);
 
-	ASSERT_EQ(0, bo_destroy(self->fd, h));
-	EXPECT_EQ(0, mem_stat("vram_used"));
-	EXPECT_EQ(0, mem_stat("vram_bos"));
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, h));
+	EXPECT_EQ(0, radiance_mem_stat("vram_used"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
 	/* Gone, and never destroyed twice. */
-	EXPECT_EQ(-ENOENT, bo_destroy(self->fd, h));
+	EXPECT_EQ(-ENOENT, radiance_bo_destroy(self->fd, h));
 	EXPECT_EQ(-ENOENT, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_INFO, &info));
 }
 
@@ -110,8 +74,8 @@ TEST_F(bo, mappable_bos_are_page_aligned_and_distinct)
 	struct radiance_bo_create a, b;
 	long page = getpagesize();
 
-	ASSERT_LT(0, bo_create(self->fd, 1, RADIANCE_BO_MAPPABLE, &a));
-	ASSERT_LT(0, bo_create(self->fd, page + 1, RADIANCE_BO_MAPPABLE, &b));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 1, RADIANCE_BO_MAPPABLE, &a));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page + 1, RADIANCE_BO_MAPPABLE, &b));
 	EXPECT_EQ(0, a.device_address % page);
 	EXPECT_EQ(0, b.device_address % page);
 	EXPECT_NE(0, a.mmap_offset);
@@ -121,7 +85,7 @@ TEST_F(bo, mappable_bos_are_page_aligned_and_distinct)
 	/* Ranges do not overlap. */
 	EXPECT_TRUE(a.device_address + page <= b.device_address ||
 		    b.device_address + 2 * page <= a.device_address);
-	EXPECT_EQ(3 * page, mem_stat("vram_used"));
+	EXPECT_EQ(3 * page, radiance_mem_stat("vram_used"));
 }
 
 TEST_F(bo, mapping_is_shared_memory)
@@ -132,7 +96,7 @@ TEST_F(bo, mapping_is_shared_memory)
 	pid_t pid;
 	int status;
 
-	ASSERT_LT(0, bo_create(self->fd, 4 * page, RADIANCE_BO_MAPPABLE, &c));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4 * page, RADIANCE_BO_MAPPABLE, &c));
 	p = map_bo(self->fd, &c, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p);
 	/* Fresh VRAM reads as zeros. */
@@ -174,16 +138,16 @@ TEST_F(bo, freed_vram_is_scrubbed)
 	unsigned char *p;
 	int h;
 
-	h = bo_create(self->fd, 2 * page, RADIANCE_BO_MAPPABLE, &c);
+	h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 2 * page, RADIANCE_BO_MAPPABLE, &c);
 	ASSERT_LT(0, h);
 	p = map_bo(self->fd, &c, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 0xab, c.size);
 	ASSERT_EQ(0, munmap(p, c.size));
-	ASSERT_EQ(0, bo_destroy(self->fd, h));
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, h));
 
 	/* Best fit hands the same range out again: it must read as zeros. */
-	ASSERT_LT(0, bo_create(self->fd, 2 * page, RADIANCE_BO_MAPPABLE, &again));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 2 * page, RADIANCE_BO_MAPPABLE, &again));
 	ASSERT_EQ(c.device_address, again.device_address);
 	p = map_bo(self->fd, &again, PROT_READ);
 	ASSERT_NE(MAP_FAILED, p);
@@ -198,18 +162,18 @@ TEST_F(bo, old_mapping_never_shows_new_owner)
 	struct radiance_bo_create c, again;
 	long page = getpagesize();
 	unsigned char *old, *fresh;
-	int h = bo_create(self->fd, page, RADIANCE_BO_MAPPABLE, &c);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page, RADIANCE_BO_MAPPABLE, &c);
 
 	ASSERT_LT(0, h);
 	old = map_bo(self->fd, &c, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, old);
 	memset(old, 0x11, page);
-	ASSERT_EQ(0, bo_destroy(self->fd, h));
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, h));
 	/* The offset is stale now. */
 	EXPECT_EQ(MAP_FAILED, map_bo(self->fd, &c, PROT_READ));
 	EXPECT_EQ(EINVAL, errno);
 
-	ASSERT_LT(0, bo_create(self->fd, page, RADIANCE_BO_MAPPABLE, &again));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page, RADIANCE_BO_MAPPABLE, &again));
 	ASSERT_EQ(c.device_address, again.device_address);
 	fresh = map_bo(self->fd, &again, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, fresh);
@@ -227,7 +191,7 @@ TEST_F(bo, exhaustion_then_full_recovery)
 	static uint32_t handles[RADIANCE_TEST_VRAM_MIB + 1];
 	int n = 0, h;
 
-	while ((h = bo_create(self->fd, chunk, 0, NULL)) > 0) {
+	while ((h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, chunk, 0, NULL)) > 0) {
 		ASSERT_GT(RADIANCE_TEST_VRAM_MIB, n);
 		handles[n++] = h;
 	}
@@ -235,21 +199,21 @@ TEST_F(bo, exhaustion_then_full_recovery)
 	/* All but the reserved 64 KiB were handed out in 1 MiB pieces. */
 	EXPECT_EQ(VRAM_TOTAL / chunk, n);
 	/* What is left is still usable by a smaller request. */
-	h = bo_create(self->fd, VRAM_TOTAL - n * chunk, 0, NULL);
+	h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, VRAM_TOTAL - n * chunk, 0, NULL);
 	EXPECT_LT(0, h);
-	EXPECT_EQ(VRAM_TOTAL, mem_stat("vram_used"));
-	EXPECT_EQ(0, mem_stat("vram_largest_free"));
+	EXPECT_EQ(VRAM_TOTAL, radiance_mem_stat("vram_used"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_largest_free"));
 
 	/* Free in an order that exercises merging on both sides. */
 	for (int i = 0; i < n; i += 2)
-		ASSERT_EQ(0, bo_destroy(self->fd, handles[i]));
-	EXPECT_EQ((int64_t)chunk, mem_stat("vram_largest_free"));
+		ASSERT_EQ(0, radiance_bo_destroy(self->fd, handles[i]));
+	EXPECT_EQ((int64_t)chunk, radiance_mem_stat("vram_largest_free"));
 	for (int i = 1; i < n; i += 2)
-		ASSERT_EQ(0, bo_destroy(self->fd, handles[i]));
-	ASSERT_EQ(0, bo_destroy(self->fd, h));
-	EXPECT_EQ(0, mem_stat("vram_used"));
-	EXPECT_EQ((int64_t)VRAM_TOTAL, mem_stat("vram_largest_free"));
-	EXPECT_EQ(1, mem_stat("vram_free_blocks"));
+		ASSERT_EQ(0, radiance_bo_destroy(self->fd, handles[i]));
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, h));
+	EXPECT_EQ(0, radiance_mem_stat("vram_used"));
+	EXPECT_EQ((int64_t)VRAM_TOTAL, radiance_mem_stat("vram_largest_free"));
+	EXPECT_EQ(1, radiance_mem_stat("vram_free_blocks"));
 }
 
 TEST_F(bo, bad_create_arguments)
@@ -275,25 +239,25 @@ TEST_F(bo, bad_create_arguments)
 	BAD_CREATE(flags, RADIANCE_BO_MAPPABLE | 2);
 	BAD_CREATE(pad, 1);
 #undef BAD_CREATE
-	EXPECT_EQ(0, mem_stat("vram_bos"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
 	/* The same arguments less the bad field do work. */
 	memset(&args, 0, sizeof(args));
 	args.size = 4096;
 	args.placement = RADIANCE_PLACEMENT_VRAM;
 	EXPECT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_CREATE, &args));
-	EXPECT_EQ(1, mem_stat("vram_bos"));
+	EXPECT_EQ(1, radiance_mem_stat("vram_bos"));
 }
 
 TEST_F(bo, bad_handles_and_padding)
 {
 	struct radiance_bo_destroy d = { 0 };
 	struct radiance_bo_info info = { 0 };
-	int h = bo_create(self->fd, 256, 0, NULL);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 256, 0, NULL);
 
 	ASSERT_LT(0, h);
-	EXPECT_EQ(-ENOENT, bo_destroy(self->fd, 0));
-	EXPECT_EQ(-ENOENT, bo_destroy(self->fd, h + 1));
-	EXPECT_EQ(-ENOENT, bo_destroy(self->fd, UINT32_MAX));
+	EXPECT_EQ(-ENOENT, radiance_bo_destroy(self->fd, 0));
+	EXPECT_EQ(-ENOENT, radiance_bo_destroy(self->fd, h + 1));
+	EXPECT_EQ(-ENOENT, radiance_bo_destroy(self->fd, UINT32_MAX));
 	info.handle = h + 1;
 	EXPECT_EQ(-ENOENT, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_INFO, &info));
 	d.handle = h;
@@ -303,7 +267,7 @@ TEST_F(bo, bad_handles_and_padding)
 	info.pad = 1;
 	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_INFO, &info));
 	/* Refused calls destroyed nothing. */
-	EXPECT_EQ(0, bo_destroy(self->fd, h));
+	EXPECT_EQ(0, radiance_bo_destroy(self->fd, h));
 }
 
 TEST_F(bo, bad_mmaps)
@@ -312,8 +276,8 @@ TEST_F(bo, bad_mmaps)
 	long page = getpagesize();
 	void *p;
 
-	ASSERT_LT(0, bo_create(self->fd, 2 * page, RADIANCE_BO_MAPPABLE, &c));
-	ASSERT_LT(0, bo_create(self->fd, page, 0, &plain));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 2 * page, RADIANCE_BO_MAPPABLE, &c));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page, 0, &plain));
 	/* Beyond the BO. */
 	p = mmap(NULL, 3 * page, PROT_READ, MAP_SHARED, self->fd, c.mmap_offset);
 	EXPECT_EQ(MAP_FAILED, p);
@@ -349,16 +313,16 @@ TEST(handles_belong_to_their_file)
 
 	ASSERT_LE(0, a);
 	ASSERT_LE(0, b);
-	info.handle = bo_create(a, 4096, RADIANCE_BO_MAPPABLE, &c);
+	info.handle = radiance_bo_create(a, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &c);
 	ASSERT_LT(0, (int)info.handle);
 	EXPECT_EQ(-ENOENT, radiance_ioctl(b, RADIANCE_IOCTL_BO_INFO, &info));
-	EXPECT_EQ(-ENOENT, bo_destroy(b, info.handle));
+	EXPECT_EQ(-ENOENT, radiance_bo_destroy(b, info.handle));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, b, c.mmap_offset));
 	/* Closing a file frees everything it owned. */
-	EXPECT_EQ(1, mem_stat("vram_bos"));
+	EXPECT_EQ(1, radiance_mem_stat("vram_bos"));
 	close(a);
-	EXPECT_EQ(0, mem_stat("vram_bos"));
-	EXPECT_EQ(0, mem_stat("vram_used"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_used"));
 	close(b);
 }
 
@@ -366,18 +330,18 @@ TEST(many_create_destroy_close_cycles_leak_nothing)
 {
 	for (int i = 0; i < 10000; i++) {
 		int fd = radiance_open(0);
-		int h = bo_create(fd, 4096 + i % 7 * 256, i % 2 ? RADIANCE_BO_MAPPABLE : 0, NULL);
+		int h = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096 + i % 7 * 256, i % 2 ? RADIANCE_BO_MAPPABLE : 0, NULL);
 
 		ASSERT_LT(0, h);
 		/* Every third one is left for close to free. */
 		if (i % 3)
-			ASSERT_EQ(0, bo_destroy(fd, h));
+			ASSERT_EQ(0, radiance_bo_destroy(fd, h));
 		ASSERT_EQ(0, close(fd));
 	}
-	EXPECT_EQ(0, mem_stat("vram_bos"));
-	EXPECT_EQ(0, mem_stat("vram_used"));
-	EXPECT_EQ(1, mem_stat("vram_free_blocks"));
-	EXPECT_EQ(0, mem_stat("open_files"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_used"));
+	EXPECT_EQ(1, radiance_mem_stat("vram_free_blocks"));
+	EXPECT_EQ(0, radiance_mem_stat("open_files"));
 }
 
 TEST_HARNESS_MAIN

@@ -22,26 +22,6 @@
 
 #define PINNED_LIMIT (512ull << 20)
 
-static int bo_create(int fd, uint32_t placement, uint64_t size, uint32_t flags,
-		     struct radiance_bo_create *out)
-{
-	struct radiance_bo_create args = {
-		.size = size, .placement = placement, .flags = flags,
-	};
-	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_BO_CREATE, &args);
-
-	if (out)
-		*out = args;
-	return ret ? ret : (int)args.handle;
-}
-
-static int bo_destroy(int fd, uint32_t handle)
-{
-	struct radiance_bo_destroy args = { .handle = handle };
-
-	return radiance_ioctl(fd, RADIANCE_IOCTL_BO_DESTROY, &args);
-}
-
 /* The dma-buf fd, or -errno. */
 static int bo_export(int fd, uint32_t handle, uint32_t flags)
 {
@@ -60,22 +40,6 @@ static int bo_import(int fd, int dmabuf, struct radiance_bo_import *out)
 	if (out)
 		*out = args;
 	return ret ? ret : (int)args.handle;
-}
-
-static int64_t mem_stat(const char *key)
-{
-	FILE *f = fopen("/sys/kernel/debug/radiance/radiance0/mem", "r");
-	char name[64];
-	long long value;
-	int64_t found = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", name, &value) == 2)
-		if (!strcmp(name, key))
-			found = value;
-	fclose(f);
-	return found;
 }
 
 static int send_fd(int sock, int fd)
@@ -165,8 +129,8 @@ FIXTURE_SETUP(dmabuf)
 {
 	self->fd = radiance_open(0);
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, mem_stat("vram_bos"));
-	ASSERT_EQ(0, mem_stat("host_pinned"));
+	ASSERT_EQ(0, radiance_mem_stat("vram_bos"));
+	ASSERT_EQ(0, radiance_mem_stat("host_pinned"));
 }
 
 FIXTURE_TEARDOWN(dmabuf)
@@ -180,12 +144,12 @@ TEST_F(dmabuf, host_bo_is_pinned_zeroed_and_mappable)
 	struct radiance_bo_info info = { 0 };
 	long page = getpagesize();
 	unsigned char *p;
-	int h = bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 3 * page + 1, RADIANCE_BO_MAPPABLE, &c);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 3 * page + 1, RADIANCE_BO_MAPPABLE, &c);
 
 	ASSERT_LT(0, h);
 	EXPECT_EQ(0, c.device_address);
 	EXPECT_NE(0, c.mmap_offset);
-	EXPECT_EQ(4 * page, mem_stat("host_pinned"));
+	EXPECT_EQ(4 * page, radiance_mem_stat("host_pinned"));
 	info.handle = h;
 	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_INFO, &info));
 	EXPECT_EQ(RADIANCE_PLACEMENT_HOST, info.placement);
@@ -203,8 +167,8 @@ TEST_F(dmabuf, host_bo_is_pinned_zeroed_and_mappable)
 	EXPECT_EQ(0x5a, p[info.size - 1]);
 	munmap(p, info.size);
 
-	ASSERT_EQ(0, bo_destroy(self->fd, h));
-	EXPECT_EQ(0, mem_stat("host_pinned"));
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, h));
+	EXPECT_EQ(0, radiance_mem_stat("host_pinned"));
 }
 
 TEST_F(dmabuf, pinned_host_memory_is_capped)
@@ -212,13 +176,13 @@ TEST_F(dmabuf, pinned_host_memory_is_capped)
 	int h;
 
 	/* Refused before anything is allocated. */
-	EXPECT_EQ(-ENOMEM, bo_create(self->fd, RADIANCE_PLACEMENT_HOST, PINNED_LIMIT + 4096, 0, NULL));
-	EXPECT_EQ(0, mem_stat("host_pinned"));
-	h = bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 1 << 20, 0, NULL);
+	EXPECT_EQ(-ENOMEM, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, PINNED_LIMIT + 4096, 0, NULL));
+	EXPECT_EQ(0, radiance_mem_stat("host_pinned"));
+	h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 1 << 20, 0, NULL);
 	ASSERT_LT(0, h);
-	EXPECT_EQ(-ENOMEM, bo_create(self->fd, RADIANCE_PLACEMENT_HOST, PINNED_LIMIT, 0, NULL));
-	EXPECT_EQ(1 << 20, mem_stat("host_pinned"));
-	ASSERT_EQ(0, bo_destroy(self->fd, h));
+	EXPECT_EQ(-ENOMEM, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, PINNED_LIMIT, 0, NULL));
+	EXPECT_EQ(1 << 20, radiance_mem_stat("host_pinned"));
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, h));
 }
 
 /* Fill through the BO mapping, check and write back through the exported
@@ -230,7 +194,7 @@ static void export_round_trip(struct __test_metadata *_metadata, int fd, uint32_
 	uint32_t *p;
 	int h, dmabuf;
 
-	h = bo_create(fd, placement, size, RADIANCE_BO_MAPPABLE, &c);
+	h = radiance_bo_create(fd, placement, size, RADIANCE_BO_MAPPABLE, &c);
 	ASSERT_LT(0, h);
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, c.mmap_offset);
 	ASSERT_NE(MAP_FAILED, p);
@@ -247,7 +211,7 @@ static void export_round_trip(struct __test_metadata *_metadata, int fd, uint32_
 	}
 	munmap(p, size);
 	close(dmabuf);
-	ASSERT_EQ(0, bo_destroy(fd, h));
+	ASSERT_EQ(0, radiance_bo_destroy(fd, h));
 }
 
 TEST_F(dmabuf, vram_export_round_trip_through_another_process)
@@ -263,7 +227,7 @@ TEST_F(dmabuf, host_export_round_trip_through_another_process)
 TEST_F(dmabuf, export_without_cloexec_and_cpu_access_sync)
 {
 	struct dma_buf_sync sync = { .flags = DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW };
-	int h = bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, NULL);
 	int dmabuf;
 
 	ASSERT_LT(0, h);
@@ -285,7 +249,7 @@ TEST_F(dmabuf, export_outlives_destroy_and_close)
 	int h, dmabuf, fd = radiance_open(0);
 
 	ASSERT_LE(0, fd);
-	h = bo_create(fd, RADIANCE_PLACEMENT_VRAM, size, RADIANCE_BO_MAPPABLE, &c);
+	h = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, size, RADIANCE_BO_MAPPABLE, &c);
 	ASSERT_LT(0, h);
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, c.mmap_offset);
 	ASSERT_NE(MAP_FAILED, p);
@@ -293,24 +257,24 @@ TEST_F(dmabuf, export_outlives_destroy_and_close)
 	munmap(p, size);
 	dmabuf = bo_export(fd, h, RADIANCE_EXPORT_CLOEXEC);
 	ASSERT_LE(0, dmabuf);
-	ASSERT_EQ(0, bo_destroy(fd, h));
+	ASSERT_EQ(0, radiance_bo_destroy(fd, h));
 	ASSERT_EQ(0, close(fd));
 	/* The handle and the file are gone; the memory is not. */
-	EXPECT_EQ(1, mem_stat("vram_bos"));
-	EXPECT_EQ(size, mem_stat("vram_used"));
+	EXPECT_EQ(1, radiance_mem_stat("vram_bos"));
+	EXPECT_EQ(size, radiance_mem_stat("vram_used"));
 	q = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, dmabuf, 0);
 	ASSERT_NE(MAP_FAILED, q);
 	EXPECT_EQ(0xabcdef01u, q[5]);
 	munmap(q, size);
 	close(dmabuf);
-	EXPECT_EQ(0, mem_stat("vram_bos"));
-	EXPECT_EQ(0, mem_stat("vram_used"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_used"));
 }
 
 TEST_F(dmabuf, bad_dmabuf_mmaps)
 {
 	long page = getpagesize();
-	int h = bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 2 * page, RADIANCE_BO_MAPPABLE, NULL);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 2 * page, RADIANCE_BO_MAPPABLE, NULL);
 	int dmabuf;
 	void *p;
 
@@ -348,7 +312,7 @@ static void import_and_check(struct __test_metadata *_metadata, int fd, int dmab
 	EXPECT_EQ(0, info.mmap_offset);
 	/* Imported memory is not ours to export again or map. */
 	EXPECT_EQ(-EINVAL, bo_export(fd, h, 0));
-	ASSERT_EQ(0, bo_destroy(fd, h));
+	ASSERT_EQ(0, radiance_bo_destroy(fd, h));
 }
 
 TEST_F(dmabuf, import_udmabuf)
@@ -386,7 +350,7 @@ TEST_F(dmabuf, import_dma_heap)
 TEST_F(dmabuf, import_own_export_in_another_file)
 {
 	int other = radiance_open(1);
-	int h = bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 64 << 10, RADIANCE_BO_MAPPABLE, NULL);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 64 << 10, RADIANCE_BO_MAPPABLE, NULL);
 	int dmabuf;
 
 	ASSERT_LE(0, other);
@@ -404,8 +368,8 @@ TEST_F(dmabuf, bad_export_and_import_arguments)
 {
 	struct radiance_bo_export exp = { 0 };
 	struct radiance_bo_import imp = { 0 };
-	int plain = bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
-	int h = bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	int plain = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, NULL);
 	int pipefd[2];
 
 	ASSERT_LT(0, plain);
@@ -436,7 +400,7 @@ TEST_F(dmabuf, bad_export_and_import_arguments)
 	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_IMPORT, &imp));
 	close(imp.fd);
 	/* Nothing above created a BO. */
-	EXPECT_EQ(2, mem_stat("vram_bos"));
+	EXPECT_EQ(2, radiance_mem_stat("vram_bos"));
 }
 
 TEST(create_export_import_close_cycles_leak_nothing)
@@ -444,7 +408,7 @@ TEST(create_export_import_close_cycles_leak_nothing)
 	for (int i = 0; i < 10000; i++) {
 		uint32_t placement = i % 2 ? RADIANCE_PLACEMENT_HOST : RADIANCE_PLACEMENT_VRAM;
 		int fd = radiance_open(0);
-		int h = bo_create(fd, placement, 4096, RADIANCE_BO_MAPPABLE, NULL);
+		int h = radiance_bo_create(fd, placement, 4096, RADIANCE_BO_MAPPABLE, NULL);
 		int dmabuf = bo_export(fd, h, RADIANCE_EXPORT_CLOEXEC);
 
 		ASSERT_LE(0, dmabuf);
@@ -452,10 +416,10 @@ TEST(create_export_import_close_cycles_leak_nothing)
 		ASSERT_EQ(0, close(dmabuf));
 		ASSERT_EQ(0, close(fd));
 	}
-	EXPECT_EQ(0, mem_stat("vram_bos"));
-	EXPECT_EQ(0, mem_stat("vram_used"));
-	EXPECT_EQ(0, mem_stat("host_pinned"));
-	EXPECT_EQ(0, mem_stat("open_files"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_used"));
+	EXPECT_EQ(0, radiance_mem_stat("host_pinned"));
+	EXPECT_EQ(0, radiance_mem_stat("open_files"));
 }
 
 TEST_HARNESS_MAIN

@@ -5,8 +5,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 
 #include "radiance.h"
@@ -29,6 +31,44 @@ static inline int radiance_open(int index)
 static inline int radiance_ioctl(int fd, unsigned long cmd, void *arg)
 {
 	return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+/* A new BO's handle, or -errno; `out` (if given) gets what BO_CREATE said. */
+static inline int radiance_bo_create(int fd, uint32_t placement, uint64_t size, uint32_t flags,
+				     struct radiance_bo_create *out)
+{
+	struct radiance_bo_create args = {
+		.size = size, .placement = placement, .flags = flags,
+	};
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_BO_CREATE, &args);
+
+	if (out)
+		*out = args;
+	return ret ? ret : (int)args.handle;
+}
+
+static inline int radiance_bo_destroy(int fd, uint32_t handle)
+{
+	struct radiance_bo_destroy args = { .handle = handle };
+
+	return radiance_ioctl(fd, RADIANCE_IOCTL_BO_DESTROY, &args);
+}
+
+/* A value from device 0's debugfs `mem` file, or -1. */
+static inline int64_t radiance_mem_stat(const char *key)
+{
+	FILE *f = fopen("/sys/kernel/debug/radiance/radiance0/mem", "r");
+	char name[64];
+	long long value;
+	int64_t found = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", name, &value) == 2)
+		if (!strcmp(name, key))
+			found = value;
+	fclose(f);
+	return found;
 }
 
 #endif

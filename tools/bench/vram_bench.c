@@ -67,22 +67,6 @@ static double pair_cost(void)
 	return (now_ns() - start) / PAIRS;
 }
 
-static int64_t mem_stat(const char *key)
-{
-	FILE *f = fopen("/sys/kernel/debug/radiance/radiance0/mem", "r");
-	char name[64];
-	long long value;
-	int64_t found = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", name, &value) == 2)
-		if (!strcmp(name, key))
-			found = value;
-	fclose(f);
-	return found;
-}
-
 int main(void)
 {
 	static uint32_t live[LIVE], slots[LIVE];
@@ -133,15 +117,15 @@ int main(void)
 				return perror("BO_CREATE"), 1;
 		}
 	}
-	free_bytes = mem_stat("vram_free");
-	largest = mem_stat("vram_largest_free");
+	free_bytes = radiance_mem_stat("vram_free");
+	largest = radiance_mem_stat("vram_largest_free");
 	printf("random workload: %d ops, %d BOs live, %lld free blocks\n", RANDOM_OPS, used,
-	       (long long)mem_stat("vram_free_blocks"));
+	       (long long)radiance_mem_stat("vram_free_blocks"));
 	printf("fragmentation: largest free block / free bytes = %lld / %lld = %.1f%%\n", (long long)largest,
 	       (long long)free_bytes, 100.0 * largest / free_bytes);
 	for (int i = 0; i < used; i++)
 		destroy(slots[i]);
-	printf("after freeing all: %lld free block(s), %lld bytes free\n", (long long)mem_stat("vram_free_blocks"),
-	       (long long)mem_stat("vram_free"));
+	printf("after freeing all: %lld free block(s), %lld bytes free\n", (long long)radiance_mem_stat("vram_free_blocks"),
+	       (long long)radiance_mem_stat("vram_free"));
 	return 0;
 }
