@@ -5,6 +5,7 @@
 
 use crate::{
     backend::Backend, //
+    cuda,
     host,
     kmod,
     semaphore::owned_list,
@@ -65,7 +66,7 @@ impl Device {
             );
         }
         if uri.starts_with("cuda:") {
-            return unavailable("the cuda backend is not implemented yet (issue 7)");
+            return Ok(Self { inner: Arc::new(cuda::CudaDevice::open(uri)?) });
         }
         if uri.starts_with("hsa:") {
             return unavailable("the hsa backend is not implemented yet");
@@ -152,7 +153,6 @@ mod tests {
         assert_eq!(kmod.status(), StatusCode::Unimplemented);
         assert!(kmod.to_string().contains("issues 4 and 5"), "{kmod}");
         assert_eq!(open_error("/dev/radiance1").status(), StatusCode::Unimplemented);
-        assert_eq!(open_error("cuda:0").status(), StatusCode::Unimplemented);
         assert_eq!(open_error("hsa:0").status(), StatusCode::Unimplemented);
         assert_eq!(open_error("kmod:x").status(), StatusCode::InvalidArgument);
         let unknown = open_error("vulkan:0");

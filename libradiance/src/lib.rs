@@ -15,6 +15,7 @@
 mod backend;
 pub mod buffer;
 pub mod command_buffer;
+pub mod cuda;
 pub mod device;
 pub mod error;
 mod ffi;

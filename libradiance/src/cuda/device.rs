@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! The cuda device: a CUDA device's primary context, the built-in kernels
+//! loaded into it, and what its queues, semaphores and buffers share.
+
+use super::{
+    context::Context,
+    memory::{AddressSpace, CudaBuffer},
+    module::Module,
+    queue::{CudaQueue, Scheduler},
+    result::Api,
+    semaphore::{self, CudaSemaphore, Hub},
+};
+use crate::{
+    backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
+    BufferParams,
+    DeviceInfo,
+    Error,
+    Result,
+    SemaphoreList,
+    WaitMode,
+};
+use std::{
+    os::fd::BorrowedFd,
+    sync::{Arc, Mutex},
+    time::Instant,
+};
+
+/// What every object of a device holds on to.
+pub(super) struct Shared {
+    pub(super) kernels: Module,
+    pub(super) space: AddressSpace<CudaBuffer>,
+    pub(super) scheduler: Mutex<Scheduler>,
+    pub(super) hub: Hub,
+    /// Last: the context goes after everything made in it.
+    pub(super) ctx: Context,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Ok(_current) = self.ctx.enter() {
+            // SAFETY: every queue (and so every launch) of the device is gone.
+            unsafe { self.kernels.unload(self.ctx.api()) };
+        }
+    }
+}
+
+pub(crate) struct CudaDevice {
+    info: DeviceInfo,
+    shared: Arc<Shared>,
+}
+
+impl CudaDevice {
+    /// Opens `cuda:N`: CUDA device N of this process's driver.
+    pub(crate) fn open(uri: &str) -> Result<Self> {
+        let ordinal = uri
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse::<u16>().ok())
+            .ok_or_else(|| Error::InvalidArgument(format!("invalid device name {uri:?}: expected cuda:N")))?;
+        let api = Api::load(uri)?;
+        let device = api.device(ordinal.into())?;
+        let name = api.device_name(device)?;
+        let ctx = Context::retain(api, device)?;
+        let kernels = {
+            let _current = ctx.enter()?;
+            Module::load(api)?
+        };
+        let shared = Shared { kernels, space: AddressSpace::default(), scheduler: Mutex::default(), hub: Hub::default(), ctx };
+        Ok(Self {
+            info: DeviceInfo { uri: uri.to_owned(), backend: "cuda", name, builtin_kernels: true },
+            shared: Arc::new(shared),
+        })
+    }
+}
+
+impl Backend for CudaDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn create_semaphore(&self, initial: u64) -> Result<Arc<dyn BackendSemaphore>> {
+        Ok(Arc::new(CudaSemaphore::new(&self.shared, initial)?))
+    }
+
+    fn wait_semaphores(&self, mode: WaitMode, points: &SemaphoreList, deadline: Option<Instant>) -> Result<()> {
+        semaphore::wait(&self.shared.hub, mode, points, deadline)
+    }
+
+    fn allocate_buffer(&self, params: &BufferParams) -> Result<Arc<dyn BackendBuffer>> {
+        Ok(CudaBuffer::allocate(&self.shared, params)?)
+    }
+
+    fn import_dma_buf(&self, _fd: BorrowedFd<'_>, _params: &BufferParams) -> Result<Arc<dyn BackendBuffer>> {
+        Err(Error::Unsupported(
+            "dma-buf import: the CUDA driver API imports external memory only as opaque fds, not dma-bufs".into(),
+        ))
+    }
+
+    fn create_queue(&self) -> Result<Arc<dyn BackendQueue>> {
+        Ok(Arc::new(CudaQueue::new(&self.shared)?))
+    }
+}

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! `bench-cuda [cuda:N]`: libradiance's cuda backend against raw CUDA driver
+//! calls doing the same work, in one run:
+//!
+//! 1. submit overhead of an empty launch (FILL_U32 with count 0: the kernel
+//!    returns at once), `Queue::dispatch` against `cuLaunchKernel`, per
+//!    launch over 10,000 launches;
+//! 2. a cross-queue dependency edge over a 512-edge chain alternating between
+//!    two queues (streams): our semaphores (signal on one, wait on the other)
+//!    against CUDA events (`cuEventRecord` + `cuStreamWaitEvent`), submit
+//!    only and end to end;
+//! 3. device-to-device copy bandwidth at 256 MiB, `Queue::copy` against
+//!    `cuMemcpyAsync`.
+//!
+//! Each figure is the median of several interleaved repetitions after a
+//! warm-up; each ratio is ours / raw.
+
+use radiance::{
+    cuda::{sys::*, BUILTINS_PTX, BUILTIN_KERNELS},
+    BufferParams,
+    BufferUsage,
+    Device,
+    Launch,
+    MemoryType,
+    Pattern,
+    Timeout,
+};
+use radiance_uapi::builtin;
+use std::{
+    ffi::c_void,
+    process::ExitCode,
+    ptr,
+    time::{Duration, Instant},
+};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+const LAUNCHES: u32 = 10_000;
+const EDGES: u64 = 512;
+const COPY_BYTES: u64 = 256 << 20;
+const COPIES: u32 = 20;
+/// Repetitions of each measurement; the median is reported.
+const REPS: usize = 7;
+
+/// Calls a driver entry point, turning a failure into an error naming it.
+macro_rules! cu {
+    ($d:expr, $f:ident($($arg:expr),* $(,)?)) => {{
+        // SAFETY: the arguments are live handles and valid pointers made
+        // by this program.
+        let r = unsafe { ($d.$f)($($arg),*) };
+        if r == CUDA_SUCCESS { Ok(()) } else { Err(format!("{}: CUresult {r}", stringify!($f))) }
+    }};
+}
+
+/// The baseline: the primary context, the same PTX module, two streams.
+struct Raw {
+    d: &'static Driver,
+    device: CUdevice,
+    module: CUmodule,
+    fill: CUfunction,
+    streams: [CUstream; 2],
+}
+
+impl Raw {
+    fn new(ordinal: i32) -> Res<Self> {
+        let d = Driver::get()?;
+        let (mut device, mut ctx, mut module, mut fill) = (0, ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        cu!(d, cuDeviceGet(&mut device, ordinal))?;
+        cu!(d, cuDevicePrimaryCtxRetain(&mut ctx, device))?;
+        cu!(d, cuCtxSetCurrent(ctx))?;
+        cu!(d, cuModuleLoadDataEx(&mut module, BUILTINS_PTX.as_ptr().cast(), 0, ptr::null_mut(), ptr::null_mut()))?;
+        cu!(d, cuModuleGetFunction(&mut fill, module, BUILTIN_KERNELS[0].1.as_ptr()))?;
+        let mut streams = [ptr::null_mut(); 2];
+        for s in &mut streams {
+            cu!(d, cuStreamCreate(s, CU_STREAM_NON_BLOCKING))?;
+        }
+        Ok(Self { d, device, module, fill, streams })
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let d = self.d;
+        for &s in &self.streams {
+            let _ = cu!(d, cuStreamDestroy(s));
+        }
+        let _ = cu!(d, cuModuleUnload(self.module));
+        let _ = cu!(d, cuDevicePrimaryCtxRelease(self.device));
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Runs each side once to warm up, then [`REPS`] times, alternating.
+fn interleaved<T>(mut ours: impl FnMut() -> Res<T>, mut direct: impl FnMut() -> Res<T>) -> Res<(Vec<T>, Vec<T>)> {
+    ours()?;
+    direct()?;
+    let (mut o, mut r) = (Vec::new(), Vec::new());
+    for _ in 0..REPS {
+        o.push(ours()?);
+        r.push(direct()?);
+    }
+    Ok((o, r))
+}
+
+fn micros(d: Duration, n: u64) -> f64 {
+    d.as_secs_f64() * 1e6 / n as f64
+}
+
+/// Prints one comparison and whether it meets its target.
+fn report(what: &str, unit: &str, ours: f64, raw: f64, met: bool, target: &str) {
+    let ratio = ours / raw;
+    let verdict = if met { "met" } else { "MISSED" };
+    println!("  {what:<28} ours {ours:>10.3} {unit:<10} raw {raw:>10.3} {unit:<10} ours/raw {ratio:>6.3}  target {target}: {verdict}");
+}
+
+fn launch_overhead(device: &Device, raw: &Raw) -> Res<()> {
+    let d = raw.d;
+    let q = device.create_queue()?;
+    let done = device.create_semaphore(0)?;
+    let launch = Launch {
+        entry_pc: builtin::FILL_U32,
+        grid: [1; 3],
+        block: [1; 3],
+        regs_per_thread: 0,
+        shmem_per_block: 0,
+        params: vec![0; 12],
+    };
+    let mut tick = 0;
+    let mut ours = |n: u32| -> Res<(f64, f64)> {
+        let start = Instant::now();
+        for _ in 0..n {
+            q.dispatch(&[], &[], launch.clone())?;
+        }
+        let submit = start.elapsed();
+        tick += 1;
+        q.barrier(&[], &[(&done, tick)])?;
+        done.wait(tick, Timeout::Infinite)?;
+        Ok((micros(submit, n.into()), micros(start.elapsed(), n.into())))
+    };
+    let (mut dst, mut value, mut count) = (0u64, 0u32, 0u32);
+    let mut params: [*mut c_void; 3] = [(&mut dst as *mut u64).cast(), (&mut value as *mut u32).cast(), (&mut count as *mut u32).cast()];
+    let stream = raw.streams[0];
+    let mut direct = |n: u32| -> Res<(f64, f64)> {
+        let start = Instant::now();
+        for _ in 0..n {
+            cu!(d, cuLaunchKernel(raw.fill, 1, 1, 1, 1, 1, 1, 0, stream, params.as_mut_ptr(), ptr::null_mut()))?;
+        }
+        let submit = start.elapsed();
+        cu!(d, cuStreamSynchronize(stream))?;
+        Ok((micros(submit, n.into()), micros(start.elapsed(), n.into())))
+    };
+    let (o, r) = interleaved(|| ours(LAUNCHES), || direct(LAUNCHES))?;
+    println!("1. empty launch (FILL_U32, count 0), {LAUNCHES} launches, median of {REPS}:");
+    let (os, rs) = (median(o.iter().map(|x| x.0).collect()), median(r.iter().map(|x| x.0).collect()));
+    report("submit per launch", "us", os, rs, os <= 1.10 * rs, "ours/raw <= 1.10");
+    let (ot, rt) = (median(o.iter().map(|x| x.1).collect()), median(r.iter().map(|x| x.1).collect()));
+    report("submit+drain per launch", "us", ot, rt, true, "(context)");
+    // Context: 1,000 launches do not fill the driver's queue, so neither side
+    // waits for the GPU; and the HAL's own cost, with no driver call.
+    let (o, r) = interleaved(|| ours(1000), || direct(1000))?;
+    let (os, rs) = (median(o.iter().map(|x| x.0).collect()), median(r.iter().map(|x| x.0).collect()));
+    report("submit, 1000 launches", "us", os, rs, true, "(context)");
+    let empty = (0..REPS)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..LAUNCHES {
+                q.barrier(&[], &[])?;
+            }
+            Ok(micros(start.elapsed(), LAUNCHES.into()))
+        })
+        .collect::<Res<Vec<_>>>()?;
+    println!("  HAL alone (Queue::barrier with nothing to do): {:.3} us per submission", median(empty));
+    Ok(())
+}
+
+fn edges(device: &Device, raw: &Raw) -> Res<()> {
+    let d = raw.d;
+    let queues = [device.create_queue()?, device.create_queue()?];
+    let ours = || -> Res<(f64, f64)> {
+        let s = device.create_semaphore(0)?;
+        let start = Instant::now();
+        for i in 0..EDGES {
+            queues[i as usize % 2].barrier(&[(&s, i)], &[(&s, i + 1)])?;
+        }
+        let submit = start.elapsed();
+        s.wait(EDGES, Timeout::Infinite)?;
+        Ok((micros(submit, EDGES), micros(start.elapsed(), EDGES)))
+    };
+    let mut events = vec![ptr::null_mut(); EDGES as usize];
+    for e in &mut events {
+        cu!(d, cuEventCreate(e, CU_EVENT_DISABLE_TIMING))?;
+    }
+    let direct = || -> Res<(f64, f64)> {
+        let start = Instant::now();
+        for (i, &event) in events.iter().enumerate() {
+            let stream = raw.streams[i % 2];
+            if i > 0 {
+                cu!(d, cuStreamWaitEvent(stream, events[i - 1], 0))?;
+            }
+            cu!(d, cuEventRecord(event, stream))?;
+        }
+        let submit = start.elapsed();
+        cu!(d, cuEventSynchronize(events[events.len() - 1]))?;
+        Ok((micros(submit, EDGES), micros(start.elapsed(), EDGES)))
+    };
+    let (o, r) = interleaved(ours, direct)?;
+    for &e in &events {
+        cu!(d, cuEventDestroy(e))?;
+    }
+    println!("2. cross-queue edge, {EDGES}-edge chain over two queues, semaphores vs events, median of {REPS}:");
+    let (os, rs) = (median(o.iter().map(|x| x.0).collect()), median(r.iter().map(|x| x.0).collect()));
+    report("submit per edge", "us", os, rs, os < rs, "ours/raw < 1");
+    let (ot, rt) = (median(o.iter().map(|x| x.1).collect()), median(r.iter().map(|x| x.1).collect()));
+    report("end to end per edge", "us", ot, rt, ot < rt, "ours/raw < 1");
+    // Context: the same waits and writes as ours on a pinned payload, made
+    // straight through cuStreamBatchMemOp: what the design costs without
+    // the HAL.
+    let (mut host, mut payload) = (ptr::null_mut(), 0);
+    cu!(d, cuMemHostAlloc(&mut host, 8, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP))?;
+    cu!(d, cuMemHostGetDevicePointer(&mut payload, host, 0))?;
+    let word = host.cast::<u64>();
+    let memops = || -> Res<(f64, f64)> {
+        // SAFETY: the pinned word is ours and no stream uses it now.
+        unsafe { word.write_volatile(0) };
+        let start = Instant::now();
+        for i in 0..EDGES {
+            let op = |operation, value| CUstreamBatchMemOpParams { operation, address: payload, value, flags: 0, alias: 0, pad: 0 };
+            let mut ops = [op(CU_STREAM_MEM_OP_WAIT_VALUE_64, i), op(CU_STREAM_MEM_OP_WRITE_VALUE_64, i + 1)];
+            let skip = usize::from(i == 0);
+            cu!(d, cuStreamBatchMemOp(raw.streams[i as usize % 2], (2 - skip) as u32, ops[skip..].as_mut_ptr(), 0))?;
+        }
+        let submit = start.elapsed();
+        // SAFETY: as above; the streams write it.
+        while unsafe { word.read_volatile() } < EDGES {
+            std::hint::spin_loop();
+        }
+        Ok((micros(submit, EDGES), micros(start.elapsed(), EDGES)))
+    };
+    let (m, _) = interleaved(memops, ours)?;
+    let (ms, me) = (median(m.iter().map(|x| x.0).collect()), median(m.iter().map(|x| x.1).collect()));
+    println!("  raw cuStreamBatchMemOp chain on a pinned payload (no HAL): {ms:.3} us per edge submit, {me:.3} us end to end");
+    cu!(d, cuMemFreeHost(host))?;
+    Ok(())
+}
+
+fn copy_bandwidth(device: &Device, raw: &Raw) -> Res<()> {
+    let d = raw.d;
+    let params = BufferParams { size: COPY_BYTES, memory: MemoryType::Device, usage: BufferUsage::TRANSFER };
+    let (a, b) = (device.allocate_buffer(params)?, device.allocate_buffer(params)?);
+    let q = device.create_queue()?;
+    let s = device.create_semaphore(0)?;
+    q.fill(&[], &[(&s, 1)], a.at(0), COPY_BYTES, Pattern::U32(0x5A5A_0001))?;
+    s.wait(1, Timeout::Infinite)?;
+    let mut tick = 1;
+    let gbps = |copies: u32, t: Duration| f64::from(copies) * COPY_BYTES as f64 / t.as_secs_f64() / 1e9;
+    let mut ours = |n: u32| -> Res<f64> {
+        tick += 1;
+        let start = Instant::now();
+        for k in 0..n {
+            let signal = [(&s, tick)];
+            q.copy(&[], if k + 1 == n { &signal } else { &[] }, a.at(0), b.at(0), COPY_BYTES)?;
+        }
+        s.wait(tick, Timeout::Infinite)?;
+        Ok(gbps(n, start.elapsed()))
+    };
+    let (mut da, mut db) = (0, 0);
+    cu!(d, cuMemAlloc(&mut da, COPY_BYTES as usize))?;
+    cu!(d, cuMemAlloc(&mut db, COPY_BYTES as usize))?;
+    let stream = raw.streams[0];
+    cu!(d, cuMemsetD32Async(da, 0x5A5A_0001, COPY_BYTES as usize / 4, stream))?;
+    let direct = |n: u32| -> Res<f64> {
+        cu!(d, cuStreamSynchronize(stream))?;
+        let start = Instant::now();
+        for _ in 0..n {
+            cu!(d, cuMemcpyAsync(db, da, COPY_BYTES as usize, stream))?;
+        }
+        cu!(d, cuStreamSynchronize(stream))?;
+        Ok(gbps(n, start.elapsed()))
+    };
+    let (o, r) = interleaved(|| ours(COPIES), || direct(COPIES))?;
+    cu!(d, cuMemFree(da))?;
+    cu!(d, cuMemFree(db))?;
+    println!("3. device-to-device copy, 256 MiB x {COPIES} per repetition, median of {REPS} (GB/s of bytes copied; x2 for read+write):");
+    let (ob, rb) = (median(o), median(r));
+    report("bandwidth", "GB/s", ob, rb, ob >= 0.95 * rb, "ours/raw >= 0.95");
+    Ok(())
+}
+
+fn run() -> Res<()> {
+    let uri = std::env::args().nth(1).unwrap_or_else(|| "cuda:0".to_owned());
+    let ordinal = uri.strip_prefix("cuda:").and_then(|n| n.parse().ok()).ok_or(format!("expected cuda:N, got {uri}"))?;
+    let device = Device::open(&uri)?;
+    let raw = Raw::new(ordinal)?;
+    println!("bench-cuda: {} ({uri})", device.info().name);
+    launch_overhead(&device, &raw)?;
+    edges(&device, &raw)?;
+    copy_bandwidth(&device, &raw)?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench-cuda: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
