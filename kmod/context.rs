@@ -28,6 +28,7 @@ use kernel::{
         ArcBorrow,
         Mutex, //
     },
+    uaccess::UserSlice,
 };
 
 use crate::{
@@ -41,6 +42,7 @@ use crate::{
         Import, //
     },
     ioctl,
+    semaphore::Semaphores,
     uapi, //
 };
 
@@ -66,12 +68,17 @@ struct Objects {
 /// Largest mmap page offset: byte offsets must fit in `off_t`.
 const MAX_PGOFF: u64 = (i64::MAX as u64) / PAGE_SIZE as u64;
 
+/// The mmap page offset of the file's semaphore value page; BOs come after.
+const SEM_PAGE_PGOFF: u64 = 1;
+
 /// One open file of `/dev/radianceN`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Context {
     device: Arc<Device>,
     #[pin]
     objects: Mutex<Objects>,
+    #[pin]
+    sems: Semaphores,
 }
 
 impl Context {
@@ -185,6 +192,74 @@ impl Context {
         Ok(())
     }
 
+    /// SEM_CREATE.
+    pub(crate) fn sem_create(&self, args: &mut uapi::SemCreate) -> Result {
+        if args.flags != 0 {
+            return Err(EINVAL);
+        }
+        let (handle, slot) = self.sems.create(args.initial)?;
+        self.device.count_sems(1);
+        args.handle = handle;
+        args.value_offset = SEM_PAGE_PGOFF * PAGE_SIZE as u64 + (slot * size_of::<u64>()) as u64;
+        Ok(())
+    }
+
+    /// SEM_DESTROY.
+    pub(crate) fn sem_destroy(&self, args: &mut uapi::SemDestroy) -> Result {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        self.sems.destroy(args.handle)?;
+        self.device.count_sems(-1);
+        Ok(())
+    }
+
+    /// SEM_SIGNAL.
+    pub(crate) fn sem_signal(&self, args: &mut uapi::SemSignal) -> Result {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        self.sems.signal(args.handle, args.value)
+    }
+
+    /// SEM_QUERY.
+    pub(crate) fn sem_query(&self, args: &mut uapi::SemQuery) -> Result {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        (args.value, args.error) = self.sems.query(args.handle)?;
+        args.pad1 = 0;
+        Ok(())
+    }
+
+    /// SEM_FAIL.
+    pub(crate) fn sem_fail(&self, args: &mut uapi::SemFail) -> Result {
+        self.sems.fail(args.handle, args.error)
+    }
+
+    /// SEM_WAIT.
+    pub(crate) fn sem_wait(&self, args: &mut uapi::SemWait) -> Result {
+        let any = match args.flags {
+            0 => false,
+            uapi::sem_wait_flags::ANY => true,
+            _ => return Err(EINVAL),
+        };
+        if args.pad != 0 || args.count == 0 || args.count > uapi::SEM_WAIT_MAX_POINTS {
+            return Err(EINVAL);
+        }
+        let count = args.count as usize;
+        let mut points = KVec::<uapi::SemWaitPoint>::with_capacity(count, GFP_KERNEL)?;
+        let mut reader = UserSlice::new(UserPtr::from_addr(args.points as usize), count * size_of::<uapi::SemWaitPoint>()).reader();
+        for _ in 0..count {
+            let point: uapi::SemWaitPoint = reader.read()?;
+            if point.pad != 0 {
+                return Err(EINVAL);
+            }
+            points.push(point, GFP_KERNEL)?;
+        }
+        self.sems.wait(&points, any, args.deadline_ns, &mut args.index)
+    }
+
     /// The BO whose mmap offset is `pgoff`.
     fn bo_at(&self, pgoff: u64) -> Result<Arc<Bo>> {
         let objects = self.objects.lock();
@@ -203,10 +278,17 @@ impl MiscDevice for Context {
         // field (its invariant), kept alive by `misc_open()` during open.
         let device = unsafe { DeviceNode::device_of(misc) };
         device.open_file()?;
-        let objects = Objects { bos: RBTree::new(), mmap: RBTree::new(), next_handle: 1, next_pgoff: 1 };
-        // On failure the context is dropped, which closes the file again.
+        let objects =
+            Objects { bos: RBTree::new(), mmap: RBTree::new(), next_handle: 1, next_pgoff: SEM_PAGE_PGOFF + 1 };
+        // Counted before anything can fail: dropping a half-made context
+        // closes the file again.
+        let sems = Semaphores::new();
         Arc::pin_init(
-            pin_init!(Self { device, objects <- new_mutex!(objects, "Context::objects") }),
+            try_pin_init!(Self {
+                device,
+                objects <- new_mutex!(objects, "Context::objects"),
+                sems <- sems?,
+            }),
             GFP_KERNEL,
         )
     }
@@ -221,16 +303,25 @@ impl MiscDevice for Context {
             return Err(EPERM);
         }
         vma.try_clear_mayexec()?;
-        let bo = ctx.bo_at(crate::raw::vma_pgoff(vma) as u64)?;
         vma.set_dontexpand();
         vma.set_dontdump();
-        bo.map(vma.set_mixedmap(), 0)
+        let pgoff = crate::raw::vma_pgoff(vma) as u64;
+        if pgoff == SEM_PAGE_PGOFF {
+            // Semaphore values are the kernel's to change.
+            if vma.writable() || vma.end() - vma.start() != PAGE_SIZE {
+                return Err(EPERM);
+            }
+            vma.try_clear_maywrite()?;
+            return vma.set_mixedmap().vm_insert_page(vma.start(), ctx.sems.page());
+        }
+        ctx.bo_at(pgoff)?.map(vma.set_mixedmap(), 0)
     }
 }
 
 #[pinned_drop]
 impl PinnedDrop for Context {
     fn drop(self: Pin<&mut Self>) {
+        self.device.count_sems(-(self.sems.count() as i64));
         self.device.close_file();
     }
 }

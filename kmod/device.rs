@@ -55,6 +55,9 @@ pub(crate) struct Device {
     exclusive: bool,
     #[pin]
     open_files: Mutex<u32>,
+    /// Live semaphores of all files, for leak checks.
+    #[pin]
+    sems: Mutex<i64>,
     /// Most bytes of host memory pinned for HOST BOs at once.
     pinned_limit: u64,
     #[pin]
@@ -83,6 +86,11 @@ impl Device {
     /// Undoes [`Device::open_file`] when the file's context goes.
     pub(crate) fn close_file(&self) {
         *self.open_files.lock() -= 1;
+    }
+
+    /// Counts semaphores created (`delta` > 0) or gone.
+    pub(crate) fn count_sems(&self, delta: i64) {
+        *self.sems.lock() += delta;
     }
 
     /// Counts `bytes` more of pinned host memory; ENOMEM past the limit.
@@ -128,6 +136,7 @@ impl Device {
         writeln!(f, "vram_bos {}", s.allocations)?;
         writeln!(f, "host_pinned {}", *self.pinned.lock())?;
         writeln!(f, "host_pinned_limit {}", self.pinned_limit)?;
+        writeln!(f, "semaphores {}", *self.sems.lock())?;
         writeln!(f, "open_files {}", *self.open_files.lock())
     }
 }
@@ -170,6 +179,7 @@ impl DeviceNode {
                 vram <- vram,
                 exclusive,
                 open_files <- new_mutex!(0, "Device::open_files"),
+                sems <- new_mutex!(0, "Device::sems"),
                 pinned_limit,
                 pinned <- new_mutex!(0, "Device::pinned"),
             }),

@@ -30,11 +30,14 @@ use crate::{
 trait IoctlArg: FromBytes + AsBytes + Default {
     /// The smallest size of this struct ever released.
     const MIN_SIZE: usize;
+    /// Whether a failed call still writes the struct back (SEM_WAIT says
+    /// which semaphore failed); others leave userspace's copy untouched.
+    const COPY_BACK_ON_ERROR: bool = false;
 }
 
 /// Declares the uapi argument structs, with their first released sizes.
 macro_rules! ioctl_args {
-    ($($ty:ty => $min:expr),* $(,)?) => {$(
+    ($($ty:ty => $min:expr $(, copy_back_on_error: $copy:expr)?);* $(;)?) => {$(
         // SAFETY: uapi structs are `repr(C)` with integer fields only and
         // explicit padding (uapi/tests/c_header.rs checks that the fields
         // cover every byte), so every bit pattern is valid, no byte is
@@ -44,18 +47,29 @@ macro_rules! ioctl_args {
         unsafe impl AsBytes for $ty {}
         impl IoctlArg for $ty {
             const MIN_SIZE: usize = $min;
+            $(const COPY_BACK_ON_ERROR: bool = $copy;)?
         }
     )*};
 }
 
 ioctl_args! {
-    uapi::GetInfo => uapi::min_size::GET_INFO,
-    uapi::BoCreate => uapi::min_size::BO_CREATE,
-    uapi::BoDestroy => uapi::min_size::BO_DESTROY,
-    uapi::BoInfo => uapi::min_size::BO_INFO,
-    uapi::BoExport => uapi::min_size::BO_EXPORT,
-    uapi::BoImport => uapi::min_size::BO_IMPORT,
+    uapi::GetInfo => uapi::min_size::GET_INFO;
+    uapi::BoCreate => uapi::min_size::BO_CREATE;
+    uapi::BoDestroy => uapi::min_size::BO_DESTROY;
+    uapi::BoInfo => uapi::min_size::BO_INFO;
+    uapi::BoExport => uapi::min_size::BO_EXPORT;
+    uapi::BoImport => uapi::min_size::BO_IMPORT;
+    uapi::SemCreate => uapi::min_size::SEM_CREATE;
+    uapi::SemDestroy => uapi::min_size::SEM_DESTROY;
+    uapi::SemSignal => uapi::min_size::SEM_SIGNAL;
+    uapi::SemQuery => uapi::min_size::SEM_QUERY;
+    uapi::SemFail => uapi::min_size::SEM_FAIL;
+    uapi::SemWait => uapi::min_size::SEM_WAIT, copy_back_on_error: true;
 }
+
+// SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
+// layout test): every bit pattern is valid and no byte is uninitialised.
+unsafe impl FromBytes for uapi::SemWaitPoint {}
 
 /// Routes an ioctl on a device file.
 pub(crate) fn dispatch(ctx: &Context, cmd: u32, arg: usize) -> Result<isize> {
@@ -70,6 +84,12 @@ pub(crate) fn dispatch(ctx: &Context, cmd: u32, arg: usize) -> Result<isize> {
         uapi::nr::BO_INFO => call(cmd, arg, |a| ctx.bo_info(a)),
         uapi::nr::BO_EXPORT => call(cmd, arg, |a| ctx.bo_export(a)),
         uapi::nr::BO_IMPORT => call(cmd, arg, |a| ctx.bo_import(a)),
+        uapi::nr::SEM_CREATE => call(cmd, arg, |a| ctx.sem_create(a)),
+        uapi::nr::SEM_DESTROY => call(cmd, arg, |a| ctx.sem_destroy(a)),
+        uapi::nr::SEM_SIGNAL => call(cmd, arg, |a| ctx.sem_signal(a)),
+        uapi::nr::SEM_QUERY => call(cmd, arg, |a| ctx.sem_query(a)),
+        uapi::nr::SEM_FAIL => call(cmd, arg, |a| ctx.sem_fail(a)),
+        uapi::nr::SEM_WAIT => call(cmd, arg, |a| ctx.sem_wait(a)),
         _ => Err(ENOTTY),
     }
 }
@@ -86,7 +106,9 @@ fn call<T: IoctlArg>(cmd: IoctlCmd, arg: usize, handler: impl FnOnce(&mut T) -> 
     let mut value = T::default();
     let user_part = value.as_bytes_mut().get_mut(..cmd.size).ok_or(EINVAL)?;
     reader.read_slice(user_part)?;
-    handler(&mut value)?;
-    writer.write_slice(value.as_bytes().get(..cmd.size).ok_or(EINVAL)?)?;
-    Ok(0)
+    let result = handler(&mut value);
+    if result.is_ok() || T::COPY_BACK_ON_ERROR {
+        writer.write_slice(value.as_bytes().get(..cmd.size).ok_or(EINVAL)?)?;
+    }
+    result.map(|()| 0)
 }

@@ -18,6 +18,7 @@ mod host_mem;
 mod hw;
 mod ioctl;
 mod raw;
+mod semaphore;
 mod sg_table;
 mod vram;
 

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 1
+#define RADIANCE_ABI_MINOR 2
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -103,11 +103,75 @@ struct radiance_bo_import {
 	__u64 size;		/* out */
 };
 
+/*
+ * Timeline semaphores. A semaphore's value is readable without a syscall:
+ * mmap the file read-only at the page holding value_offset and read the u64
+ * there atomically. RADIANCE_SEM_FAILED_VALUE there means failed: read
+ * RADIANCE_IOCTL_SEM_QUERY for the error.
+ */
+#define RADIANCE_SEM_FAILED_VALUE 0xffffffffffffffffull
+#define RADIANCE_SEM_WAIT_MAX_POINTS 256
+#define RADIANCE_SEM_WAIT_ANY (1u << 0)
+
+struct radiance_sem_create {
+	__u64 initial;		/* in */
+	__u32 flags;		/* in: zero */
+	__u32 handle;		/* out */
+	__u64 value_offset;	/* out */
+};
+
+struct radiance_sem_destroy {
+	__u32 handle;
+	__u32 pad;
+};
+
+struct radiance_sem_signal {
+	__u32 handle;
+	__u32 pad;
+	__u64 value;		/* above the current value */
+};
+
+struct radiance_sem_query {
+	__u32 handle;		/* in */
+	__u32 pad;		/* in: zero */
+	__u64 value;		/* out */
+	__u32 error;		/* out: 0 or the positive errno it failed with */
+	__u32 pad1;		/* out: zero */
+};
+
+struct radiance_sem_fail {
+	__u32 handle;
+	__u32 error;		/* positive errno, 1 to 4095 */
+};
+
+struct radiance_sem_wait_point {
+	__u32 handle;
+	__u32 pad;
+	__u64 value;
+};
+
+/* ETIME at the deadline; a failed semaphore's errno (its index in index);
+ * ECANCELED if one is destroyed; restarts or EINTR on a signal. */
+struct radiance_sem_wait {
+	__u64 points;		/* in: pointer to count radiance_sem_wait_point */
+	__u32 count;		/* in */
+	__u32 flags;		/* in: RADIANCE_SEM_WAIT_* */
+	__s64 deadline_ns;	/* in: absolute CLOCK_MONOTONIC; 0 polls */
+	__u32 index;		/* out */
+	__u32 pad;		/* in: zero */
+};
+
 #define RADIANCE_IOCTL_GET_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x00, struct radiance_get_info)
 #define RADIANCE_IOCTL_BO_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x01, struct radiance_bo_create)
 #define RADIANCE_IOCTL_BO_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x02, struct radiance_bo_destroy)
 #define RADIANCE_IOCTL_BO_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x03, struct radiance_bo_info)
 #define RADIANCE_IOCTL_BO_EXPORT _IOWR(RADIANCE_IOCTL_TYPE, 0x04, struct radiance_bo_export)
 #define RADIANCE_IOCTL_BO_IMPORT _IOWR(RADIANCE_IOCTL_TYPE, 0x05, struct radiance_bo_import)
+#define RADIANCE_IOCTL_SEM_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x10, struct radiance_sem_create)
+#define RADIANCE_IOCTL_SEM_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x11, struct radiance_sem_destroy)
+#define RADIANCE_IOCTL_SEM_SIGNAL _IOWR(RADIANCE_IOCTL_TYPE, 0x12, struct radiance_sem_signal)
+#define RADIANCE_IOCTL_SEM_QUERY _IOWR(RADIANCE_IOCTL_TYPE, 0x13, struct radiance_sem_query)
+#define RADIANCE_IOCTL_SEM_FAIL _IOWR(RADIANCE_IOCTL_TYPE, 0x14, struct radiance_sem_fail)
+#define RADIANCE_IOCTL_SEM_WAIT _IOWR(RADIANCE_IOCTL_TYPE, 0x15, struct radiance_sem_wait)
 
 #endif /* _RADIANCE_UAPI_H */

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 1;
+pub const ABI_MINOR: u16 = 2;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -234,7 +234,7 @@ pub struct BoInfo {
 pub mod export_flags {
     /// The new file descriptor is close-on-exec.
     pub const CLOEXEC: u32 = 1 << 0;
-    /// Every flag ABI 1.1 knows; the kernel refuses any other bit.
+    /// Every flag ABI 1.2 knows; the kernel refuses any other bit.
     pub const ALL: u32 = CLOEXEC;
 }
 
@@ -269,6 +269,126 @@ pub struct BoImport {
     pub size: u64,
 }
 
+/// The value a failed semaphore shows in its value page; no signal may reach
+/// it. Read SEM_QUERY for the error.
+pub const SEM_FAILED_VALUE: u64 = u64::MAX;
+
+/// Most points one SEM_WAIT takes.
+pub const SEM_WAIT_MAX_POINTS: u32 = 256;
+
+/// `RADIANCE_IOCTL_SEM_CREATE`: a timeline semaphore of this file.
+///
+/// Its value can be read without a syscall: mmap the file read-only at the
+/// page holding `value_offset` and read the little-endian u64 there
+/// atomically. The file's semaphores share that page.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemCreate {
+    /// In: the starting value (below [`SEM_FAILED_VALUE`]).
+    pub initial: u64,
+    /// In: must be zero.
+    pub flags: u32,
+    /// Out: the semaphore's handle in this file (never 0).
+    pub handle: u32,
+    /// Out: the mmap offset of the value's 8 bytes.
+    pub value_offset: u64,
+}
+
+/// `RADIANCE_IOCTL_SEM_DESTROY`: drops a semaphore; its waiters get
+/// ECANCELED.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemDestroy {
+    /// In.
+    pub handle: u32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
+/// `RADIANCE_IOCTL_SEM_SIGNAL`: raises the value from the host.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemSignal {
+    /// In.
+    pub handle: u32,
+    /// In: must be zero.
+    pub pad: u32,
+    /// In: above the current value and below [`SEM_FAILED_VALUE`] (EINVAL
+    /// otherwise); a failed semaphore answers with its error.
+    pub value: u64,
+}
+
+/// `RADIANCE_IOCTL_SEM_QUERY`: the value and failure of a semaphore.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemQuery {
+    /// In.
+    pub handle: u32,
+    /// In: must be zero.
+    pub pad: u32,
+    /// Out: the value ([`SEM_FAILED_VALUE`] once failed).
+    pub value: u64,
+    /// Out: 0, or the positive errno the semaphore failed with.
+    pub error: u32,
+    /// Out: zero.
+    pub pad1: u32,
+}
+
+/// `RADIANCE_IOCTL_SEM_FAIL`: fails a semaphore for good. Every current and
+/// future waiter gets `error`; the first failure sticks.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemFail {
+    /// In.
+    pub handle: u32,
+    /// In: a positive errno, 1 to 4095.
+    pub error: u32,
+}
+
+/// One (semaphore, value) of a [`SemWait`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemWaitPoint {
+    /// A semaphore of this file.
+    pub handle: u32,
+    /// Must be zero.
+    pub pad: u32,
+    /// Satisfied when the value is at least this.
+    pub value: u64,
+}
+
+/// `SemWait::flags`.
+pub mod sem_wait_flags {
+    /// Return when any point is satisfied (default: all of them).
+    pub const ANY: u32 = 1 << 0;
+    /// Every flag ABI 1.2 knows.
+    pub const ALL: u32 = ANY;
+}
+
+/// `RADIANCE_IOCTL_SEM_WAIT`: waits for all (or any) of several points.
+///
+/// Errors: ETIME at the deadline (never before); the positive errno of a
+/// failed semaphore (its index in `index`); ECANCELED if a semaphore is
+/// destroyed meanwhile; interrupted by a signal, the call restarts (the
+/// deadline is absolute) or fails with EINTR.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemWait {
+    /// In: user pointer to `count` [`SemWaitPoint`]s.
+    pub points: u64,
+    /// In: 1 to [`SEM_WAIT_MAX_POINTS`].
+    pub count: u32,
+    /// In: [`sem_wait_flags`].
+    pub flags: u32,
+    /// In: absolute CLOCK_MONOTONIC deadline in ns; 0 polls, `i64::MAX`
+    /// waits for ever.
+    pub deadline_ns: i64,
+    /// Out: for ANY, the satisfied point; on a failure, the failed one.
+    pub index: u32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
 /// Ioctl numbers within [`IOCTL_TYPE`].
 pub mod nr {
     /// [`super::GetInfo`].
@@ -283,6 +403,18 @@ pub mod nr {
     pub const BO_EXPORT: u8 = 0x04;
     /// [`super::BoImport`].
     pub const BO_IMPORT: u8 = 0x05;
+    /// [`super::SemCreate`].
+    pub const SEM_CREATE: u8 = 0x10;
+    /// [`super::SemDestroy`].
+    pub const SEM_DESTROY: u8 = 0x11;
+    /// [`super::SemSignal`].
+    pub const SEM_SIGNAL: u8 = 0x12;
+    /// [`super::SemQuery`].
+    pub const SEM_QUERY: u8 = 0x13;
+    /// [`super::SemFail`].
+    pub const SEM_FAIL: u8 = 0x14;
+    /// [`super::SemWait`].
+    pub const SEM_WAIT: u8 = 0x15;
 }
 
 /// `RADIANCE_IOCTL_GET_INFO`.
@@ -297,6 +429,18 @@ pub const IOCTL_BO_INFO: u32 = iowr::<BoInfo>(nr::BO_INFO);
 pub const IOCTL_BO_EXPORT: u32 = iowr::<BoExport>(nr::BO_EXPORT);
 /// `RADIANCE_IOCTL_BO_IMPORT`.
 pub const IOCTL_BO_IMPORT: u32 = iowr::<BoImport>(nr::BO_IMPORT);
+/// `RADIANCE_IOCTL_SEM_CREATE`.
+pub const IOCTL_SEM_CREATE: u32 = iowr::<SemCreate>(nr::SEM_CREATE);
+/// `RADIANCE_IOCTL_SEM_DESTROY`.
+pub const IOCTL_SEM_DESTROY: u32 = iowr::<SemDestroy>(nr::SEM_DESTROY);
+/// `RADIANCE_IOCTL_SEM_SIGNAL`.
+pub const IOCTL_SEM_SIGNAL: u32 = iowr::<SemSignal>(nr::SEM_SIGNAL);
+/// `RADIANCE_IOCTL_SEM_QUERY`.
+pub const IOCTL_SEM_QUERY: u32 = iowr::<SemQuery>(nr::SEM_QUERY);
+/// `RADIANCE_IOCTL_SEM_FAIL`.
+pub const IOCTL_SEM_FAIL: u32 = iowr::<SemFail>(nr::SEM_FAIL);
+/// `RADIANCE_IOCTL_SEM_WAIT`.
+pub const IOCTL_SEM_WAIT: u32 = iowr::<SemWait>(nr::SEM_WAIT);
 
 /// Smallest argument size ever released for each ioctl: the kernel accepts
 /// sizes from this up to the current struct size.
@@ -313,6 +457,18 @@ pub mod min_size {
     pub const BO_EXPORT: usize = 16;
     /// [`super::BoImport`] as released in ABI 1.1.
     pub const BO_IMPORT: usize = 24;
+    /// [`super::SemCreate`] as released in ABI 1.2.
+    pub const SEM_CREATE: usize = 24;
+    /// [`super::SemDestroy`] as released in ABI 1.2.
+    pub const SEM_DESTROY: usize = 8;
+    /// [`super::SemSignal`] as released in ABI 1.2.
+    pub const SEM_SIGNAL: usize = 16;
+    /// [`super::SemQuery`] as released in ABI 1.2.
+    pub const SEM_QUERY: usize = 24;
+    /// [`super::SemFail`] as released in ABI 1.2.
+    pub const SEM_FAIL: usize = 8;
+    /// [`super::SemWait`] as released in ABI 1.2.
+    pub const SEM_WAIT: usize = 32;
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
@@ -322,4 +478,11 @@ const _: () = assert!(core::mem::size_of::<BoDestroy>() == 8);
 const _: () = assert!(core::mem::size_of::<BoInfo>() == 40);
 const _: () = assert!(core::mem::size_of::<BoExport>() == 16);
 const _: () = assert!(core::mem::size_of::<BoImport>() == 24);
+const _: () = assert!(core::mem::size_of::<SemCreate>() == 24);
+const _: () = assert!(core::mem::size_of::<SemDestroy>() == 8);
+const _: () = assert!(core::mem::size_of::<SemSignal>() == 16);
+const _: () = assert!(core::mem::size_of::<SemQuery>() == 24);
+const _: () = assert!(core::mem::size_of::<SemFail>() == 8);
+const _: () = assert!(core::mem::size_of::<SemWaitPoint>() == 16);
+const _: () = assert!(core::mem::size_of::<SemWait>() == 32);
 const _: () = assert!(min_size::GET_INFO <= core::mem::size_of::<GetInfo>());

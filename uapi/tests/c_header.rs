@@ -58,7 +58,23 @@ fn facts() -> Vec<Fact> {
     ]);
     abi_struct!(f, uapi::BoExport, "radiance_bo_export", [handle, flags, fd, pad]);
     abi_struct!(f, uapi::BoImport, "radiance_bo_import", [fd, flags, handle, pad, size]);
+    abi_struct!(f, uapi::SemCreate, "radiance_sem_create", [initial, flags, handle, value_offset]);
+    abi_struct!(f, uapi::SemDestroy, "radiance_sem_destroy", [handle, pad]);
+    abi_struct!(f, uapi::SemSignal, "radiance_sem_signal", [handle, pad, value]);
+    abi_struct!(f, uapi::SemQuery, "radiance_sem_query", [handle, pad, value, error, pad1]);
+    abi_struct!(f, uapi::SemFail, "radiance_sem_fail", [handle, error]);
+    abi_struct!(f, uapi::SemWaitPoint, "radiance_sem_wait_point", [handle, pad, value]);
+    abi_struct!(f, uapi::SemWait, "radiance_sem_wait", [points, count, flags, deadline_ns, index, pad]);
     let consts: &[(&str, u64)] = &[
+        ("RADIANCE_IOCTL_SEM_CREATE", uapi::IOCTL_SEM_CREATE as u64),
+        ("RADIANCE_IOCTL_SEM_DESTROY", uapi::IOCTL_SEM_DESTROY as u64),
+        ("RADIANCE_IOCTL_SEM_SIGNAL", uapi::IOCTL_SEM_SIGNAL as u64),
+        ("RADIANCE_IOCTL_SEM_QUERY", uapi::IOCTL_SEM_QUERY as u64),
+        ("RADIANCE_IOCTL_SEM_FAIL", uapi::IOCTL_SEM_FAIL as u64),
+        ("RADIANCE_IOCTL_SEM_WAIT", uapi::IOCTL_SEM_WAIT as u64),
+        ("RADIANCE_SEM_FAILED_VALUE", uapi::SEM_FAILED_VALUE),
+        ("RADIANCE_SEM_WAIT_MAX_POINTS", uapi::SEM_WAIT_MAX_POINTS as u64),
+        ("RADIANCE_SEM_WAIT_ANY", uapi::sem_wait_flags::ANY as u64),
         ("RADIANCE_IOCTL_BO_EXPORT", uapi::IOCTL_BO_EXPORT as u64),
         ("RADIANCE_IOCTL_BO_IMPORT", uapi::IOCTL_BO_IMPORT as u64),
         ("RADIANCE_PLACEMENT_HOST", uapi::placement::HOST as u64),

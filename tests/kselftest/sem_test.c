@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Timeline semaphores from the host: create, signal, query, fail, wait (all,
+ * any, deadlines, polls, signals), the read-only value page, sharing with
+ * another process through the device file, and every bad input.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "radiance_test.h"
+
+#define MS (1000 * 1000LL)
+
+static int64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* The new handle, or -errno; `value_offset` (if given) gets its offset. */
+static int sem_create(int fd, uint64_t initial, uint64_t *value_offset)
+{
+	struct radiance_sem_create args = { .initial = initial };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &args);
+
+	if (value_offset)
+		*value_offset = args.value_offset;
+	return ret ? ret : (int)args.handle;
+}
+
+static int sem_signal(int fd, uint32_t handle, uint64_t value)
+{
+	struct radiance_sem_signal args = { .handle = handle, .value = value };
+
+	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_SIGNAL, &args);
+}
+
+static int sem_query(int fd, uint32_t handle, uint64_t *value, uint32_t *error)
+{
+	struct radiance_sem_query args = { .handle = handle };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_QUERY, &args);
+
+	*value = args.value;
+	*error = args.error;
+	return ret;
+}
+
+static int sem_fail(int fd, uint32_t handle, uint32_t error)
+{
+	struct radiance_sem_fail args = { .handle = handle, .error = error };
+
+	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_FAIL, &args);
+}
+
+static int sem_destroy(int fd, uint32_t handle)
+{
+	struct radiance_sem_destroy args = { .handle = handle };
+
+	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_DESTROY, &args);
+}
+
+/* Waits on `n` points; returns 0 or -errno, and the reported index. */
+static int sem_wait(int fd, const struct radiance_sem_wait_point *points, uint32_t n,
+		    uint32_t flags, int64_t deadline_ns, uint32_t *index)
+{
+	struct radiance_sem_wait args = {
+		.points = (uintptr_t)points, .count = n, .flags = flags, .deadline_ns = deadline_ns,
+	};
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_WAIT, &args);
+
+	if (index)
+		*index = args.index;
+	return ret;
+}
+
+static int wait_one(int fd, uint32_t handle, uint64_t value, int64_t deadline_ns)
+{
+	struct radiance_sem_wait_point p = { .handle = handle, .value = value };
+
+	return sem_wait(fd, &p, 1, 0, deadline_ns, NULL);
+}
+
+FIXTURE(sem)
+{
+	int fd;
+};
+
+FIXTURE_SETUP(sem)
+{
+	self->fd = radiance_open(0);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(sem)
+{
+	close(self->fd);
+}
+
+TEST_F(sem, create_signal_query_and_value_page)
+{
+	uint64_t off_a, off_b, value;
+	uint32_t error;
+	long page = getpagesize();
+	int a = sem_create(self->fd, 5, &off_a);
+	int b = sem_create(self->fd, 0, &off_b);
+	_Atomic uint64_t *values;
+
+	ASSERT_LT(0, a);
+	ASSERT_LT(0, b);
+	EXPECT_NE(a, b);
+	EXPECT_EQ(0, off_a % 8);
+	EXPECT_EQ(off_a / page, off_b / page) TH_LOG("one value page per file");
+	EXPECT_NE(off_a, off_b);
+	values = mmap(NULL, page, PROT_READ, MAP_SHARED, self->fd, off_a / page * page);
+	ASSERT_NE(MAP_FAILED, values);
+#define VALUE(off) atomic_load(&values[(off) % page / 8])
+	EXPECT_EQ(5, VALUE(off_a));
+	EXPECT_EQ(0, VALUE(off_b));
+
+	ASSERT_EQ(0, sem_signal(self->fd, a, 9));
+	ASSERT_EQ(0, sem_query(self->fd, a, &value, &error));
+	EXPECT_EQ(9, value);
+	EXPECT_EQ(0, error);
+	EXPECT_EQ(9, VALUE(off_a));
+	EXPECT_EQ(0, VALUE(off_b));
+	/* Only upwards, and never to the failure value. */
+	EXPECT_EQ(-EINVAL, sem_signal(self->fd, a, 9));
+	EXPECT_EQ(-EINVAL, sem_signal(self->fd, a, 3));
+	EXPECT_EQ(-EINVAL, sem_signal(self->fd, a, RADIANCE_SEM_FAILED_VALUE));
+	ASSERT_EQ(0, sem_query(self->fd, a, &value, &error));
+	EXPECT_EQ(9, value);
+	munmap(values, page);
+#undef VALUE
+}
+
+TEST_F(sem, value_page_is_read_only)
+{
+	uint64_t off;
+	long page = getpagesize();
+	void *p;
+
+	ASSERT_LT(0, sem_create(self->fd, 1, &off));
+	p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, off / page * page);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EPERM, errno);
+	p = mmap(NULL, page, PROT_READ, MAP_SHARED, self->fd, off / page * page);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(-1, mprotect(p, page, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	munmap(p, page);
+	p = mmap(NULL, 2 * page, PROT_READ, MAP_SHARED, self->fd, off / page * page);
+	EXPECT_EQ(MAP_FAILED, p);
+}
+
+struct signaller {
+	int fd;
+	uint32_t handle;
+	uint64_t value;
+	int delay_ms;
+};
+
+static void *signal_later(void *arg)
+{
+	struct signaller *s = arg;
+
+	usleep(s->delay_ms * 1000);
+	return (void *)(intptr_t)sem_signal(s->fd, s->handle, s->value);
+}
+
+TEST_F(sem, host_signal_wakes_a_waiting_thread)
+{
+	int h = sem_create(self->fd, 0, NULL);
+	struct signaller s = { .fd = self->fd, .handle = h, .value = 7, .delay_ms = 50 };
+	pthread_t t;
+	void *ret;
+
+	ASSERT_LT(0, h);
+	ASSERT_EQ(0, pthread_create(&t, NULL, signal_later, &s));
+	EXPECT_EQ(0, wait_one(self->fd, h, 7, INT64_MAX));
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(NULL, ret);
+}
+
+TEST_F(sem, host_signal_wakes_another_process)
+{
+	int h = sem_create(self->fd, 0, NULL);
+	int status;
+	pid_t pid;
+
+	ASSERT_LT(0, h);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		/* The child shares the file: its semaphores are the parent's. */
+		_exit(wait_one(self->fd, h, 3, now_ns() + 10000 * MS) ? 1 : 0);
+	usleep(50 * 1000);
+	ASSERT_EQ(0, sem_signal(self->fd, h, 3));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST_F(sem, wait_all_and_wait_any)
+{
+	int a = sem_create(self->fd, 0, NULL), b = sem_create(self->fd, 0, NULL), c = sem_create(self->fd, 0, NULL);
+	struct radiance_sem_wait_point p[3] = {
+		{ .handle = a, .value = 2 }, { .handle = b, .value = 2 }, { .handle = c, .value = 2 },
+	};
+	uint32_t index = 99;
+
+	ASSERT_LT(0, c);
+	ASSERT_EQ(0, sem_signal(self->fd, b, 5));
+	/* ANY: b is past its point. */
+	EXPECT_EQ(0, sem_wait(self->fd, p, 3, RADIANCE_SEM_WAIT_ANY, 0, &index));
+	EXPECT_EQ(1, index);
+	/* ALL: a and c are not. */
+	EXPECT_EQ(-ETIME, sem_wait(self->fd, p, 3, 0, 0, NULL));
+	ASSERT_EQ(0, sem_signal(self->fd, a, 1));
+	EXPECT_EQ(-ETIME, sem_wait(self->fd, p, 3, 0, 0, NULL));
+	ASSERT_EQ(0, sem_signal(self->fd, a, 2));
+	ASSERT_EQ(0, sem_signal(self->fd, c, 3));
+	EXPECT_EQ(0, sem_wait(self->fd, p, 3, 0, 0, NULL));
+	/* ANY picks the first satisfied point. */
+	EXPECT_EQ(0, sem_wait(self->fd, p, 3, RADIANCE_SEM_WAIT_ANY, 0, &index));
+	EXPECT_EQ(0, index);
+}
+
+TEST_F(sem, timeouts_end_at_the_deadline_not_before)
+{
+	int h = sem_create(self->fd, 0, NULL);
+	int64_t start = now_ns(), deadline = start + 100 * MS;
+
+	ASSERT_LT(0, h);
+	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, deadline));
+	EXPECT_LE(deadline, now_ns());
+	/* A zero deadline polls: satisfied or not, at once. */
+	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, 0));
+	EXPECT_EQ(0, wait_one(self->fd, h, 0, 0));
+	/* A deadline already past behaves the same. */
+	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, start));
+}
+
+TEST_F(sem, failure_reaches_waiters_and_sticks)
+{
+	uint64_t off, value;
+	int h = sem_create(self->fd, 0, &off);
+	int other = sem_create(self->fd, 0, NULL);
+	struct radiance_sem_wait_point p[2] = { { .handle = other, .value = 1 }, { .handle = h, .value = 1 } };
+	long page = getpagesize();
+	_Atomic uint64_t *values;
+	uint32_t error, index = 99;
+	pid_t pid;
+	int status;
+
+	ASSERT_LT(0, h);
+	ASSERT_LT(0, other);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(-sem_wait(self->fd, p, 2, 0, INT64_MAX, NULL));
+	usleep(50 * 1000);
+	ASSERT_EQ(0, sem_fail(self->fd, h, EIO));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(EIO, WEXITSTATUS(status)) TH_LOG("a blocked waiter gets the error");
+
+	/* Later waits, ALL or ANY, get it too, and say which point failed. */
+	EXPECT_EQ(-EIO, sem_wait(self->fd, p, 2, 0, 0, &index));
+	EXPECT_EQ(1, index);
+	EXPECT_EQ(-EIO, wait_one(self->fd, h, 0, 0));
+	/* Sticky: a second failure changes nothing, signals are refused. */
+	EXPECT_EQ(0, sem_fail(self->fd, h, ENODEV));
+	EXPECT_EQ(-EIO, sem_signal(self->fd, h, 10));
+	ASSERT_EQ(0, sem_query(self->fd, h, &value, &error));
+	EXPECT_EQ(EIO, error);
+	EXPECT_EQ(RADIANCE_SEM_FAILED_VALUE, value);
+	/* The value page shows the failure value. */
+	values = mmap(NULL, page, PROT_READ, MAP_SHARED, self->fd, off / page * page);
+	ASSERT_NE(MAP_FAILED, values);
+	EXPECT_EQ(RADIANCE_SEM_FAILED_VALUE, atomic_load(&values[off % page / 8]));
+	munmap(values, page);
+}
+
+TEST_F(sem, destroy_cancels_waiters)
+{
+	int h = sem_create(self->fd, 0, NULL);
+	pid_t pid;
+	int status;
+
+	ASSERT_LT(0, h);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(-wait_one(self->fd, h, 1, INT64_MAX));
+	usleep(50 * 1000);
+	ASSERT_EQ(0, sem_destroy(self->fd, h));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(ECANCELED, WEXITSTATUS(status));
+	EXPECT_EQ(-ENOENT, sem_destroy(self->fd, h));
+}
+
+static atomic_int handled;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&handled, 1);
+}
+
+TEST_F(sem, signals_restart_or_interrupt_the_wait)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	int h = sem_create(self->fd, 0, NULL);
+	struct signaller s = { .fd = self->fd, .handle = h, .value = 1, .delay_ms = 300 };
+	int64_t deadline;
+	pthread_t t;
+
+	ASSERT_LT(0, h);
+	/* Without SA_RESTART, a handled signal ends the wait with EINTR. */
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ualarm(50 * 1000, 0);
+	EXPECT_EQ(-EINTR, wait_one(self->fd, h, 1, now_ns() + 5000 * MS));
+	EXPECT_EQ(1, atomic_load(&handled));
+
+	/* With SA_RESTART the wait goes on to the same absolute deadline. */
+	sa.sa_flags = SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	ualarm(50 * 1000, 0);
+	deadline = now_ns() + 150 * MS;
+	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, deadline));
+	EXPECT_EQ(2, atomic_load(&handled));
+	EXPECT_LE(deadline, now_ns());
+
+	/* ... and still sees a later signal. */
+	ASSERT_EQ(0, pthread_create(&t, NULL, signal_later, &s));
+	ualarm(50 * 1000, 0);
+	EXPECT_EQ(0, wait_one(self->fd, h, 1, INT64_MAX));
+	EXPECT_EQ(3, atomic_load(&handled));
+	pthread_join(t, NULL);
+	signal(SIGALRM, SIG_DFL);
+}
+
+TEST_F(sem, bad_arguments)
+{
+	struct radiance_sem_create create = { .flags = 1 };
+	struct radiance_sem_wait_point p[RADIANCE_SEM_WAIT_MAX_POINTS + 1] = { 0 };
+	struct radiance_sem_wait w = { 0 };
+	struct radiance_sem_signal sig = { 0 };
+	int h = sem_create(self->fd, 0, NULL);
+
+	ASSERT_LT(0, h);
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_CREATE, &create));
+	EXPECT_EQ(-EINVAL, sem_create(self->fd, RADIANCE_SEM_FAILED_VALUE, NULL));
+	EXPECT_EQ(-ENOENT, sem_signal(self->fd, h + 1, 1));
+	EXPECT_EQ(-ENOENT, sem_signal(self->fd, 0, 1));
+	EXPECT_EQ(-ENOENT, sem_fail(self->fd, h + 1, EIO));
+	EXPECT_EQ(-ENOENT, sem_destroy(self->fd, h + 1));
+	EXPECT_EQ(-EINVAL, sem_fail(self->fd, h, 0));
+	EXPECT_EQ(-EINVAL, sem_fail(self->fd, h, 4096));
+	sig.handle = h;
+	sig.value = 1;
+	sig.pad = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_SIGNAL, &sig));
+
+	for (int i = 0; i <= RADIANCE_SEM_WAIT_MAX_POINTS; i++)
+		p[i].handle = h;
+	EXPECT_EQ(-EINVAL, sem_wait(self->fd, p, 0, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, sem_wait(self->fd, p, RADIANCE_SEM_WAIT_MAX_POINTS + 1, 0, 0, NULL));
+	EXPECT_EQ(0, sem_wait(self->fd, p, RADIANCE_SEM_WAIT_MAX_POINTS, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, sem_wait(self->fd, p, 1, 2, 0, NULL));
+	p[1].pad = 1;
+	EXPECT_EQ(-EINVAL, sem_wait(self->fd, p, 2, 0, 0, NULL));
+	p[1].pad = 0;
+	p[1].handle = h + 1;
+	EXPECT_EQ(-ENOENT, sem_wait(self->fd, p, 2, 0, 0, NULL));
+	EXPECT_EQ(-EFAULT, sem_wait(self->fd, NULL, 1, 0, 0, NULL));
+	w.points = (uintptr_t)p;
+	w.count = 1;
+	w.pad = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_WAIT, &w));
+	/* Nothing above changed the semaphore. */
+	EXPECT_EQ(0, wait_one(self->fd, h, 0, 0));
+	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, 0));
+}
+
+TEST(handles_belong_to_their_file_and_close_frees)
+{
+	int a = radiance_open(0), b = radiance_open(0);
+	int h;
+
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	h = sem_create(a, 0, NULL);
+	ASSERT_LT(0, h);
+	EXPECT_EQ(-ENOENT, sem_signal(b, h, 1));
+	for (int i = 0; i < 100; i++)
+		ASSERT_LT(0, sem_create(b, i, NULL));
+	EXPECT_EQ(101, radiance_mem_stat("semaphores"));
+	close(a);
+	close(b);
+	EXPECT_EQ(0, radiance_mem_stat("semaphores"));
+}
+
+TEST(a_file_holds_512_semaphores)
+{
+	int fd = radiance_open(0);
+	int first = sem_create(fd, 0, NULL), h = 0;
+
+	ASSERT_LT(0, first);
+	for (int i = 1; i < 512; i++)
+		ASSERT_LT(0, sem_create(fd, i, NULL));
+	EXPECT_EQ(-ENOSPC, sem_create(fd, 0, NULL));
+	/* A destroyed one's slot is reused. */
+	ASSERT_EQ(0, sem_destroy(fd, first));
+	h = sem_create(fd, 0, NULL);
+	EXPECT_LT(first, h);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
