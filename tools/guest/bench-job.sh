@@ -5,4 +5,5 @@
 set -eu
 insmod /radiance.ko
 /vram_bench
+/sem_bench
 rmmod radiance
