@@ -29,10 +29,12 @@ static_cargo() {
 static_cargo build -p radctl >&2
 static_cargo build -p libradiance --example kmod_buffers >&2
 cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/examples/kmod_buffers" "$stage/"
-# The test binary's path has a hash in it: ask cargo for it.
-kmod_test=$(static_cargo test --no-run -p libradiance --test kmod_bo --message-format=json |
-	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
-[[ -x $kmod_test ]] || die "no libradiance kmod test binary"
-cp "$kmod_test" "$stage/libradiance-kmod-test"
+# Test binaries' paths have a hash in them: ask cargo for them.
+for test in kmod_bo kmod_sem; do
+	bin=$(static_cargo test --no-run -p libradiance --test "$test" --message-format=json |
+		sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
+	[[ -x $bin ]] || die "no libradiance $test test binary"
+	cp "$bin" "$stage/libradiance-$test"
+done
 cp "$TOP"/tests/guest/libtest-ktap.sh "$stage/"
 echo "$stage"

@@ -12,7 +12,9 @@ for t in /device_test /bo_test /dmabuf_test /sem_test /lifecycle_test; do
 	RADIANCE_KO=/radiance.ko "$t"
 done
 
-/libtest-ktap.sh /libradiance-kmod-test --ignored
+for t in /libradiance-kmod_bo /libradiance-kmod_sem; do
+	/libtest-ktap.sh "$t" --ignored
+done
 /radctl-smoke.sh
 
 # A clean unload: the console is checked for splats afterwards.

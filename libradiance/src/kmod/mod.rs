@@ -5,9 +5,11 @@
 mod bo;
 mod ioctl;
 mod mem_stats;
+mod semaphore;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;
+pub use semaphore::Semaphore;
 
 use crate::{Error, Result};
 use radiance_uapi as uapi;
@@ -133,6 +135,8 @@ pub struct Device {
     fd: Arc<OwnedFd>,
     path: PathBuf,
     info: DeviceInfo,
+    /// The file's semaphore value page, mapped on first use.
+    sem_values: std::sync::OnceLock<Arc<memmap2::Mmap>>,
 }
 
 impl Device {
@@ -152,7 +156,7 @@ impl Device {
         if info.abi_major != uapi::ABI_MAJOR {
             return Err(Error::AbiMismatch { path, major: info.abi_major, minor: info.abi_minor });
         }
-        Ok(Self { fd: Arc::new(fd), path, info })
+        Ok(Self { fd: Arc::new(fd), path, info, sem_values: Default::default() })
     }
 
     /// The device node this was opened from.

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! libradiance's kmod semaphores against the real module: ignored on the
+//! build machine, run with `--ignored` inside the QEMU guest by
+//! tools/test.sh.
+
+use radiance::kmod::Device;
+use rustix::io::Errno;
+use std::{
+    thread,
+    time::{Duration, Instant},
+};
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn signal_from_another_thread_wakes_a_sleeping_wait() {
+    let dev = Device::open("kmod:0").unwrap();
+    let sem = dev.create_semaphore(1).unwrap();
+    assert_eq!(sem.query().unwrap(), 1);
+    thread::scope(|s| {
+        s.spawn(|| {
+            // Long enough that the waiter has stopped spinning.
+            thread::sleep(Duration::from_millis(50));
+            sem.signal(4).unwrap();
+        });
+        sem.wait(&dev, 4, None).unwrap();
+    });
+    assert_eq!(sem.query().unwrap(), 4);
+    // Already reached: returns from the value page, without sleeping.
+    sem.wait(&dev, 2, Some(Instant::now())).unwrap();
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn a_wait_ends_at_its_deadline_not_before() {
+    let dev = Device::open("kmod:0").unwrap();
+    let sem = dev.create_semaphore(0).unwrap();
+    let deadline = Instant::now() + Duration::from_millis(80);
+    let err = sem.wait(&dev, 1, Some(deadline)).unwrap_err();
+    assert!(matches!(err, radiance::Error::DeadlineExceeded), "{err}");
+    assert!(Instant::now() >= deadline);
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn failure_reaches_query_and_waiters() {
+    let dev = Device::open("kmod:0").unwrap();
+    let sem = dev.create_semaphore(0).unwrap();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| sem.wait(&dev, 10, None));
+        thread::sleep(Duration::from_millis(50));
+        sem.fail(Errno::IO).unwrap();
+        let err = waiter.join().unwrap().unwrap_err();
+        assert!(err.to_string().contains(&Errno::IO.to_string()), "{err}");
+    });
+    let err = sem.query().unwrap_err();
+    assert!(err.to_string().contains("semaphore failed"), "{err}");
+    assert!(sem.signal(11).is_err());
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn wait_any_says_which() {
+    let dev = Device::open("kmod:0").unwrap();
+    let a = dev.create_semaphore(0).unwrap();
+    let b = dev.create_semaphore(0).unwrap();
+    b.signal(3).unwrap();
+    let which = dev.wait_semaphores(&[(&a, 1), (&b, 3)], true, Some(Instant::now())).unwrap();
+    assert_eq!(which, Some(1));
+    let err = dev.wait_semaphores(&[(&a, 1), (&b, 3)], false, Some(Instant::now())).unwrap_err();
+    assert!(matches!(err, radiance::Error::DeadlineExceeded), "{err}");
+}
