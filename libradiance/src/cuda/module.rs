@@ -83,8 +83,8 @@ pub(super) struct Prepared {
     /// half of its slot (little-endian).
     args: [u64; 4],
     count: usize,
-    /// The buffers it touches, kept alive with it until the launch is done.
-    _buffers: Vec<Arc<CudaBuffer>>,
+    /// The buffers it touches, to keep alive until the launch is done.
+    pub(super) buffers: Vec<Arc<CudaBuffer>>,
     /// SPIN: it ends only when its queue closes.
     pub(super) spins: bool,
     pc: u32,
@@ -121,7 +121,7 @@ impl Prepared {
             _ => return Err(k.fault(0, "no kernel at this entry PC (bad PC)".into())),
         };
         let function = shared.kernels.functions[index];
-        Ok(Self { function, grid: launch.grid, block: launch.block, args, count, _buffers: k.buffers, spins: index == 3, pc: launch.entry_pc })
+        Ok(Self { function, grid: launch.grid, block: launch.block, args, count, buffers: k.buffers, spins: index == 3, pc: launch.entry_pc })
     }
 
     /// Queues the launch on `stream`.

@@ -6,7 +6,7 @@
 //! A submission goes to its stream as soon as every wait is reached or
 //! *promised* (device work already queued will write a value at least as
 //! high); the device then waits for the promised ones itself
-//! (`cuStreamWaitValue64`), so a dependency between queues costs no host
+//! (a 64-bit GEQ stream wait), so a dependency between queues costs no host
 //! round trip. A submission with a wait nobody has promised yet (a value
 //! the host will signal, or work not yet submitted) is held on the host
 //! until a host signal or another submission makes it ready, or a failure
@@ -17,17 +17,19 @@
 //! the host a semaphore that queued device work has promised does not stop
 //! device work already waiting for that promise.)
 //!
-//! Signals are `cuStreamWriteValue64` after the work. Faults of the built-in
-//! kernels are found on the host (`module.rs`) before anything is queued;
-//! they fail the submission's signals and stop the queue, as on the host
-//! backend. Queued work keeps its buffers, semaphores and staging memory
-//! until the device has passed it, which the stream reports every
-//! [`PROGRESS_EVERY`] submissions by writing its sequence number.
+//! Waits and signals are 64-bit stream memory operations
+//! (`cuStreamBatchMemOp`), batched. Faults of the built-in kernels are found
+//! on the host (`module.rs`) before the launch is queued; they fail the
+//! submission's signals and stop the queue, as on the host backend. Queued
+//! work keeps its buffers, semaphores and staging memory until the device
+//! has passed it, which the stream reports every [`PROGRESS_EVERY`]
+//! submissions by writing its sequence number.
 
 use super::{
     device::Shared,
-    memory::{cuda_buffer, spin_started, spins_stopped, Pinned},
+    memory::{cuda_buffer, spin_started, spins_stopped, CudaBuffer, Pinned},
     module::Prepared,
+    result::Api,
     semaphore::cuda_semaphore,
     sys::{
         CUdeviceptr, CUstream, CUstreamBatchMemOpParams, CU_STREAM_MEM_OP_WAIT_VALUE_64, CU_STREAM_MEM_OP_WRITE_VALUE_64,
@@ -50,7 +52,7 @@ use std::{
 
 /// How often (in submissions) a stream reports its progress: a write per
 /// submission would cost as much as the rest of a small submission.
-const PROGRESS_EVERY: u64 = 32;
+const PROGRESS_EVERY: u64 = 128;
 /// Offsets in a queue's control memory: the u32 that stops SPIN, and the
 /// u64 sequence number of the last submission the device reported done.
 const CLOSING: usize = 0;
@@ -156,10 +158,10 @@ impl Scheduler {
 struct InFlight {
     seq: u64,
     submission: Submission,
-    prepared: Vec<Prepared>,
+    /// What its launches touch, and its update staging.
+    buffers: Vec<Arc<CudaBuffer>>,
     staged: Vec<Pinned>,
-    /// Whether it holds a SPIN launch, and how many it queued.
-    spins: bool,
+    /// SPIN launches it queued.
     spinning: usize,
 }
 
@@ -203,7 +205,7 @@ impl QueueShared {
         }
         let seq = state.next;
         state.next += 1;
-        let mut work = InFlight { seq, submission, prepared: Vec::new(), staged: Vec::new(), spins: false, spinning: 0 };
+        let mut work = InFlight { seq, submission, buffers: Vec::new(), staged: Vec::new(), spinning: 0 };
         let failed = self.queue_work(&mut work).err().is_some_and(|e| {
             let failed = fail_signals(&work.submission.signals, &e);
             state.fault = Some(e);
@@ -214,43 +216,32 @@ impl QueueShared {
         failed
     }
 
-    /// Prepares everything (so that a fault queues nothing), then queues the
-    /// device waits, the commands, the signals and maybe a progress report.
+    /// Queues the device waits, the commands, the signals and maybe a
+    /// progress report. A command that fails (a fault of a built-in, found
+    /// on the host before its launch) leaves the commands before it queued,
+    /// as the host backend has run them, and nothing after it.
     fn queue_work(&self, work: &mut InFlight) -> Result<()> {
         let shared = &self.shared;
-        let Submission { waits, commands, signals } = &work.submission;
-        for command in commands.iter() {
-            match &command.0 {
-                Op::Dispatch(launch) => work.prepared.push(Prepared::new(shared, self.control.device() + CLOSING as u64, launch)?),
-                Op::Update { data, .. } if !data.is_empty() => {
-                    let staging = Pinned::new(shared, data.len())?;
-                    staging.write(0, data);
-                    work.staged.push(staging);
-                }
-                _ => {}
-            }
-        }
-        work.spins = work.prepared.iter().any(|l| l.spins);
-        let api = shared.ctx.api();
         let stream = self.stream;
+        let closing = self.control.device() + CLOSING as u64;
+        let Submission { waits, commands, signals } = &work.submission;
+        let api = shared.ctx.api();
         let _current = shared.ctx.enter()?;
-        // The device waits only for values not yet reached.
-        let mut ops = Vec::new();
-        for (semaphore, value) in waits {
-            let s = cuda_semaphore(semaphore)?;
-            if s.value() < *value {
-                ops.push(mem_op(CU_STREAM_MEM_OP_WAIT_VALUE_64, s.address(), *value, CU_STREAM_WAIT_VALUE_GEQ));
-            }
-        }
+        let mut batch = Batch { api, stream, ops: [mem_op(0, 0, 0, 0); BATCH], len: 0 };
         // SAFETY (every call below): the stream is ours and live; the memory
         // it touches belongs to buffers, semaphores and staging that `work`
         // keeps until the device has passed it.
-        // Waits and signals around no commands (a barrier) go in one call.
-        if !commands.is_empty() && !ops.is_empty() {
-            unsafe { api.stream_mem_ops(stream, &mut ops)? };
-            ops.clear();
+        // The device waits only for values not yet reached.
+        for (semaphore, value) in waits {
+            let s = cuda_semaphore(semaphore)?;
+            if s.value() < *value {
+                unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WAIT_VALUE_64, s.address(), *value, CU_STREAM_WAIT_VALUE_GEQ))? };
+            }
         }
-        let (mut launches, mut staging) = (work.prepared.iter_mut(), work.staged.iter());
+        // Waits and signals around no commands (a barrier) go in one call.
+        if !commands.is_empty() {
+            batch.flush()?;
+        }
         for command in commands.iter() {
             match &command.0 {
                 Op::Fill { target, offset, length, pattern } => {
@@ -264,16 +255,19 @@ impl QueueShared {
                     unsafe { api.memcpy_async(stream, dst, src, *length as usize)? };
                 }
                 Op::Update { data, target, offset } if !data.is_empty() => {
-                    let from = staging.next().map(Pinned::device).ok_or_else(|| Error::Unsupported("update staging".into()))?;
-                    unsafe { api.memcpy_async(stream, cuda_buffer(target)?.ptr(*offset), from, data.len())? };
+                    let staging = Pinned::new(shared, data.len())?;
+                    staging.write(0, data);
+                    unsafe { api.memcpy_async(stream, cuda_buffer(target)?.ptr(*offset), staging.device(), data.len())? };
+                    work.staged.push(staging);
                 }
-                Op::Dispatch(_) => {
-                    let launch = launches.next().ok_or_else(|| Error::Unsupported("prepared launch".into()))?;
-                    unsafe { launch.launch(api, stream)? };
-                    if launch.spins {
+                Op::Dispatch(launch) => {
+                    let mut prepared = Prepared::new(shared, closing, launch)?;
+                    unsafe { prepared.launch(api, stream)? };
+                    if prepared.spins {
                         spin_started();
                         work.spinning += 1;
                     }
+                    work.buffers.append(&mut prepared.buffers);
                 }
                 // One stream runs its work in order: every command is behind
                 // a barrier already. Empty copies and updates do nothing.
@@ -282,21 +276,56 @@ impl QueueShared {
         }
         for (semaphore, value) in signals {
             let s = cuda_semaphore(semaphore)?;
-            ops.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, s.address(), *value, CU_STREAM_WRITE_VALUE_DEFAULT));
+            unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, s.address(), *value, CU_STREAM_WRITE_VALUE_DEFAULT))? };
         }
         if work.seq % PROGRESS_EVERY == 0 {
             let progress = self.control.device() + PROGRESS as u64;
-            ops.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, progress, work.seq, CU_STREAM_WRITE_VALUE_DEFAULT));
+            unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, progress, work.seq, CU_STREAM_WRITE_VALUE_DEFAULT))? };
         }
-        if !ops.is_empty() {
-            unsafe { api.stream_mem_ops(stream, &mut ops)? };
-        }
+        batch.flush()?;
         // A SPIN launch ends only when its queue goes, failing its signals:
         // nothing may wait for them on the device.
-        if !work.spins {
+        if work.spinning == 0 {
             for (semaphore, value) in signals {
                 cuda_semaphore(semaphore)?.promise(*value);
             }
+        }
+        Ok(())
+    }
+}
+
+/// Stream memory operations per driver call: enough for most submissions'
+/// waits or signals, few enough that setting up the batch costs nothing
+/// (the driver takes up to 256).
+const BATCH: usize = 4;
+
+/// Waits and writes gathered into as few driver calls as possible, in
+/// order, without touching the heap.
+struct Batch {
+    api: Api,
+    stream: CUstream,
+    ops: [CUstreamBatchMemOpParams; BATCH],
+    len: usize,
+}
+
+impl Batch {
+    /// # Safety
+    /// The op's address stays valid until the stream has passed it.
+    unsafe fn push(&mut self, op: CUstreamBatchMemOpParams) -> Result<()> {
+        if self.len == BATCH {
+            self.flush()?;
+        }
+        self.ops[self.len] = op;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.len > 0 {
+            // SAFETY: the stream is live, and `push`'s callers vouch for the
+            // addresses.
+            unsafe { self.api.stream_mem_ops(self.stream, &mut self.ops[..self.len])? };
+            self.len = 0;
         }
         Ok(())
     }
@@ -360,7 +389,7 @@ impl Drop for CudaQueue {
             let mut state = lock(&self.queue.state);
             state.closed = true;
             let stopped = Error::Cancelled("the queue was destroyed while a launch was running".into());
-            for work in state.in_flight.iter().filter(|w| w.spins) {
+            for work in state.in_flight.iter().filter(|w| w.spinning > 0) {
                 fail_signals(&work.submission.signals, &stopped);
             }
         }

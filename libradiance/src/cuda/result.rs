@@ -166,20 +166,16 @@ impl Api {
         Ok(self.check("cuStreamSynchronize", (self.0.cuStreamSynchronize)(stream))?)
     }
 
-    /// Queues 64-bit waits and writes in order, in as few driver calls as
-    /// the driver allows. A wait holds the stream until the u64 at its
-    /// address reaches its value (a cyclic comparison: payloads stay far
-    /// below 2^63).
+    /// Queues 64-bit waits and writes (at most 256), in order. A wait holds
+    /// the stream until the u64 at its address reaches its value (a cyclic
+    /// comparison: payloads stay far below 2^63).
     ///
     /// # Safety
     /// `stream` is live; every address stays valid until its operation is
     /// done.
     pub(super) unsafe fn stream_mem_ops(self, stream: CUstream, ops: &mut [CUstreamBatchMemOpParams]) -> Result<()> {
-        for chunk in ops.chunks_mut(BATCH_MEM_OP_MAX) {
-            let r = (self.0.cuStreamBatchMemOp)(stream, chunk.len() as c_uint, chunk.as_mut_ptr(), 0);
-            self.check("cuStreamBatchMemOp_v2", r)?;
-        }
-        Ok(())
+        let r = (self.0.cuStreamBatchMemOp)(stream, ops.len() as c_uint, ops.as_mut_ptr(), 0);
+        Ok(self.check("cuStreamBatchMemOp_v2", r)?)
     }
 
     pub(super) fn mem_alloc(self, size: usize) -> Result<CUdeviceptr> {

@@ -28,8 +28,6 @@ pub const CU_STREAM_WAIT_VALUE_GEQ: c_uint = 0x0;
 pub const CU_STREAM_WRITE_VALUE_DEFAULT: c_uint = 0x0;
 pub const CU_STREAM_MEM_OP_WAIT_VALUE_64: c_uint = 4;
 pub const CU_STREAM_MEM_OP_WRITE_VALUE_64: c_uint = 5;
-/// Most operations one `cuStreamBatchMemOp` takes.
-pub const BATCH_MEM_OP_MAX: usize = 256;
 pub const CU_MEMHOSTALLOC_PORTABLE: c_uint = 0x1;
 pub const CU_MEMHOSTALLOC_DEVICEMAP: c_uint = 0x2;
 pub const CU_EVENT_DISABLE_TIMING: c_uint = 0x2;

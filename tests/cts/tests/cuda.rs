@@ -1,21 +1,93 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
-//! The conformance suite against `cuda:0`, where this machine has the CUDA
-//! driver and a GPU; elsewhere (CI, the build machine) it skips, saying why.
+//! The conformance suite against `cuda:0`, and checks that only the cuda
+//! backend can make, where this machine has the CUDA driver and a GPU;
+//! elsewhere (CI, the build machine) each test skips, saying why.
 
-use radiance::StatusCode;
+use radiance::{BufferParams, BufferUsage, Device, Launch, MemoryType, StatusCode};
+use radiance_uapi::builtin;
+use std::{io::Write, time::Duration};
+
+/// `cuda:0`, or `None` (with the reason printed) where there is none.
+fn cuda() -> Option<Device> {
+    match Device::open("cuda:0") {
+        Err(e) if matches!(e.status(), StatusCode::Unavailable | StatusCode::NotFound) => {
+            // Straight to stderr, past libtest's capture: a skip must show.
+            let _ = writeln!(std::io::stderr(), "skipping: {e}");
+            None
+        }
+        opened => Some(opened.expect("opening cuda:0")),
+    }
+}
 
 #[test]
 fn suite_against_cuda_0() {
-    match radiance::Device::open("cuda:0") {
-        Err(e) if matches!(e.status(), StatusCode::Unavailable | StatusCode::NotFound) => {
-            eprintln!("skipping the suite against cuda:0: {e}");
-            return;
-        }
-        opened => drop(opened.expect("opening cuda:0")),
+    if cuda().is_none() {
+        return;
     }
     let mut ktap = Vec::new();
     let summary = radiance_cts::run("cuda:0", "", &mut ktap);
     print!("{}", String::from_utf8_lossy(&ktap));
     assert_eq!(summary.failed, 0, "{summary:?}");
+}
+
+fn launch(entry_pc: u32, grid: [u32; 3], block: [u32; 3], params: &[u32]) -> Launch {
+    let params = params.iter().flat_map(|p| p.to_le_bytes()).collect();
+    Launch { entry_pc, grid, block, regs_per_thread: 16, shmem_per_block: 0, params }
+}
+
+/// A grid of a million threads over three dimensions: every element is
+/// written exactly once, by the PTX kernels' thread numbering.
+#[test]
+fn million_thread_grids_cover_every_element_once() {
+    let Some(device) = cuda() else { return };
+    const N: u32 = 1 << 20;
+    let params = BufferParams {
+        size: 4 * u64::from(N),
+        memory: MemoryType::HostVisible,
+        usage: BufferUsage::DISPATCH | BufferUsage::MAPPING | BufferUsage::TRANSFER,
+    };
+    let (a, b) = (device.allocate_buffer(params).unwrap(), device.allocate_buffer(params).unwrap());
+    let values: Vec<u32> = (0..N).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    a.map().unwrap().write_u32s(0, &values).unwrap();
+    let (q, s) = (device.create_queue().unwrap(), device.create_semaphore(0).unwrap());
+    let (pa, pb) = (a.device_address() as u32, b.device_address() as u32);
+    // 256 x 4 x 2 blocks of 256 x 2 threads: exactly N.
+    q.dispatch(&[], &[(&s, 1)], launch(builtin::FILL_U32, [256, 4, 2], [256, 2, 1], &[pb, 1, N])).unwrap();
+    q.dispatch(&[(&s, 1)], &[(&s, 2)], launch(builtin::VECADD_U32, [256, 4, 2], [256, 2, 1], &[pa, pb, pb, N])).unwrap();
+    s.wait(2, Duration::from_secs(10)).unwrap();
+    let got = b.map().unwrap().read_u32s(0, N as usize).unwrap();
+    let bad = got.iter().zip(&values).position(|(g, v)| *g != v.wrapping_add(1));
+    assert_eq!(bad, None, "first wrong element");
+}
+
+/// A block beyond CUDA's 1024 threads: the driver refuses the launch, which
+/// fails as a device fault at the entry PC and stops the queue only.
+#[test]
+fn launches_the_driver_refuses_fault_their_queue() {
+    let Some(device) = cuda() else { return };
+    let (q, s) = (device.create_queue().unwrap(), device.create_semaphore(0).unwrap());
+    q.dispatch(&[], &[(&s, 1)], launch(builtin::FILL_U32, [1, 1, 1], [2048, 1, 1], &[0, 0, 0])).unwrap();
+    let e = s.wait(1, Duration::from_secs(10)).unwrap_err();
+    assert_eq!(e.status(), StatusCode::Aborted, "{e}");
+    assert!(e.to_string().contains(&format!("{:#010x}", builtin::FILL_U32)), "{e}");
+    let (other, t) = (device.create_queue().unwrap(), device.create_semaphore(0).unwrap());
+    other.barrier(&[], &[(&t, 1)]).unwrap();
+    t.wait(1, Duration::from_secs(10)).unwrap();
+}
+
+/// Device memory exports as a dma-buf where the driver can; elsewhere the
+/// export says it cannot (UNIMPLEMENTED), never anything else.
+#[test]
+fn device_memory_exports_a_dma_buf_or_says_why() {
+    let Some(device) = cuda() else { return };
+    let params = BufferParams { size: 2 << 20, memory: MemoryType::Device, usage: BufferUsage::TRANSFER };
+    let buffer = device.allocate_buffer(params).unwrap();
+    match buffer.export_dma_buf() {
+        Ok(fd) => println!("exported device memory as dma-buf {fd:?}"),
+        Err(e) => {
+            assert_eq!(e.status(), StatusCode::Unimplemented, "{e}");
+            println!("no dma-buf export here: {e}");
+        }
+    }
 }

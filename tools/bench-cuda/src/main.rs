@@ -8,7 +8,8 @@
 //!    launch over 10,000 launches;
 //! 2. a cross-queue dependency edge over a 512-edge chain alternating between
 //!    two queues (streams): our semaphores (signal on one, wait on the other)
-//!    against CUDA events (`cuEventRecord` + `cuStreamWaitEvent`), submit
+//!    against CUDA events without timing (`cuEventRecord` +
+//!    `cuStreamWaitEvent`; timing-enabled ones as context), submit
 //!    only and end to end;
 //! 3. device-to-device copy bandwidth at 256 MiB, `Queue::copy` against
 //!    `cuMemcpyAsync`.
@@ -175,6 +176,14 @@ fn launch_overhead(device: &Device, raw: &Raw) -> Res<()> {
         })
         .collect::<Res<Vec<_>>>()?;
     println!("  HAL alone (Queue::barrier with nothing to do): {:.3} us per submission", median(empty));
+    // The one driver call the HAL adds to a launch: making sure that the
+    // device's context is current.
+    let mut ctx = ptr::null_mut();
+    let start = Instant::now();
+    for _ in 0..LAUNCHES {
+        cu!(d, cuCtxGetCurrent(&mut ctx))?;
+    }
+    println!("  of which cuCtxGetCurrent: {:.3} us per call", micros(start.elapsed(), LAUNCHES.into()));
     Ok(())
 }
 
@@ -191,11 +200,14 @@ fn edges(device: &Device, raw: &Raw) -> Res<()> {
         s.wait(EDGES, Timeout::Infinite)?;
         Ok((micros(submit, EDGES), micros(start.elapsed(), EDGES)))
     };
-    let mut events = vec![ptr::null_mut(); EDGES as usize];
-    for e in &mut events {
-        cu!(d, cuEventCreate(e, CU_EVENT_DISABLE_TIMING))?;
+    // Events without timing, the cheapest kind, and with it (CUDA's default).
+    let mut events = [vec![ptr::null_mut(); EDGES as usize], vec![ptr::null_mut(); EDGES as usize]];
+    for (set, flags) in events.iter_mut().zip([CU_EVENT_DISABLE_TIMING, 0]) {
+        for e in set {
+            cu!(d, cuEventCreate(e, flags))?;
+        }
     }
-    let direct = || -> Res<(f64, f64)> {
+    let chain = |events: &[CUevent]| -> Res<(f64, f64)> {
         let start = Instant::now();
         for (i, &event) in events.iter().enumerate() {
             let stream = raw.streams[i % 2];
@@ -208,15 +220,19 @@ fn edges(device: &Device, raw: &Raw) -> Res<()> {
         cu!(d, cuEventSynchronize(events[events.len() - 1]))?;
         Ok((micros(submit, EDGES), micros(start.elapsed(), EDGES)))
     };
+    let direct = || chain(&events[0]);
     let (o, r) = interleaved(ours, direct)?;
-    for &e in &events {
-        cu!(d, cuEventDestroy(e))?;
-    }
     println!("2. cross-queue edge, {EDGES}-edge chain over two queues, semaphores vs events, median of {REPS}:");
     let (os, rs) = (median(o.iter().map(|x| x.0).collect()), median(r.iter().map(|x| x.0).collect()));
     report("submit per edge", "us", os, rs, os < rs, "ours/raw < 1");
     let (ot, rt) = (median(o.iter().map(|x| x.1).collect()), median(r.iter().map(|x| x.1).collect()));
     report("end to end per edge", "us", ot, rt, ot < rt, "ours/raw < 1");
+    let (t, _) = interleaved(|| chain(&events[1]), ours)?;
+    let (ts, te) = (median(t.iter().map(|x| x.0).collect()), median(t.iter().map(|x| x.1).collect()));
+    println!("  raw with timing-enabled events (CUDA's default): {ts:.3} us per edge submit, {te:.3} us end to end");
+    for &e in events.iter().flatten() {
+        cu!(d, cuEventDestroy(e))?;
+    }
     // Context: the same waits and writes as ours on a pinned payload, made
     // straight through cuStreamBatchMemOp: what the design costs without
     // the HAL.
