@@ -9,7 +9,7 @@ use super::{
     module::Module,
     queue::{CudaQueue, Scheduler},
     result::Api,
-    semaphore::{self, CudaSemaphore, Hub},
+    semaphore::{self, CudaSemaphore, Hub, Mirrors},
 };
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
@@ -32,6 +32,7 @@ pub(super) struct Shared {
     pub(super) space: AddressSpace<CudaBuffer>,
     pub(super) scheduler: Mutex<Scheduler>,
     pub(super) hub: Hub,
+    pub(super) mirrors: Mirrors,
     /// Last: the context goes after everything made in it.
     pub(super) ctx: Context,
 }
@@ -39,8 +40,12 @@ pub(super) struct Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         if let Ok(_current) = self.ctx.enter() {
-            // SAFETY: every queue (and so every launch) of the device is gone.
-            unsafe { self.kernels.unload(self.ctx.api()) };
+            // SAFETY: every queue and semaphore (and so every launch and
+            // stream wait) of the device is gone.
+            unsafe {
+                self.kernels.unload(self.ctx.api());
+                self.mirrors.free(self.ctx.api());
+            }
         }
     }
 }
@@ -61,11 +66,14 @@ impl CudaDevice {
         let device = api.device(ordinal.into())?;
         let name = api.device_name(device)?;
         let ctx = Context::retain(api, device)?;
-        let kernels = {
+        let (kernels, mirrors) = {
             let _current = ctx.enter()?;
-            Module::load(api)?
+            let kernels = Module::load(api)?;
+            // SAFETY: nothing else has seen the module.
+            let mirrors = Mirrors::new(api).inspect_err(|_| unsafe { kernels.unload(api) })?;
+            (kernels, mirrors)
         };
-        let shared = Shared { kernels, space: AddressSpace::default(), scheduler: Mutex::default(), hub: Hub::default(), ctx };
+        let shared = Shared { kernels, space: AddressSpace::default(), scheduler: Mutex::default(), hub: Hub::default(), mirrors, ctx };
         Ok(Self {
             info: DeviceInfo { uri: uri.to_owned(), backend: "cuda", name, builtin_kernels: true },
             shared: Arc::new(shared),

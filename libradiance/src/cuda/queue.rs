@@ -6,7 +6,8 @@
 //! A submission goes to its stream as soon as every wait is reached or
 //! *promised* (device work already queued will write a value at least as
 //! high); the device then waits for the promised ones itself
-//! (a 64-bit GEQ stream wait), so a dependency between queues costs no host
+//! (a 64-bit GEQ stream wait on the semaphore's device-memory mirror), so a
+//! dependency between queues costs no host
 //! round trip. A submission with a wait nobody has promised yet (a value
 //! the host will signal, or work not yet submitted) is held on the host
 //! until a host signal or another submission makes it ready, or a failure
@@ -235,7 +236,7 @@ impl QueueShared {
         for (semaphore, value) in waits {
             let s = cuda_semaphore(semaphore)?;
             if s.value() < *value {
-                unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WAIT_VALUE_64, s.address(), *value, CU_STREAM_WAIT_VALUE_GEQ))? };
+                unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WAIT_VALUE_64, s.wait_address(), *value, CU_STREAM_WAIT_VALUE_GEQ))? };
             }
         }
         // Waits and signals around no commands (a barrier) go in one call.
@@ -275,8 +276,9 @@ impl QueueShared {
             }
         }
         for (semaphore, value) in signals {
-            let s = cuda_semaphore(semaphore)?;
-            unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, s.address(), *value, CU_STREAM_WRITE_VALUE_DEFAULT))? };
+            for address in cuda_semaphore(semaphore)?.signal_addresses() {
+                unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, address, *value, CU_STREAM_WRITE_VALUE_DEFAULT))? };
+            }
         }
         if work.seq % PROGRESS_EVERY == 0 {
             let progress = self.control.device() + PROGRESS as u64;

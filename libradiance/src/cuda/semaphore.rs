@@ -3,11 +3,14 @@
 //! Timeline semaphores of the cuda backend, and host waits on them.
 //!
 //! The payload is a u64 in pinned host memory mapped for the device: queues
-//! wait for it with `cuStreamWaitValue64` (GEQ) and write it with
-//! `cuStreamWriteValue64`; the host reads and writes it directly. A failure
-//! is kept on the host: the device never sees one, because device work is
-//! only ever queued behind waits that work already queued will satisfy (see
-//! `queue.rs`).
+//! write it with 64-bit stream writes, and the host reads and writes it
+//! directly. Streams wait (64-bit GEQ stream waits) on a *mirror* of it in
+//! device memory, which device signals write too: a stream polling device
+//! memory resumes far sooner than one polling host memory across PCIe. The
+//! mirror needs no host writes, because the device only ever waits for
+//! values that device work already queued will write (see `queue.rs`); it
+//! starts at 0, below any such value. A failure is kept on the host: the
+//! device never sees one, for the same reason.
 //!
 //! Host waits poll the payloads, yielding the CPU between polls, for up to
 //! [`POLL`] (CUDA's own default, for a thread synchronising with a GPU on a
@@ -16,12 +19,12 @@
 //! and failures and, for device signals, by a timeout that doubles up to
 //! [`MAX_SLEEP`].
 
-use super::{device::Shared, memory::Pinned, sys::CUdeviceptr};
-use crate::{backend::BackendSemaphore, lock::lock, Error, Result, Semaphore, SemaphoreList, WaitMode};
+use super::{device::Shared, memory::Pinned, result::Api, sys::CUdeviceptr};
+use crate::{backend::BackendSemaphore, lock::lock, Error, Pattern, Result, Semaphore, SemaphoreList, WaitMode};
 use std::{
     any::Any,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
         Arc, Condvar, Mutex, PoisonError,
     },
     time::{Duration, Instant},
@@ -49,10 +52,55 @@ impl Hub {
     }
 }
 
+/// Mirrors a device hands out; later semaphores have none, and their
+/// streams wait on the payload itself.
+const MIRRORS: usize = 1 << 16;
+
+/// A device's mirror words: zeroed device memory, one u64 per semaphore,
+/// never reused (a stale value could satisfy a new semaphore's waits).
+pub(super) struct Mirrors {
+    base: CUdeviceptr,
+    next: AtomicUsize,
+}
+
+impl Mirrors {
+    /// Allocates and zeroes them in the current context.
+    pub(super) fn new(api: Api) -> Result<Self> {
+        let base = api.mem_alloc(MIRRORS * 8)?;
+        let zeroed = api.stream_create().and_then(|stream| {
+            // SAFETY: a fresh stream and allocation, waited for here.
+            let done = unsafe { api.memset_async(stream, base, Pattern::U32(0), MIRRORS * 2).and_then(|()| api.stream_synchronize(stream)) };
+            // SAFETY: the stream is idle and not used again.
+            unsafe { api.stream_destroy(stream) }.and(done)
+        });
+        match zeroed {
+            Ok(()) => Ok(Self { base, next: AtomicUsize::new(0) }),
+            Err(e) => {
+                // SAFETY: nothing else has seen the allocation.
+                let _ = unsafe { api.mem_free(base) };
+                Err(e)
+            }
+        }
+    }
+
+    fn take(&self) -> Option<CUdeviceptr> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        (i < MIRRORS).then(|| self.base + 8 * i as u64)
+    }
+
+    /// # Safety
+    /// No queued work uses the mirrors, and they are not used again.
+    pub(super) unsafe fn free(&self, api: Api) {
+        let _ = api.mem_free(self.base);
+    }
+}
+
 pub(super) struct CudaSemaphore {
     shared: Arc<Shared>,
     /// The payload: a u64 at offset 0.
     payload: Pinned,
+    /// Its device-memory mirror, if the device had one left.
+    mirror: Option<CUdeviceptr>,
     failure: Mutex<Option<Error>>,
     /// The highest value that device work already queued will write: the
     /// device may wait for values up to it. Raised under the scheduler lock.
@@ -63,7 +111,13 @@ impl CudaSemaphore {
     pub(super) fn new(shared: &Arc<Shared>, initial: u64) -> Result<Self> {
         let payload = Pinned::new(shared, 8)?;
         payload.u64_at(0).store(initial, Ordering::Release);
-        Ok(Self { shared: Arc::clone(shared), payload, failure: Mutex::new(None), promised: AtomicU64::new(initial) })
+        Ok(Self {
+            shared: Arc::clone(shared),
+            payload,
+            mirror: shared.mirrors.take(),
+            failure: Mutex::new(None),
+            promised: AtomicU64::new(initial),
+        })
     }
 
     /// The payload now.
@@ -71,9 +125,15 @@ impl CudaSemaphore {
         self.payload.u64_at(0).load(Ordering::Acquire)
     }
 
-    /// The payload's device address.
-    pub(super) fn address(&self) -> CUdeviceptr {
-        self.payload.device()
+    /// Where streams wait for the payload.
+    pub(super) fn wait_address(&self) -> CUdeviceptr {
+        self.mirror.unwrap_or_else(|| self.payload.device())
+    }
+
+    /// Where streams write the payload: the mirror (first: waiters watch
+    /// it), then the payload for the host.
+    pub(super) fn signal_addresses(&self) -> impl Iterator<Item = CUdeviceptr> {
+        self.mirror.into_iter().chain([self.payload.device()])
     }
 
     pub(super) fn failure(&self) -> Option<Error> {
