@@ -43,6 +43,7 @@ use crate::{
     },
     ioctl,
     semaphore::Semaphores,
+    sync_file,
     uapi, //
 };
 
@@ -77,8 +78,8 @@ pub(crate) struct Context {
     device: Arc<Device>,
     #[pin]
     objects: Mutex<Objects>,
-    #[pin]
-    sems: Semaphores,
+    /// Shared with imports in flight, which `Semaphores::close` ends.
+    sems: Arc<Semaphores>,
 }
 
 impl Context {
@@ -260,6 +261,25 @@ impl Context {
         self.sems.wait(&points, any, args.deadline_ns, &mut args.index)
     }
 
+    /// SEM_EXPORT_SYNC_FILE.
+    pub(crate) fn sem_export_sync_file(&self, args: &mut uapi::SemExportSyncFile) -> Result {
+        if args.pad != 0 || args.flags & !uapi::export_flags::ALL != 0 {
+            return Err(EINVAL);
+        }
+        let fence = self.sems.fence(args.handle, args.value)?;
+        args.fd = sync_file::export(&fence, args.flags & uapi::export_flags::CLOEXEC != 0)?;
+        Ok(())
+    }
+
+    /// SEM_IMPORT_SYNC_FILE.
+    pub(crate) fn sem_import_sync_file(&self, args: &mut uapi::SemImportSyncFile) -> Result {
+        if args.flags != 0 || args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let fence = sync_file::fence_of(args.fd)?;
+        self.sems.import(args.handle, args.value, fence)
+    }
+
     /// The BO whose mmap offset is `pgoff`.
     fn bo_at(&self, pgoff: u64) -> Result<Arc<Bo>> {
         let objects = self.objects.lock();
@@ -282,12 +302,12 @@ impl MiscDevice for Context {
             Objects { bos: RBTree::new(), mmap: RBTree::new(), next_handle: 1, next_pgoff: SEM_PAGE_PGOFF + 1 };
         // Counted before anything can fail: dropping a half-made context
         // closes the file again.
-        let sems = Semaphores::new();
+        let sems = Arc::pin_init(Semaphores::new()?, GFP_KERNEL)?;
         Arc::pin_init(
             try_pin_init!(Self {
                 device,
                 objects <- new_mutex!(objects, "Context::objects"),
-                sems <- sems?,
+                sems,
             }),
             GFP_KERNEL,
         )
@@ -322,6 +342,7 @@ impl MiscDevice for Context {
 impl PinnedDrop for Context {
     fn drop(self: Pin<&mut Self>) {
         self.device.count_sems(-(self.sems.count() as i64));
+        self.sems.close();
         self.device.close_file();
     }
 }

@@ -65,6 +65,8 @@ ioctl_args! {
     uapi::SemQuery => uapi::min_size::SEM_QUERY;
     uapi::SemFail => uapi::min_size::SEM_FAIL;
     uapi::SemWait => uapi::min_size::SEM_WAIT, copy_back_on_error: true;
+    uapi::SemExportSyncFile => uapi::min_size::SEM_EXPORT_SYNC_FILE;
+    uapi::SemImportSyncFile => uapi::min_size::SEM_IMPORT_SYNC_FILE;
 }
 
 // SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
@@ -90,6 +92,8 @@ pub(crate) fn dispatch(ctx: &Context, cmd: u32, arg: usize) -> Result<isize> {
         uapi::nr::SEM_QUERY => call(cmd, arg, |a| ctx.sem_query(a)),
         uapi::nr::SEM_FAIL => call(cmd, arg, |a| ctx.sem_fail(a)),
         uapi::nr::SEM_WAIT => call(cmd, arg, |a| ctx.sem_wait(a)),
+        uapi::nr::SEM_EXPORT_SYNC_FILE => call(cmd, arg, |a| ctx.sem_export_sync_file(a)),
+        uapi::nr::SEM_IMPORT_SYNC_FILE => call(cmd, arg, |a| ctx.sem_import_sync_file(a)),
         _ => Err(ENOTTY),
     }
 }

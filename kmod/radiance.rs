@@ -13,12 +13,15 @@ mod bo;
 mod context;
 mod device;
 mod dma_buf;
+mod dma_fence;
 mod driver;
 mod host_mem;
 mod hw;
 mod ioctl;
 mod raw;
+mod sem_import;
 mod semaphore;
+mod sync_file;
 mod sg_table;
 mod vram;
 

@@ -25,6 +25,7 @@ use kernel::{
     },
     sync::{
         atomic::Atomic,
+        Arc,
         CondVar,
         CondVarTimeoutResult,
         Mutex, //
@@ -32,9 +33,13 @@ use kernel::{
     time::msecs_to_jiffies,
 };
 
-use crate::uapi::{
-    self,
-    SemWaitPoint, //
+use crate::{
+    dma_fence::Fence,
+    sem_import::FenceImport,
+    uapi::{
+        self,
+        SemWaitPoint, //
+    },
 };
 
 /// Value slots in the page: the most semaphores one file can have.
@@ -49,10 +54,46 @@ struct Sem {
     error: u32,
     /// Its u64 in the value page.
     slot: usize,
+    /// The semaphore's dma_fence timeline.
+    fence_context: u64,
+    /// Exported fences waiting for their value, unordered.
+    pending: KVec<(u64, Fence)>,
+}
+
+impl Sem {
+    /// The error of a failed semaphore.
+    fn failure(&self) -> Option<Error> {
+        (self.error != 0).then(|| Error::from_errno(-(self.error as i32)))
+    }
+
+    /// Signals the pending fences the value has reached, or all of them
+    /// with the failure.
+    fn signal_fences(&mut self) {
+        let (value, failure) = (self.value, self.failure());
+        self.pending.retain(|(point, fence)| {
+            let done = failure.is_some() || *point <= value;
+            if done {
+                fence.signal(failure);
+            }
+            !done
+        });
+    }
+}
+
+impl Drop for Sem {
+    /// Destroyed, or its file closed: exported fences will never be
+    /// reached, and their waiters must not hang.
+    fn drop(&mut self) {
+        for (_, fence) in self.pending.iter() {
+            fence.signal(Some(ECANCELED));
+        }
+    }
 }
 
 struct Table {
     sems: RBTree<u32, Sem>,
+    /// The file is closing: nothing new starts.
+    closed: bool,
     /// Handles are never reused within a file.
     next_handle: u32,
     /// Bit `i` set: slot `i` is in use.
@@ -90,6 +131,8 @@ enum Check {
 }
 
 /// The semaphores of one file.
+///
+/// Lock order: `imports` and `table` are never held together.
 #[pin_data]
 pub(crate) struct Semaphores {
     #[pin]
@@ -97,6 +140,12 @@ pub(crate) struct Semaphores {
     /// Notified on every signal, failure and destruction.
     #[pin]
     changed: CondVar,
+    /// Imports whose fence has not been handled yet.
+    #[pin]
+    imports: Mutex<KVec<Arc<FenceImport>>>,
+    /// Notified when `imports` becomes empty.
+    #[pin]
+    imports_done: CondVar,
     /// Slot `i` holds the value of the semaphore in slot `i`.
     page: Page,
 }
@@ -104,10 +153,12 @@ pub(crate) struct Semaphores {
 impl Semaphores {
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
         let page = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
-        let table = Table { sems: RBTree::new(), next_handle: 1, slots: [0; SLOTS / 64] };
+        let table = Table { sems: RBTree::new(), closed: false, next_handle: 1, slots: [0; SLOTS / 64] };
         Ok(try_pin_init!(Self {
             table <- new_mutex!(table, "Semaphores::table"),
             changed <- new_condvar!("Semaphores::changed"),
+            imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
+            imports_done <- new_condvar!("Semaphores::imports_done"),
             page,
         }? Error))
     }
@@ -142,7 +193,8 @@ impl Semaphores {
         }
         let slot = table.take_slot()?;
         table.next_handle += 1;
-        table.sems.insert(node.into_node(handle, Sem { value: initial, error: 0, slot }));
+        let sem = Sem { value: initial, error: 0, slot, fence_context: Fence::new_context(), pending: KVec::new() };
+        table.sems.insert(node.into_node(handle, sem));
         self.publish(slot, initial);
         Ok((handle, slot))
     }
@@ -167,11 +219,22 @@ impl Semaphores {
         if value <= sem.value || value == uapi::SEM_FAILED_VALUE {
             return Err(EINVAL);
         }
-        sem.value = value;
-        let slot = sem.slot;
-        self.publish(slot, value);
-        self.changed.notify_all();
+        self.raise(sem, value);
         Ok(())
+    }
+
+    /// Sets a new, higher value: wakes waiters, signals reached fences.
+    fn raise(&self, sem: &mut Sem, value: u64) {
+        sem.value = value;
+        sem.signal_fences();
+        self.publish(sem.slot, value);
+        self.changed.notify_all();
+    }
+
+    /// Fails a semaphore that has not failed yet.
+    fn mark_failed(&self, sem: &mut Sem, error: u32) {
+        sem.error = error;
+        self.raise(sem, uapi::SEM_FAILED_VALUE);
     }
 
     /// SEM_QUERY: the value and the failure errno (0 if none).
@@ -189,13 +252,90 @@ impl Semaphores {
         let mut table = self.table.lock();
         let sem = table.get_mut(handle)?;
         if sem.error == 0 {
-            sem.error = error;
-            sem.value = uapi::SEM_FAILED_VALUE;
-            let slot = sem.slot;
-            self.publish(slot, uapi::SEM_FAILED_VALUE);
-            self.changed.notify_all();
+            self.mark_failed(sem, error);
         }
         Ok(())
+    }
+
+    /// SEM_IMPORT_SYNC_FILE: `handle` advances to `value` when `fence`
+    /// signals (or fails with its error).
+    pub(crate) fn import(self: &Arc<Self>, handle: u32, value: u64, fence: Fence) -> Result {
+        {
+            let table = self.table.lock();
+            let sem = table.get(handle)?;
+            if value == uapi::SEM_FAILED_VALUE {
+                return Err(EINVAL);
+            }
+            if let Some(e) = sem.failure() {
+                return Err(e);
+            }
+        }
+        FenceImport::start(self, handle, value, fence)
+    }
+
+    /// An import's fence signalled (`error` if it failed).
+    pub(crate) fn complete_import(&self, handle: u32, value: u64, error: Option<Error>) {
+        let mut table = self.table.lock();
+        if table.closed {
+            return;
+        }
+        // Destroyed meanwhile: nothing to advance.
+        let Ok(sem) = table.get_mut(handle) else { return };
+        if sem.error != 0 {
+            return;
+        }
+        match error {
+            Some(e) => self.mark_failed(sem, e.to_errno().unsigned_abs()),
+            None if value > sem.value => self.raise(sem, value),
+            // Already there: an import never lowers a value.
+            None => {}
+        }
+    }
+
+    pub(crate) fn track_import(&self, import: Arc<FenceImport>) -> Result {
+        self.imports.lock().push(import, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    pub(crate) fn untrack_import(&self, import: &Arc<FenceImport>) {
+        let mut imports = self.imports.lock();
+        imports.retain(|i| !Arc::ptr_eq(i, import));
+        if imports.is_empty() {
+            self.imports_done.notify_all();
+        }
+    }
+
+    /// The file is closing: stop imports (waiting for any already handed to
+    /// the workqueue, which must not outlive the module), then drop every
+    /// semaphore, which cancels their exported fences with ECANCELED.
+    pub(crate) fn close(&self) {
+        self.table.lock().closed = true;
+        let mut imports = self.imports.lock();
+        // Cancelled ones are dropped here; the rest untrack themselves.
+        imports.retain(|i| !FenceImport::cancel(i));
+        while !imports.is_empty() {
+            self.imports_done.wait(&mut imports);
+        }
+        drop(imports);
+        let sems = core::mem::take(&mut self.table.lock().sems);
+        drop(sems);
+    }
+
+    /// A fence that signals when the semaphore reaches `value` (at once if
+    /// it has), with its error if it fails, and ECANCELED if it is
+    /// destroyed or its file closes first.
+    pub(crate) fn fence(&self, handle: u32, value: u64) -> Result<Fence> {
+        let mut table = self.table.lock();
+        let sem = table.get_mut(handle)?;
+        let fence = Fence::new(sem.fence_context, value)?;
+        if let Some(e) = sem.failure() {
+            fence.signal(Some(e));
+        } else if sem.value >= value {
+            fence.signal(None);
+        } else {
+            sem.pending.push((value, fence.clone()), GFP_KERNEL)?;
+        }
+        Ok(fence)
     }
 
     /// One look at a wait's points.

@@ -161,6 +161,26 @@ struct radiance_sem_wait {
 	__u32 pad;		/* in: zero */
 };
 
+/* A sync_file that signals when the semaphore reaches value; with its error
+ * if it fails; with ECANCELED if it is destroyed or its file closed first. */
+struct radiance_sem_export_sync_file {
+	__u32 handle;		/* in */
+	__u32 flags;		/* in: RADIANCE_EXPORT_* */
+	__u64 value;		/* in */
+	__s32 fd;		/* out */
+	__u32 pad;		/* in: zero */
+};
+
+/* The semaphore advances to value when the sync_file's fence signals (never
+ * lowering it), or fails with the fence's error. */
+struct radiance_sem_import_sync_file {
+	__u32 handle;		/* in */
+	__s32 fd;		/* in: a sync_file */
+	__u64 value;		/* in */
+	__u32 flags;		/* in: zero */
+	__u32 pad;		/* in: zero */
+};
+
 #define RADIANCE_IOCTL_GET_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x00, struct radiance_get_info)
 #define RADIANCE_IOCTL_BO_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x01, struct radiance_bo_create)
 #define RADIANCE_IOCTL_BO_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x02, struct radiance_bo_destroy)
@@ -173,5 +193,9 @@ struct radiance_sem_wait {
 #define RADIANCE_IOCTL_SEM_QUERY _IOWR(RADIANCE_IOCTL_TYPE, 0x13, struct radiance_sem_query)
 #define RADIANCE_IOCTL_SEM_FAIL _IOWR(RADIANCE_IOCTL_TYPE, 0x14, struct radiance_sem_fail)
 #define RADIANCE_IOCTL_SEM_WAIT _IOWR(RADIANCE_IOCTL_TYPE, 0x15, struct radiance_sem_wait)
+#define RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE \
+	_IOWR(RADIANCE_IOCTL_TYPE, 0x16, struct radiance_sem_export_sync_file)
+#define RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE \
+	_IOWR(RADIANCE_IOCTL_TYPE, 0x17, struct radiance_sem_import_sync_file)
 
 #endif /* _RADIANCE_UAPI_H */

@@ -389,6 +389,45 @@ pub struct SemWait {
     pub pad: u32,
 }
 
+/// `RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE`: a sync_file whose fence signals
+/// when the semaphore reaches `value` (at once if it has), signals with the
+/// semaphore's error if it fails, and with ECANCELED if the semaphore is
+/// destroyed or its file closed first. This is how a semaphore point crosses
+/// to other processes, devices and drivers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemExportSyncFile {
+    /// In.
+    pub handle: u32,
+    /// In: [`export_flags`].
+    pub flags: u32,
+    /// In: the point.
+    pub value: u64,
+    /// Out: the sync_file descriptor.
+    pub fd: i32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
+/// `RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE`: the semaphore advances to `value`
+/// when the sync_file's fence signals (never lowering it), or fails with the
+/// fence's error. Already signalled fences apply at once.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemImportSyncFile {
+    /// In.
+    pub handle: u32,
+    /// In: a sync_file descriptor; the semaphore holds its own reference to
+    /// the fence.
+    pub fd: i32,
+    /// In: the point to reach.
+    pub value: u64,
+    /// In: must be zero.
+    pub flags: u32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
 /// Ioctl numbers within [`IOCTL_TYPE`].
 pub mod nr {
     /// [`super::GetInfo`].
@@ -415,6 +454,10 @@ pub mod nr {
     pub const SEM_FAIL: u8 = 0x14;
     /// [`super::SemWait`].
     pub const SEM_WAIT: u8 = 0x15;
+    /// [`super::SemExportSyncFile`].
+    pub const SEM_EXPORT_SYNC_FILE: u8 = 0x16;
+    /// [`super::SemImportSyncFile`].
+    pub const SEM_IMPORT_SYNC_FILE: u8 = 0x17;
 }
 
 /// `RADIANCE_IOCTL_GET_INFO`.
@@ -441,6 +484,10 @@ pub const IOCTL_SEM_QUERY: u32 = iowr::<SemQuery>(nr::SEM_QUERY);
 pub const IOCTL_SEM_FAIL: u32 = iowr::<SemFail>(nr::SEM_FAIL);
 /// `RADIANCE_IOCTL_SEM_WAIT`.
 pub const IOCTL_SEM_WAIT: u32 = iowr::<SemWait>(nr::SEM_WAIT);
+/// `RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE`.
+pub const IOCTL_SEM_EXPORT_SYNC_FILE: u32 = iowr::<SemExportSyncFile>(nr::SEM_EXPORT_SYNC_FILE);
+/// `RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE`.
+pub const IOCTL_SEM_IMPORT_SYNC_FILE: u32 = iowr::<SemImportSyncFile>(nr::SEM_IMPORT_SYNC_FILE);
 
 /// Smallest argument size ever released for each ioctl: the kernel accepts
 /// sizes from this up to the current struct size.
@@ -469,6 +516,10 @@ pub mod min_size {
     pub const SEM_FAIL: usize = 8;
     /// [`super::SemWait`] as released in ABI 1.2.
     pub const SEM_WAIT: usize = 32;
+    /// [`super::SemExportSyncFile`] as released in ABI 1.2.
+    pub const SEM_EXPORT_SYNC_FILE: usize = 24;
+    /// [`super::SemImportSyncFile`] as released in ABI 1.2.
+    pub const SEM_IMPORT_SYNC_FILE: usize = 24;
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
@@ -485,4 +536,6 @@ const _: () = assert!(core::mem::size_of::<SemQuery>() == 24);
 const _: () = assert!(core::mem::size_of::<SemFail>() == 8);
 const _: () = assert!(core::mem::size_of::<SemWaitPoint>() == 16);
 const _: () = assert!(core::mem::size_of::<SemWait>() == 32);
+const _: () = assert!(core::mem::size_of::<SemExportSyncFile>() == 24);
+const _: () = assert!(core::mem::size_of::<SemImportSyncFile>() == 24);
 const _: () = assert!(min_size::GET_INFO <= core::mem::size_of::<GetInfo>());

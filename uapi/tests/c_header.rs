@@ -65,7 +65,11 @@ fn facts() -> Vec<Fact> {
     abi_struct!(f, uapi::SemFail, "radiance_sem_fail", [handle, error]);
     abi_struct!(f, uapi::SemWaitPoint, "radiance_sem_wait_point", [handle, pad, value]);
     abi_struct!(f, uapi::SemWait, "radiance_sem_wait", [points, count, flags, deadline_ns, index, pad]);
+    abi_struct!(f, uapi::SemExportSyncFile, "radiance_sem_export_sync_file", [handle, flags, value, fd, pad]);
+    abi_struct!(f, uapi::SemImportSyncFile, "radiance_sem_import_sync_file", [handle, fd, value, flags, pad]);
     let consts: &[(&str, u64)] = &[
+        ("RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE", uapi::IOCTL_SEM_IMPORT_SYNC_FILE as u64),
+        ("RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE", uapi::IOCTL_SEM_EXPORT_SYNC_FILE as u64),
         ("RADIANCE_IOCTL_SEM_CREATE", uapi::IOCTL_SEM_CREATE as u64),
         ("RADIANCE_IOCTL_SEM_DESTROY", uapi::IOCTL_SEM_DESTROY as u64),
         ("RADIANCE_IOCTL_SEM_SIGNAL", uapi::IOCTL_SEM_SIGNAL as u64),
