@@ -164,6 +164,9 @@ struct InFlight {
     staged: Vec<Pinned>,
     /// SPIN launches it queued.
     spinning: usize,
+    /// Whether queued device work addresses its memory (buffers, staging,
+    /// semaphores).
+    holds_memory: bool,
 }
 
 struct QueueState {
@@ -206,14 +209,18 @@ impl QueueShared {
         }
         let seq = state.next;
         state.next += 1;
-        let mut work = InFlight { seq, submission, buffers: Vec::new(), staged: Vec::new(), spinning: 0 };
+        let mut work = InFlight { seq, submission, buffers: Vec::new(), staged: Vec::new(), spinning: 0, holds_memory: false };
         let failed = self.queue_work(&mut work).err().is_some_and(|e| {
             let failed = fail_signals(&work.submission.signals, &e);
             state.fault = Some(e);
             failed
         });
-        // Kept even after a failure: the device may hold part of it.
-        state.in_flight.push_back(work);
+        // Kept even after a failure: the device may hold part of it. What the
+        // device does not address (an empty launch, say) goes at once, while
+        // its memory is still in the cache.
+        if work.holds_memory || work.spinning > 0 {
+            state.in_flight.push_back(work);
+        }
         failed
     }
 
@@ -236,6 +243,7 @@ impl QueueShared {
         for (semaphore, value) in waits {
             let s = cuda_semaphore(semaphore)?;
             if s.value() < *value {
+                work.holds_memory = true;
                 unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WAIT_VALUE_64, s.wait_address(), *value, CU_STREAM_WAIT_VALUE_GEQ))? };
             }
         }
@@ -244,6 +252,7 @@ impl QueueShared {
             batch.flush()?;
         }
         for command in commands.iter() {
+            work.holds_memory |= !matches!(command.0, Op::Dispatch(_) | Op::Barrier);
             match &command.0 {
                 Op::Fill { target, offset, length, pattern } => {
                     let count = (length / pattern.size()) as usize;
@@ -268,6 +277,7 @@ impl QueueShared {
                         spin_started();
                         work.spinning += 1;
                     }
+                    work.holds_memory |= !prepared.buffers.is_empty();
                     work.buffers.append(&mut prepared.buffers);
                 }
                 // One stream runs its work in order: every command is behind
@@ -275,6 +285,7 @@ impl QueueShared {
                 Op::Barrier | Op::Copy { .. } | Op::Update { .. } => {}
             }
         }
+        work.holds_memory |= !signals.is_empty();
         for (semaphore, value) in signals {
             for address in cuda_semaphore(semaphore)?.signal_addresses() {
                 unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, address, *value, CU_STREAM_WRITE_VALUE_DEFAULT))? };
