@@ -9,8 +9,14 @@
 //! mapped); fill, copy, update → cuMemsetD*Async, cuMemcpyAsync (update from
 //! pinned staging); dispatch of the built-ins → hand-written PTX kernels and
 //! cuLaunchKernel; timeline semaphore → a u64 in mapped pinned memory that
-//! streams wait for and write with stream memory operations. See `queue.rs`
-//! for how waits and failures are scheduled.
+//! the host reads and streams write with stream memory operations
+//! (cuStreamBatchMemOp), and a device-memory mirror of it that streams wait
+//! on. Memory is addressed by HAL users through 32-bit device addresses
+//! (`memory.rs`), as on Radiance. See `queue.rs` for how waits and failures
+//! are scheduled, and `semaphore.rs` for host waits.
+//!
+//! DMA-buf: device memory exports (cuMemGetHandleForAddressRange) where the
+//! driver supports it; pinned host memory does not, and nothing imports.
 //!
 //! Layers: `sys` (the raw symbol table) → `result` (calls returning
 //! `Result`) → the safe types of the other files; raw handles stay inside
