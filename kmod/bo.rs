@@ -30,7 +30,7 @@ enum Memory {
     Vram(Option<VramRange>),
     Host(HostMem),
     /// Someone else's dma-buf, mapped for the device as long as it is held.
-    Imported { _import: Import },
+    Imported { import: Import },
 }
 
 /// A buffer object. Its memory goes when the last reference goes: the
@@ -65,7 +65,7 @@ impl Bo {
     /// A HOST BO over an imported dma-buf; never mappable through us.
     pub(crate) fn new_imported(device: Arc<Device>, import: Import) -> Result<Arc<Self>> {
         let size = import.size();
-        Ok(Arc::new(Self { device, memory: Memory::Imported { _import: import }, size, flags: 0 }, GFP_KERNEL)?)
+        Ok(Arc::new(Self { device, memory: Memory::Imported { import }, size, flags: 0 }, GFP_KERNEL)?)
     }
 
     /// Bytes, as rounded at creation.
@@ -112,6 +112,28 @@ impl Bo {
             }
             Memory::Host(host) => host.pages().get(first..end).ok_or(EINVAL)?.iter().try_for_each(each),
             Memory::Vram(None) | Memory::Imported { .. } => Err(EINVAL),
+        }
+    }
+
+    /// For a host BO, calls `each(dma_address, length)` for the pieces of
+    /// `[offset, offset + size)` in the device's view, in order; EINVAL for
+    /// VRAM.
+    pub(crate) fn host_pieces(&self, offset: u64, size: u64, each: &mut dyn FnMut(u64, u64) -> Result) -> Result {
+        let mut visit = |segments: &mut dyn Iterator<Item = (u64, u64)>| {
+            let (end, mut seg_start) = (offset + size, 0u64);
+            for (dma, len) in segments {
+                let (from, to) = (offset.max(seg_start), end.min(seg_start + len));
+                if from < to {
+                    each(dma + (from - seg_start), to - from)?;
+                }
+                seg_start += len;
+            }
+            Ok(())
+        };
+        match &self.memory {
+            Memory::Host(host) => visit(&mut host.segments()),
+            Memory::Imported { import } => visit(&mut import.segments()),
+            Memory::Vram(_) => Err(EINVAL),
         }
     }
 

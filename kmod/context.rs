@@ -42,6 +42,8 @@ use crate::{
         Import, //
     },
     ioctl,
+    queue::Queue,
+    scheduler::Scheduler,
     semaphore::Semaphores,
     sync_file,
     uapi, //
@@ -54,16 +56,49 @@ struct BoEntry {
     pgoff: u64,
 }
 
+/// What an mmap offset of the file maps.
+#[derive(Clone, Copy)]
+enum MapTarget {
+    /// A mappable BO, by handle.
+    Bo(u32),
+    /// A queue's ring, by queue id.
+    Ring(u32),
+    /// A queue's control block, by queue id.
+    Control(u32),
+}
+
+/// A queue as its file sees it.
+struct QueueEntry {
+    queue: Arc<Queue>,
+    ring_pgoff: u64,
+    control_pgoff: u64,
+}
+
 /// Everything a file has created.
 struct Objects {
     /// Handle -> BO.
     bos: RBTree<u32, BoEntry>,
-    /// Mmap page offset -> handle, for mappable BOs.
-    mmap: RBTree<u64, u32>,
-    /// Handles are never reused within a file, so a stale handle cannot name
-    /// a newer BO.
+    /// Queue id -> queue.
+    queues: RBTree<u32, QueueEntry>,
+    /// Mmap page offset -> what it maps.
+    mmap: RBTree<u64, MapTarget>,
+    /// Handles and ids are never reused within a file, so a stale one
+    /// cannot name a newer object.
     next_handle: u32,
+    next_queue_id: u32,
     next_pgoff: u64,
+}
+
+impl Objects {
+    /// Reserves `pages` of mmap offset space; ENOSPC when exhausted.
+    fn take_pgoff(&mut self, pages: u64) -> Result<u64> {
+        let pgoff = self.next_pgoff;
+        if pgoff + pages > MAX_PGOFF {
+            return Err(ENOSPC);
+        }
+        self.next_pgoff += pages;
+        Ok(pgoff)
+    }
 }
 
 /// Largest mmap page offset: byte offsets must fit in `off_t`.
@@ -122,21 +157,20 @@ impl Context {
 
         let mut objects = self.objects.lock();
         let handle = objects.next_handle;
-        let pgoff = if bo.mappable() { objects.next_pgoff } else { 0 };
-        if handle == u32::MAX || pgoff + pages > MAX_PGOFF {
+        if handle == u32::MAX {
             return Err(ENOSPC);
         }
+        let pgoff = if bo.mappable() { objects.take_pgoff(pages)? } else { 0 };
         objects.next_handle += 1;
         if pgoff != 0 {
-            objects.next_pgoff += pages;
-            objects.mmap.insert(mmap_node.into_node(pgoff, handle));
+            objects.mmap.insert(mmap_node.into_node(pgoff, MapTarget::Bo(handle)));
         }
         objects.bos.insert(node.into_node(handle, BoEntry { bo, pgoff }));
         Ok((handle, pgoff))
     }
 
     /// The BO behind a handle of this file.
-    fn bo(&self, handle: u32) -> Result<Arc<Bo>> {
+    pub(crate) fn bo(&self, handle: u32) -> Result<Arc<Bo>> {
         Ok(self.objects.lock().bos.get(&handle).ok_or(ENOENT)?.bo.clone())
     }
 
@@ -280,12 +314,116 @@ impl Context {
         self.sems.import(args.handle, args.value, fence)
     }
 
-    /// The BO whose mmap offset is `pgoff`.
-    fn bo_at(&self, pgoff: u64) -> Result<Arc<Bo>> {
-        let objects = self.objects.lock();
-        let handle = objects.mmap.get(&pgoff).ok_or(EINVAL)?;
-        let entry = objects.bos.get(handle).ok_or(EINVAL)?;
-        Ok(entry.bo.clone())
+    /// QUEUE_CREATE.
+    pub(crate) fn queue_create(self: &Arc<Self>, args: &mut uapi::QueueCreate) -> Result {
+        let n = args.ring_packets;
+        if !n.is_power_of_two() || !(uapi::QUEUE_MIN_PACKETS..=uapi::QUEUE_MAX_PACKETS).contains(&n) {
+            return Err(EINVAL);
+        }
+        if args.priority != 0 || args.flags != 0 {
+            return Err(EINVAL);
+        }
+        let ring_pages = (n as usize * uapi::PACKET_SIZE).div_ceil(PAGE_SIZE) as u64;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let ring_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let control_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let queue = {
+            let mut objects = self.objects.lock();
+            let id = objects.next_queue_id;
+            let queue = Queue::new(self.clone(), id, n)?;
+            let ring_pgoff = objects.take_pgoff(ring_pages)?;
+            let control_pgoff = objects.take_pgoff(1)?;
+            objects.next_queue_id += 1;
+            objects.mmap.insert(ring_node.into_node(ring_pgoff, MapTarget::Ring(id)));
+            objects.mmap.insert(control_node.into_node(control_pgoff, MapTarget::Control(id)));
+            objects.queues.insert(node.into_node(id, QueueEntry { queue: queue.clone(), ring_pgoff, control_pgoff }));
+            args.queue_id = id;
+            args.ring_offset = ring_pgoff * PAGE_SIZE as u64;
+            args.control_offset = control_pgoff * PAGE_SIZE as u64;
+            queue
+        };
+        let id = queue.id;
+        Scheduler::add(self.device.scheduler(), queue).inspect_err(|_| {
+            let _ = self.remove_queue(id);
+        })
+    }
+
+    /// Takes a queue out of the file and the scheduler.
+    fn remove_queue(&self, id: u32) -> Result {
+        let entry = {
+            let mut objects = self.objects.lock();
+            let entry = objects.queues.remove(&id).ok_or(ENOENT)?;
+            objects.mmap.remove(&entry.ring_pgoff);
+            objects.mmap.remove(&entry.control_pgoff);
+            entry
+        };
+        self.device.scheduler().remove(&entry.queue);
+        Ok(())
+    }
+
+    /// QUEUE_DESTROY.
+    pub(crate) fn queue_destroy(&self, args: &mut uapi::QueueDestroy) -> Result {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        self.remove_queue(args.queue_id)
+    }
+
+    fn queue(&self, id: u32) -> Result<Arc<Queue>> {
+        Ok(self.objects.lock().queues.get(&id).ok_or(ENOENT)?.queue.clone())
+    }
+
+    /// QUEUE_KICK: the doorbell.
+    pub(crate) fn queue_kick(&self, args: &mut uapi::QueueDestroy) -> Result {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        self.queue(args.queue_id)?;
+        Scheduler::kick(self.device.scheduler());
+        Ok(())
+    }
+
+    /// QUEUE_QUERY.
+    pub(crate) fn queue_query(&self, args: &mut uapi::QueueQuery) -> Result {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let s = self.queue(args.queue_id)?.state();
+        args.read_index = s.completed;
+        args.submit_index = s.submitted;
+        args.status = if s.faulted { uapi::queue_status::FAULTED } else { uapi::queue_status::ACTIVE };
+        args.error = s.error;
+        args.fault_index = s.fault_index;
+        args.err_code = s.err_code;
+        args.err_pc = s.err_pc;
+        args.err_thread = s.err_thread;
+        args.pad1 = 0;
+        Ok(())
+    }
+
+    /// The file is closing: its queues stop first (their commands in flight
+    /// finish), then its semaphores cancel their waiters. Memory goes with
+    /// the last reference, after in-flight commands.
+    fn shutdown(&self) {
+        let ids: KVec<u32> = {
+            let objects = self.objects.lock();
+            let mut ids = KVec::new();
+            for id in objects.queues.keys() {
+                // Out of memory here only leaves the queue to the drop below.
+                let _ = ids.push(*id, GFP_KERNEL);
+            }
+            ids
+        };
+        for id in ids {
+            let _ = self.remove_queue(id);
+        }
+        self.device.count_sems(-(self.sems.count() as i64));
+        self.sems.close();
+    }
+
+    /// What mmap offset `pgoff` maps.
+    fn map_target(&self, pgoff: u64) -> Result<MapTarget> {
+        self.objects.lock().mmap.get(&pgoff).copied().ok_or(EINVAL)
     }
 }
 
@@ -298,8 +436,14 @@ impl MiscDevice for Context {
         // field (its invariant), kept alive by `misc_open()` during open.
         let device = unsafe { DeviceNode::device_of(misc) };
         device.open_file()?;
-        let objects =
-            Objects { bos: RBTree::new(), mmap: RBTree::new(), next_handle: 1, next_pgoff: SEM_PAGE_PGOFF + 1 };
+        let objects = Objects {
+            bos: RBTree::new(),
+            queues: RBTree::new(),
+            mmap: RBTree::new(),
+            next_handle: 1,
+            next_queue_id: 1,
+            next_pgoff: SEM_PAGE_PGOFF + 1,
+        };
         // Counted before anything can fail: dropping a half-made context
         // closes the file again.
         let sems = Arc::pin_init(Semaphores::new()?, GFP_KERNEL)?;
@@ -314,7 +458,7 @@ impl MiscDevice for Context {
     }
 
     fn ioctl(ctx: ArcBorrow<'_, Self>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        ioctl::dispatch(&ctx, cmd, arg)
+        ioctl::dispatch(&ctx.into(), cmd, arg)
     }
 
     fn mmap(ctx: ArcBorrow<'_, Self>, _file: &File, vma: &VmaNew) -> Result {
@@ -334,15 +478,38 @@ impl MiscDevice for Context {
             vma.try_clear_maywrite()?;
             return vma.set_mixedmap().vm_insert_page(vma.start(), ctx.sems.page());
         }
-        ctx.bo_at(pgoff)?.map(vma.set_mixedmap(), 0)
+        match ctx.map_target(pgoff)? {
+            MapTarget::Bo(handle) => ctx.bo(handle).map_err(|_| EINVAL)?.map(vma.set_mixedmap(), 0),
+            MapTarget::Ring(id) => map_pages(vma, ctx.queue(id).map_err(|_| EINVAL)?.ring_pages()),
+            MapTarget::Control(id) => {
+                let queue = ctx.queue(id).map_err(|_| EINVAL)?;
+                map_pages(vma, core::slice::from_ref(queue.control_page()))
+            }
+        }
     }
+
+    fn release(ctx: Arc<Self>, _file: &File) {
+        // Queues hold their file: break that cycle before the last
+        // reference from the file table goes.
+        ctx.shutdown();
+    }
+}
+
+/// Maps all of `pages` (exactly) into `vma`.
+fn map_pages(vma: &VmaNew, pages: &[kernel::page::Page]) -> Result {
+    if vma.end() - vma.start() != pages.len() * PAGE_SIZE {
+        return Err(EINVAL);
+    }
+    let map = vma.set_mixedmap();
+    for (i, page) in pages.iter().enumerate() {
+        map.vm_insert_page(vma.start() + i * PAGE_SIZE, page)?;
+    }
+    Ok(())
 }
 
 #[pinned_drop]
 impl PinnedDrop for Context {
     fn drop(self: Pin<&mut Self>) {
-        self.device.count_sems(-(self.sems.count() as i64));
-        self.sems.close();
         self.device.close_file();
     }
 }

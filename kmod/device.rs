@@ -22,12 +22,13 @@ use kernel::{
 use crate::{
     context::Context,
     hw::Gluon,
+    scheduler::Scheduler,
     uapi,
     vram::Vram, //
 };
 
 /// Most user-mode queues one device schedules at once.
-const MAX_QUEUES: u32 = 64;
+pub(crate) const MAX_QUEUES: u32 = 64;
 /// Bytes per user queue packet.
 const PACKET_SIZE: u32 = 64;
 
@@ -48,6 +49,7 @@ const NODE_NAMES: [&CStr; uapi::MAX_DEVICES as usize] = [
 pub(crate) struct Device {
     index: u32,
     hw: Arc<dyn Gluon>,
+    scheduler: Arc<Scheduler>,
     #[pin]
     vram: Vram,
     /// Exclusive mode: at most one open file (the hardware cannot keep one
@@ -71,6 +73,10 @@ impl Device {
 
     pub(crate) fn vram(&self) -> &Vram {
         &self.vram
+    }
+
+    pub(crate) fn scheduler(&self) -> &Arc<Scheduler> {
+        &self.scheduler
     }
 
     /// Counts a new open file; EBUSY if exclusive and already open.
@@ -137,6 +143,9 @@ impl Device {
         writeln!(f, "host_pinned {}", *self.pinned.lock())?;
         writeln!(f, "host_pinned_limit {}", self.pinned_limit)?;
         writeln!(f, "semaphores {}", *self.sems.lock())?;
+        let (queues, in_flight) = self.scheduler.counts();
+        writeln!(f, "queues {queues}")?;
+        writeln!(f, "commands_in_flight {in_flight}")?;
         writeln!(f, "open_files {}", *self.open_files.lock())
     }
 }
@@ -148,7 +157,7 @@ impl Device {
 ///
 /// `misc` is only ever registered as a field of a `DeviceNode` (see
 /// [`Context`]'s `open`, which relies on it).
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct DeviceNode {
     // Fields drop in declaration order: the node disappears (no new opens)
     // before the node's reference to the device goes.
@@ -172,10 +181,12 @@ impl DeviceNode {
     ) -> Result<Pin<KBox<Self>>> {
         let name = *NODE_NAMES.get(index as usize).ok_or(EINVAL)?;
         let vram = Vram::new(hw.desc().vram_size)?;
+        let scheduler = Scheduler::new(hw.clone())?;
         let device = Arc::pin_init(
             try_pin_init!(Device {
                 index,
                 hw,
+                scheduler,
                 vram <- vram,
                 exclusive,
                 open_files <- new_mutex!(0, "Device::open_files"),
@@ -203,6 +214,8 @@ impl DeviceNode {
 
     /// The device behind a node registration, for `open`.
     ///
+    /// (See `PinnedDrop` below for teardown.)
+    ///
     /// # Safety
     ///
     /// `misc` must be the `misc` field of a live `DeviceNode`.
@@ -212,5 +225,15 @@ impl DeviceNode {
         // SAFETY: the caller guarantees `misc` is a live `DeviceNode`'s field.
         let node = unsafe { &*kernel::container_of!(misc, DeviceNode, misc) };
         node.device.clone()
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for DeviceNode {
+    /// Module unload: no file is open any more (each holds a module
+    /// reference), so no queue is left; stop the scheduler's interrupt and
+    /// wait out a pass that may still run.
+    fn drop(self: Pin<&mut Self>) {
+        self.device.scheduler.shutdown();
     }
 }

@@ -299,6 +299,12 @@ impl Import {
     pub(crate) fn size(&self) -> u64 {
         self.size
     }
+
+    /// Our device's view: `(DMA address, length)` segments, in order.
+    pub(crate) fn segments(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        // SAFETY: mapped for as long as `self` lives (type invariant).
+        unsafe { crate::sg_table::segments_of(self.sgt) }
+    }
 }
 
 impl Drop for Import {

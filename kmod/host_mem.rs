@@ -22,9 +22,8 @@ use crate::{
 
 /// Pinned, DMA-mapped host pages.
 pub(crate) struct HostMem {
-    // Fields drop in order: the DMA mapping goes before the pages. Held for
-    // the device's view of the pages (queue copies walk its segments).
-    _dma: KBox<DmaSgTable>,
+    // Fields drop in order: the DMA mapping goes before the pages.
+    dma: KBox<DmaSgTable>,
     pages: KVec<Page>,
     device: Arc<Device>,
 }
@@ -55,7 +54,12 @@ impl HostMem {
             )?
         };
         unpin.dismiss();
-        Ok(Self { _dma: dma, pages, device })
+        Ok(Self { dma, pages, device })
+    }
+
+    /// The device's view: `(DMA address, length)` segments, in order.
+    pub(crate) fn segments(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.dma.segments()
     }
 
     /// The pages, in order.

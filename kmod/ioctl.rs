@@ -11,6 +11,7 @@
 
 use kernel::{
     prelude::*,
+    sync::Arc,
     transmute::{
         AsBytes,
         FromBytes, //
@@ -67,6 +68,10 @@ ioctl_args! {
     uapi::SemWait => uapi::min_size::SEM_WAIT, copy_back_on_error: true;
     uapi::SemExportSyncFile => uapi::min_size::SEM_EXPORT_SYNC_FILE;
     uapi::SemImportSyncFile => uapi::min_size::SEM_IMPORT_SYNC_FILE;
+    uapi::QueueCreate => uapi::min_size::QUEUE_CREATE;
+    // Also QUEUE_KICK's argument.
+    uapi::QueueDestroy => uapi::min_size::QUEUE_DESTROY;
+    uapi::QueueQuery => uapi::min_size::QUEUE_QUERY;
 }
 
 // SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
@@ -74,7 +79,7 @@ ioctl_args! {
 unsafe impl FromBytes for uapi::SemWaitPoint {}
 
 /// Routes an ioctl on a device file.
-pub(crate) fn dispatch(ctx: &Context, cmd: u32, arg: usize) -> Result<isize> {
+pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize> {
     let cmd = IoctlCmd::decode(cmd);
     if cmd.ty != uapi::IOCTL_TYPE {
         return Err(ENOTTY);
@@ -94,6 +99,10 @@ pub(crate) fn dispatch(ctx: &Context, cmd: u32, arg: usize) -> Result<isize> {
         uapi::nr::SEM_WAIT => call(cmd, arg, |a| ctx.sem_wait(a)),
         uapi::nr::SEM_EXPORT_SYNC_FILE => call(cmd, arg, |a| ctx.sem_export_sync_file(a)),
         uapi::nr::SEM_IMPORT_SYNC_FILE => call(cmd, arg, |a| ctx.sem_import_sync_file(a)),
+        uapi::nr::QUEUE_CREATE => call(cmd, arg, |a| ctx.queue_create(a)),
+        uapi::nr::QUEUE_DESTROY => call(cmd, arg, |a| ctx.queue_destroy(a)),
+        uapi::nr::QUEUE_QUERY => call(cmd, arg, |a| ctx.queue_query(a)),
+        uapi::nr::QUEUE_KICK => call(cmd, arg, |a| ctx.queue_kick(a)),
         _ => Err(ENOTTY),
     }
 }

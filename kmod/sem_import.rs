@@ -70,9 +70,9 @@ impl FenceImport {
         )?;
         sems.track_import(import.clone())?;
         let leaked = Arc::into_raw(import.clone());
-        // SAFETY: the fence is live; `cb` lives as long as the import, which
-        // the leaked reference keeps until the callback or `cancel` takes it
-        // back.
+        // `cb` lives as long as the import, which the leaked reference keeps
+        // until the callback or `cancel` takes it back.
+        // SAFETY: the fence is live, and `cb` as above.
         let armed = to_result(unsafe {
             bindings::dma_fence_add_callback(import.fence.as_raw(), import.cb.get(), Some(fence_signalled))
         });

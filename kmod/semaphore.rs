@@ -24,7 +24,6 @@ use kernel::{
         RBTreeNodeReservation, //
     },
     sync::{
-        atomic::Atomic,
         Arc,
         CondVar,
         CondVarTimeoutResult,
@@ -168,16 +167,13 @@ impl Semaphores {
         &self.page
     }
 
-    /// Writes a semaphore's value where userspace reads it.
+    /// Writes a semaphore's value where userspace reads it (atomically, so
+    /// a reader never sees a torn value).
     fn publish(&self, slot: usize, value: u64) {
-        // A slot is 8-aligned and inside the page; userspace reads it with
-        // an atomic load, so it never sees a torn value.
-        // SAFETY: the page is ours and stays mapped until `kunmap_local`.
-        unsafe {
-            let base = bindings::kmap_local_page(self.page.as_ptr()).cast::<u64>();
-            Atomic::from_ptr(base.add(slot)).store(value, kernel::sync::atomic::Release);
-            bindings::kunmap_local(base.cast());
-        }
+        // A slot is always an aligned word of the page.
+        let _ = crate::raw::page_atomic::<u64, _>(&self.page, slot * size_of::<u64>(), |v| {
+            v.store(value, kernel::sync::atomic::Release)
+        });
     }
 
     /// SEM_CREATE: a new semaphore; its handle and its slot in the page.

@@ -85,6 +85,12 @@ impl DmaSgTable {
         Ok(KBox::new(Self { sgt, dev: dev.into(), dir }, GFP_KERNEL)?)
     }
 
+    /// The `(DMA address, length)` of each mapped segment, in order.
+    pub(crate) fn segments(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        // SAFETY: the table is mapped as long as `self` lives.
+        unsafe { segments_of(self.sgt.get()) }
+    }
+
     /// Hands the table to C (a dma-buf importer); get it back with
     /// [`DmaSgTable::from_raw`].
     pub(crate) fn into_raw(this: KBox<Self>) -> *mut bindings::sg_table {
@@ -101,6 +107,17 @@ impl DmaSgTable {
         // promises the pointer came from `into_raw` of a `KBox<Self>`.
         unsafe { KBox::from_raw(sgt.cast()) }
     }
+}
+
+/// The `(DMA address, length)` of each mapped segment of a raw table.
+///
+/// # Safety
+///
+/// `sgt` is a DMA-mapped table that stays mapped for `'a`.
+pub(crate) unsafe fn segments_of<'a>(sgt: *mut bindings::sg_table) -> impl Iterator<Item = (u64, u64)> + 'a {
+    // SAFETY: the caller's promise.
+    let table = unsafe { kernel::scatterlist::SGTable::from_raw(sgt) };
+    table.iter().map(|e| (e.dma_address(), e.dma_len()))
 }
 
 impl Drop for DmaSgTable {

@@ -7,6 +7,19 @@
 //! Its VRAM is an array of pages allocated on first use: a page nobody has
 //! touched reads as zeros and costs nothing, and scrubbing a whole page just
 //! frees it.
+//!
+//! Commands go through a bounded FIFO to a worker that executes them one at
+//! a time (so in order, which the in-order completion rule allows), posts a
+//! response for each and raises the interrupt. Host memory is reached the
+//! way the device reaches it, by DMA address: the emulated device has no
+//! IOMMU (dma-direct), so a DMA address is a physical address, which the
+//! worker maps with `memremap`.
+//!
+//! The emulator cannot run Radiance machine code: a launch whose entry PC is
+//! a built-in (`uapi::builtin`) runs that kernel over the grid, reading its
+//! params from the launch block as the hardware would; any other PC is
+//! answered with a bad-PC error. `SPIN` is answered the same way for now:
+//! it needs the launch timeout and device reset, which do not exist yet.
 
 use kernel::{
     bindings,
@@ -27,11 +40,25 @@ use kernel::{
         Arc,
         Mutex, //
     },
+    workqueue::{
+        self,
+        impl_has_work,
+        new_work,
+        Work,
+        WorkItem, //
+    },
 };
 
 use super::{
+    command::{
+        err,
+        Command,
+        CopyDir,
+        Response, //
+    },
     Gluon,
-    HwDesc, //
+    HwDesc,
+    Interrupt, //
 };
 use crate::uapi;
 
@@ -40,14 +67,46 @@ const CORES: u32 = 4;
 const WARPS_PER_CORE: u32 = 8;
 const THREADS_PER_WARP: u32 = 16;
 
-/// A software Gluon.
+/// Command FIFO depth, as a board's would be.
+const FIFO_DEPTH: usize = 64;
+
+/// Largest launch block the emulator DMAs in.
+const MAX_LAUNCH_BLOCK: u32 = 64 * 1024;
+
+/// The FIFOs between the driver and the command processor.
+struct Fifos {
+    commands: KVec<[u8; 16]>,
+    responses: KVec<[u8; 16]>,
+    /// Read positions; the vectors are cleared when fully read.
+    command_head: usize,
+    response_head: usize,
+}
+
+/// The command processor and its memory.
 #[pin_data]
-pub(crate) struct Emu {
-    desc: HwDesc,
+struct Engine {
+    vram_size: u64,
     /// VRAM page `i` holds bytes `[i * PAGE_SIZE, (i + 1) * PAGE_SIZE)`;
     /// `None` reads as zeros.
     #[pin]
     vram: Mutex<KVVec<Option<Page>>>,
+    #[pin]
+    fifos: Mutex<Fifos>,
+    /// Lock order: `fifos` before `irq`.
+    #[pin]
+    irq: Mutex<Option<Arc<dyn Interrupt>>>,
+    #[pin]
+    work: Work<Engine>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Engine { self.work }
+}
+
+/// A software Gluon.
+pub(crate) struct Emu {
+    desc: HwDesc,
+    engine: Arc<Engine>,
     /// Gives the emulated device its `struct device`; removed on drop.
     faux: faux::Registration,
 }
@@ -67,6 +126,22 @@ impl Emu {
         for _ in 0..pages {
             vram.push(None, GFP_KERNEL)?;
         }
+        let fifos = Fifos {
+            commands: KVec::with_capacity(FIFO_DEPTH, GFP_KERNEL)?,
+            responses: KVec::with_capacity(FIFO_DEPTH, GFP_KERNEL)?,
+            command_head: 0,
+            response_head: 0,
+        };
+        let engine = Arc::pin_init(
+            pin_init!(Engine {
+                vram_size,
+                vram <- new_mutex!(vram, "Emu::vram"),
+                fifos <- new_mutex!(fifos, "Emu::fifos"),
+                irq <- new_mutex!(None, "Emu::irq"),
+                work <- new_work!("Emu::work"),
+            }),
+            GFP_KERNEL,
+        )?;
         let desc = HwDesc {
             backend: uapi::backend::EMULATED,
             name: "Radiance (emulated Gluon)",
@@ -75,10 +150,7 @@ impl Emu {
             threads_per_warp: THREADS_PER_WARP,
             vram_size,
         };
-        Arc::pin_init(
-            pin_init!(Self { desc, vram <- new_mutex!(vram, "Emu::vram"), faux }),
-            GFP_KERNEL,
-        )
+        Ok(Arc::new(Self { desc, engine, faux }, GFP_KERNEL)?)
     }
 }
 
@@ -104,6 +176,246 @@ fn set_dma_mask_32(dev: &Device) -> Result {
     }
 }
 
+/// A device-side failure: the response's ERR_CODE, ERR_PC and ERR_THREAD.
+struct Fault(u8, u32, u32);
+
+impl From<Fault> for Response {
+    fn from(Fault(err_code, err_pc, err_thread): Fault) -> Self {
+        Response { id: 0, err_code, err_pc, err_thread }
+    }
+}
+
+/// Host memory at a DMA address, mapped for the worker.
+struct HostMap(*mut u8);
+
+impl HostMap {
+    /// Maps `len` bytes at DMA address `addr` (a physical address on the
+    /// IOMMU-less emulated device).
+    fn new(addr: u32, len: u32) -> Result<Self, Fault> {
+        // SAFETY: `memremap` accepts any range and fails cleanly for one
+        // that is not RAM; a mapping is valid until `memunmap`.
+        let ptr = unsafe { bindings::memremap(addr.into(), len as usize, bindings::MEMREMAP_WB as c_ulong) };
+        if ptr.is_null() {
+            return Err(Fault(err::DMA, 0, 0));
+        }
+        Ok(Self(ptr.cast()))
+    }
+}
+
+impl Drop for HostMap {
+    fn drop(&mut self) {
+        // SAFETY: mapped by `memremap` in `new`.
+        unsafe { bindings::memunmap(self.0.cast()) };
+    }
+}
+
+impl Engine {
+    /// Calls `each(page, offset in page, bytes, offset in the range)` for
+    /// the VRAM pages behind `[addr, addr + len)`, allocating untouched ones.
+    fn vram_chunks(&self, addr: u64, len: u64, mut each: impl FnMut(&Page, usize, usize, usize) -> Result) -> Result {
+        if addr.checked_add(len).is_none_or(|end| end > self.vram_size) {
+            return Err(EINVAL);
+        }
+        let page = PAGE_SIZE as u64;
+        let mut vram = self.vram.lock();
+        let mut done = 0u64;
+        while done < len {
+            let at = addr + done;
+            let n = (page - at % page).min(len - done);
+            let slot = vram.get_mut((at / page) as usize).ok_or(EINVAL)?;
+            let p = match slot {
+                Some(p) => p,
+                None => slot.insert(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?),
+            };
+            each(p, (at % page) as usize, n as usize, done as usize)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies VRAM into `dst` (kernel memory of `dst.len()` bytes).
+    fn read_vram(&self, addr: u64, dst: *mut u8, len: usize) -> Result {
+        self.vram_chunks(addr, len as u64, |p, off, n, done| {
+            // SAFETY: `dst` has `len` bytes; the device is the only kernel
+            // user of VRAM contents while it executes a command.
+            unsafe { p.read_raw(dst.add(done), off, n) }
+        })
+    }
+
+    /// Copies `len` bytes from `src` (kernel memory) into VRAM.
+    fn write_vram(&self, addr: u64, src: *const u8, len: usize) -> Result {
+        self.vram_chunks(addr, len as u64, |p, off, n, done| {
+            // SAFETY: as in `read_vram`.
+            unsafe { p.write_raw(src.add(done), off, n) }
+        })
+    }
+
+    fn read_u32(&self, addr: u32) -> Result<u32> {
+        let mut v = [0u8; 4];
+        if addr % 4 != 0 {
+            return Err(EINVAL);
+        }
+        self.read_vram(addr.into(), v.as_mut_ptr(), 4)?;
+        Ok(u32::from_le_bytes(v))
+    }
+
+    fn write_u32(&self, addr: u32, value: u32) -> Result {
+        if addr % 4 != 0 {
+            return Err(EINVAL);
+        }
+        self.write_vram(addr.into(), value.to_le_bytes().as_ptr(), 4)
+    }
+
+    fn execute(&self, cmd: Command) -> Result<(), Fault> {
+        let bad_address = |_| Fault(err::BAD_ADDRESS, 0, 0);
+        match cmd {
+            Command::Fence => Ok(()),
+            Command::Memset { dst, pattern, len } => {
+                let bytes = pattern.to_le_bytes();
+                let mut chunk = [0u8; 256];
+                for (i, b) in chunk.iter_mut().enumerate() {
+                    *b = bytes[i % 4];
+                }
+                // 256 is a multiple of 4, so every chunk starts in phase.
+                let mut done = 0;
+                while done < len {
+                    let n = (len - done).min(chunk.len() as u32);
+                    self.write_vram(u64::from(dst) + u64::from(done), chunk.as_ptr(), n as usize).map_err(bad_address)?;
+                    done += n;
+                }
+                Ok(())
+            }
+            Command::Copy { src, dst, len, dir } => match dir {
+                CopyDir::HostToDevice => {
+                    let host = HostMap::new(src, len)?;
+                    self.write_vram(dst.into(), host.0, len as usize).map_err(bad_address)
+                }
+                CopyDir::DeviceToHost => {
+                    let host = HostMap::new(dst, len)?;
+                    self.read_vram(src.into(), host.0, len as usize).map_err(bad_address)
+                }
+                CopyDir::DeviceToDevice => {
+                    let mut buf = KVec::<u8>::with_capacity(PAGE_SIZE, GFP_KERNEL).map_err(|_| Fault(err::DMA, 0, 0))?;
+                    buf.resize(PAGE_SIZE, 0, GFP_KERNEL).map_err(|_| Fault(err::DMA, 0, 0))?;
+                    let mut done = 0u32;
+                    while done < len {
+                        let n = (len - done).min(PAGE_SIZE as u32);
+                        self.read_vram(u64::from(src) + u64::from(done), buf.as_mut_ptr(), n as usize)
+                            .map_err(bad_address)?;
+                        self.write_vram(u64::from(dst) + u64::from(done), buf.as_ptr(), n as usize)
+                            .map_err(bad_address)?;
+                        done += n;
+                    }
+                    Ok(())
+                }
+            },
+            Command::LaunchKernel { host_addr, size, gpu_addr } => self.launch(host_addr, size, gpu_addr),
+        }
+    }
+
+    /// LAUNCH_KERNEL: DMA the launch block into VRAM, then run it.
+    fn launch(&self, host_addr: u32, size: u32, gpu_addr: u32) -> Result<(), Fault> {
+        let head = size_of::<uapi::LaunchBlock>() as u32;
+        if size < head || size > MAX_LAUNCH_BLOCK {
+            return Err(Fault(err::BAD_LAUNCH, 0, 0));
+        }
+        let host = HostMap::new(host_addr, size)?;
+        self.write_vram(gpu_addr.into(), host.0, size as usize).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
+        drop(host);
+        // From here on the device reads its VRAM copy, as hardware does.
+        let word = |at: u32| self.read_u32(gpu_addr + at).map_err(|_| Fault(err::BAD_LAUNCH, 0, 0));
+        let entry_pc = word(0)?;
+        let dims = [word(4)?, word(8)?, word(12)?];
+        // grid[3] then block[3], u16 each, from byte 4.
+        let half = |i: usize| (dims[i / 2] >> (16 * (i % 2))) & 0xffff;
+        let threads = (0..6).map(half).map(u64::from).product::<u64>();
+        let binary_size = word(28)?;
+        let params_size = word(32)?;
+        let params = gpu_addr + head + binary_size;
+        if u64::from(head) + u64::from(binary_size) + u64::from(params_size) > u64::from(size) {
+            return Err(Fault(err::BAD_LAUNCH, entry_pc, 0));
+        }
+        let param = |i: u32| {
+            if (i + 1) * 4 > params_size {
+                return Err(Fault(err::BAD_LAUNCH, entry_pc, 0));
+            }
+            word(params - gpu_addr + i * 4)
+        };
+        // A thread's fault names the PC and the thread, as hardware does.
+        let at = |t: u64| move |_| Fault(err::BAD_ADDRESS, entry_pc, t as u32);
+        match entry_pc {
+            uapi::builtin::FILL_U32 => {
+                let (dst, value, count) = (param(0)?, param(1)?, param(2)?);
+                for t in 0..threads.min(count.into()) {
+                    let addr = dst.wrapping_add(4 * t as u32);
+                    self.write_u32(addr, value).map_err(at(t))?;
+                }
+            }
+            uapi::builtin::COPY_U32 => {
+                let (dst, src, count) = (param(0)?, param(1)?, param(2)?);
+                for t in 0..threads.min(count.into()) {
+                    let v = self.read_u32(src.wrapping_add(4 * t as u32)).map_err(at(t))?;
+                    self.write_u32(dst.wrapping_add(4 * t as u32), v).map_err(at(t))?;
+                }
+            }
+            uapi::builtin::VECADD_U32 => {
+                let (a, b, c, count) = (param(0)?, param(1)?, param(2)?, param(3)?);
+                for t in 0..threads.min(count.into()) {
+                    let off = 4 * t as u32;
+                    let x = self.read_u32(a.wrapping_add(off)).map_err(at(t))?;
+                    let y = self.read_u32(b.wrapping_add(off)).map_err(at(t))?;
+                    self.write_u32(c.wrapping_add(off), x.wrapping_add(y)).map_err(at(t))?;
+                }
+            }
+            pc => return Err(Fault(err::BAD_PC, pc, 0)),
+        }
+        Ok(())
+    }
+
+    /// The next command header, if any.
+    fn next_command(&self) -> Option<[u8; 16]> {
+        let mut f = self.fifos.lock();
+        let cmd = *f.commands.get(f.command_head)?;
+        f.command_head += 1;
+        if f.command_head == f.commands.len() {
+            f.commands.clear();
+            f.command_head = 0;
+        }
+        Some(cmd)
+    }
+
+    fn post(&self, response: Response) {
+        {
+            let mut f = self.fifos.lock();
+            // The driver keeps at most FIFO_DEPTH commands in flight, so
+            // this never grows past the capacity reserved in `new`.
+            let _ = f.responses.push(response.encode(), GFP_KERNEL);
+        }
+        if let Some(irq) = &*self.irq.lock() {
+            irq.raise();
+        }
+    }
+}
+
+impl WorkItem for Engine {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        while let Some(header) = this.next_command() {
+            let (id, cmd) = Command::decode(&header);
+            let result = match cmd {
+                Some(cmd) => this.execute(cmd),
+                None => Err(Fault(err::BAD_COMMAND, 0, 0)),
+            };
+            let response = match result {
+                Ok(()) => Response { id, ..Default::default() },
+                Err(fault) => Response { id, ..fault.into() },
+            };
+            this.post(response);
+        }
+    }
+}
+
 impl Gluon for Emu {
     fn desc(&self) -> &HwDesc {
         &self.desc
@@ -111,7 +423,7 @@ impl Gluon for Emu {
 
     fn vram_zero(&self, addr: u64, len: u64) {
         let page = PAGE_SIZE as u64;
-        let mut vram = self.vram.lock();
+        let mut vram = self.engine.vram.lock();
         let mut at = addr;
         while at < addr + len {
             let offset = at % page;
@@ -136,22 +448,38 @@ impl Gluon for Emu {
     }
 
     fn vram_pages(&self, addr: u64, len: u64, each: &mut dyn FnMut(&Page) -> Result) -> Result {
-        let page = PAGE_SIZE as u64;
-        let first = usize::try_from(addr / page)?;
-        let count = usize::try_from(len / page)?;
-        let mut vram = self.vram.lock();
-        let slots = vram.get_mut(first..first + count).ok_or(EINVAL)?;
-        for slot in slots {
-            let p = match slot {
-                Some(p) => p,
-                None => slot.insert(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?),
-            };
-            each(p)?;
-        }
-        Ok(())
+        self.engine.vram_chunks(addr, len, |p, _, _, _| each(p))
     }
 
     fn dma_device(&self) -> &Device {
         device_of(&self.faux)
+    }
+
+    fn push_command(&self, header: &[u8; 16]) -> Result {
+        {
+            let mut f = self.engine.fifos.lock();
+            if f.commands.len() - f.command_head >= FIFO_DEPTH {
+                return Err(EBUSY);
+            }
+            f.commands.push(*header, GFP_KERNEL)?;
+        }
+        // Already queued or running: it will see the new command.
+        let _ = workqueue::system_unbound().enqueue(self.engine.clone());
+        Ok(())
+    }
+
+    fn pop_response(&self) -> Option<[u8; 16]> {
+        let mut f = self.engine.fifos.lock();
+        let r = *f.responses.get(f.response_head)?;
+        f.response_head += 1;
+        if f.response_head == f.responses.len() {
+            f.responses.clear();
+            f.response_head = 0;
+        }
+        Some(r)
+    }
+
+    fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>) {
+        *self.engine.irq.lock() = irq;
     }
 }

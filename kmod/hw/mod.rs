@@ -14,12 +14,14 @@
 //! board and device-tree SoC backends implement the same trait; they are not
 //! written yet because there is no board to bring them up against.
 
+pub(crate) mod command;
 pub(crate) mod emu;
 
 use kernel::{
     device::Device,
     page::Page,
-    prelude::*, //
+    prelude::*,
+    sync::Arc, //
 };
 
 use crate::uapi;
@@ -65,4 +67,22 @@ pub(crate) trait Gluon: Send + Sync {
     /// The device that host memory is DMA-mapped for; its DMA mask is 32
     /// bits, Gluon's host address width.
     fn dma_device(&self) -> &Device;
+
+    /// Writes a 16-byte command header into the command FIFO (see
+    /// [`command`]); EBUSY when the FIFO is full.
+    fn push_command(&self, header: &[u8; 16]) -> Result;
+
+    /// Pops the next 16-byte response, if one is ready.
+    fn pop_response(&self) -> Option<[u8; 16]>;
+
+    /// Routes the device's interrupt (responses ready) to `irq`; `None`
+    /// disconnects it, which also breaks the reference cycle between the
+    /// device and its handler.
+    fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>);
+}
+
+/// What a device's interrupt calls: it may run in any context that cannot
+/// sleep, so it only schedules work.
+pub(crate) trait Interrupt: Send + Sync {
+    fn raise(&self);
 }

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 2
+#define RADIANCE_ABI_MINOR 3
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -181,6 +181,122 @@ struct radiance_sem_import_sync_file {
 	__u32 pad;		/* in: zero */
 };
 
+/*
+ * User-mode queues: a ring of 64-byte packets and a control block, both
+ * mapped read-write. The process writes packets, then publishes write_index
+ * (release); if needs_kick is then 1 it calls RADIANCE_IOCTL_QUEUE_KICK.
+ */
+#define RADIANCE_QUEUE_MIN_PACKETS 16
+#define RADIANCE_QUEUE_MAX_PACKETS 65536
+#define RADIANCE_QUEUE_ACTIVE 0
+#define RADIANCE_QUEUE_FAULTED 1
+
+struct radiance_queue_control {
+	__u64 write_index;	/* process */
+	__u64 read_index;	/* kernel: packets completed */
+	__u32 needs_kick;	/* kernel */
+	__u32 status;		/* kernel: RADIANCE_QUEUE_* */
+	__u32 error;		/* kernel: positive errno of the fault */
+	__u32 err_code;		/* kernel: Gluon ERR_CODE */
+	__u64 fault_index;	/* kernel */
+	__u32 err_pc;		/* kernel: Gluon ERR_PC */
+	__u32 err_thread;	/* kernel: Gluon ERR_THREAD */
+};
+
+struct radiance_queue_create {
+	__u32 ring_packets;	/* in: power of two */
+	__u32 priority;		/* in: zero */
+	__u32 flags;		/* in: zero */
+	__u32 queue_id;		/* out */
+	__u64 ring_offset;	/* out */
+	__u64 control_offset;	/* out */
+};
+
+/* QUEUE_DESTROY and QUEUE_KICK */
+struct radiance_queue_destroy {
+	__u32 queue_id;
+	__u32 pad;
+};
+
+struct radiance_queue_query {
+	__u32 queue_id;		/* in */
+	__u32 pad;		/* in: zero */
+	__u64 read_index;	/* out */
+	__u64 submit_index;	/* out */
+	__u32 status;		/* out */
+	__u32 error;		/* out */
+	__u64 fault_index;	/* out */
+	__u32 err_code;		/* out */
+	__u32 err_pc;		/* out */
+	__u32 err_thread;	/* out */
+	__u32 pad1;		/* out: zero */
+};
+
+#define RADIANCE_PACKET_SIZE 64
+#define RADIANCE_PACKET_NOP 1
+#define RADIANCE_PACKET_FENCE 2
+#define RADIANCE_PACKET_FILL 3
+#define RADIANCE_PACKET_COPY 4
+#define RADIANCE_PACKET_LAUNCH 5
+#define RADIANCE_PACKET_BARRIER (1u << 0)
+
+struct radiance_packet_header {
+	__u8 kind;		/* RADIANCE_PACKET_* */
+	__u8 flags;		/* RADIANCE_PACKET_BARRIER */
+	__u16 reserved;
+	__u32 pad;
+};
+
+struct radiance_packet {
+	struct radiance_packet_header header;
+	__u64 body[7];
+};
+
+struct radiance_fill_packet {
+	struct radiance_packet_header header;
+	__u32 dst;		/* BO handle */
+	__u32 pattern_size;	/* 1, 2 or 4 */
+	__u64 dst_offset;
+	__u64 size;
+	__u32 pattern;
+	__u32 pad;
+	__u64 reserved[3];
+};
+
+struct radiance_copy_packet {
+	struct radiance_packet_header header;
+	__u32 src;		/* BO handles */
+	__u32 dst;
+	__u64 src_offset;
+	__u64 dst_offset;
+	__u64 size;
+	__u64 reserved[3];
+};
+
+struct radiance_launch_packet {
+	struct radiance_packet_header header;
+	__u32 block;		/* HOST BO holding the launch block */
+	__u32 pad;
+	__u64 block_offset;
+	__u64 block_size;
+	__u64 reserved[4];
+};
+
+/* Gluon's launch block head; the binary, then the params follow it. */
+struct radiance_launch_block {
+	__u32 entry_pc;
+	__u16 grid[3];
+	__u16 block[3];
+	__u8 regs_per_thread;
+	__u8 flags;
+	__u16 pad;
+	__u32 shmem_per_block;
+	__u32 printf_host_addr;
+	__u32 binary_size;
+	__u32 params_size;
+	__u32 pad1;
+};
+
 #define RADIANCE_IOCTL_GET_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x00, struct radiance_get_info)
 #define RADIANCE_IOCTL_BO_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x01, struct radiance_bo_create)
 #define RADIANCE_IOCTL_BO_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x02, struct radiance_bo_destroy)
@@ -197,5 +313,9 @@ struct radiance_sem_import_sync_file {
 	_IOWR(RADIANCE_IOCTL_TYPE, 0x16, struct radiance_sem_export_sync_file)
 #define RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE \
 	_IOWR(RADIANCE_IOCTL_TYPE, 0x17, struct radiance_sem_import_sync_file)
+#define RADIANCE_IOCTL_QUEUE_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x20, struct radiance_queue_create)
+#define RADIANCE_IOCTL_QUEUE_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x21, struct radiance_queue_destroy)
+#define RADIANCE_IOCTL_QUEUE_QUERY _IOWR(RADIANCE_IOCTL_TYPE, 0x22, struct radiance_queue_query)
+#define RADIANCE_IOCTL_QUEUE_KICK _IOWR(RADIANCE_IOCTL_TYPE, 0x23, struct radiance_queue_destroy)
 
 #endif /* _RADIANCE_UAPI_H */

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 2;
+pub const ABI_MINOR: u16 = 3;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -428,6 +428,225 @@ pub struct SemImportSyncFile {
     pub pad: u32,
 }
 
+/// Ring sizes, in packets: a power of two in this range.
+pub const QUEUE_MIN_PACKETS: u32 = 16;
+/// See [`QUEUE_MIN_PACKETS`].
+pub const QUEUE_MAX_PACKETS: u32 = 65536;
+
+/// `QueueControl::status`.
+pub mod queue_status {
+    /// Consuming packets.
+    pub const ACTIVE: u32 = 0;
+    /// Stopped at `fault_index`; destroy and recreate it to go on.
+    pub const FAULTED: u32 = 1;
+}
+
+/// A queue's control block: the first bytes of the page mapped read-write at
+/// `QueueCreate::control_offset`. The process writes only `write_index`; the
+/// kernel trusts nothing else in the page and rewrites its own fields.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueControl {
+    /// Process: packets written so far (free-running; store with release
+    /// ordering after writing the packets).
+    pub write_index: u64,
+    /// Kernel: packets completed so far.
+    pub read_index: u64,
+    /// Kernel: 1 when the scheduler sleeps; after publishing `write_index`,
+    /// a process that sees 1 here calls QUEUE_KICK once.
+    pub needs_kick: u32,
+    /// Kernel: one of [`queue_status`].
+    pub status: u32,
+    /// Kernel: the positive errno a faulted queue stopped with.
+    pub error: u32,
+    /// Kernel: Gluon's ERR_CODE for a device fault (0 otherwise).
+    pub err_code: u32,
+    /// Kernel: the index of the packet that faulted.
+    pub fault_index: u64,
+    /// Kernel: Gluon's ERR_PC for a device fault.
+    pub err_pc: u32,
+    /// Kernel: Gluon's ERR_THREAD for a device fault.
+    pub err_thread: u32,
+}
+
+/// `RADIANCE_IOCTL_QUEUE_CREATE`: a user-mode queue: a ring of 64-byte
+/// packets and a control block, both mapped read-write by the process.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueCreate {
+    /// In: ring size in packets, a power of two within
+    /// [`QUEUE_MIN_PACKETS`]..=[`QUEUE_MAX_PACKETS`].
+    pub ring_packets: u32,
+    /// In: must be zero (one priority in ABI 1.3).
+    pub priority: u32,
+    /// In: must be zero.
+    pub flags: u32,
+    /// Out: the queue's id in this file (never 0).
+    pub queue_id: u32,
+    /// Out: mmap offset of the ring (`ring_packets * 64` bytes).
+    pub ring_offset: u64,
+    /// Out: mmap offset of the control block (one page).
+    pub control_offset: u64,
+}
+
+/// `RADIANCE_IOCTL_QUEUE_DESTROY`; packets in flight finish first.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueDestroy {
+    /// In.
+    pub queue_id: u32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
+/// `RADIANCE_IOCTL_QUEUE_KICK`: the doorbell; only needed when
+/// `QueueControl::needs_kick` is set.
+pub type QueueKick = QueueDestroy;
+
+/// `RADIANCE_IOCTL_QUEUE_QUERY`: the kernel's view of a queue.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueQuery {
+    /// In.
+    pub queue_id: u32,
+    /// In: must be zero.
+    pub pad: u32,
+    /// Out: packets completed.
+    pub read_index: u64,
+    /// Out: packets taken from the ring (completed or in flight).
+    pub submit_index: u64,
+    /// Out: as in [`QueueControl`].
+    pub status: u32,
+    /// Out: as in [`QueueControl`].
+    pub error: u32,
+    /// Out: as in [`QueueControl`].
+    pub fault_index: u64,
+    /// Out: as in [`QueueControl`].
+    pub err_code: u32,
+    /// Out: as in [`QueueControl`].
+    pub err_pc: u32,
+    /// Out: as in [`QueueControl`].
+    pub err_thread: u32,
+    /// Out: zero.
+    pub pad1: u32,
+}
+
+/// Bytes of one queue packet.
+pub const PACKET_SIZE: usize = 64;
+
+/// `PacketHeader::kind`. Zero is no packet: a ring slot never written
+/// faults the queue.
+pub mod packet_kind {
+    /// Does nothing (completes in order).
+    pub const NOP: u8 = 1;
+    /// Waits for everything before it to complete.
+    pub const FENCE: u8 = 2;
+    /// [`super::FillPacket`].
+    pub const FILL: u8 = 3;
+    /// [`super::CopyPacket`].
+    pub const COPY: u8 = 4;
+    /// [`super::LaunchPacket`].
+    pub const LAUNCH: u8 = 5;
+    // 6 READ_COUNTER, 7 TIMESTAMP, 8 WAIT_SEMAPHORE and 9 SIGNAL_SEMAPHORE
+    // are kept for the packets that come next; today they fault the queue
+    // with EOPNOTSUPP.
+}
+
+/// `PacketHeader::flags`.
+pub mod packet_flags {
+    /// Everything before this packet completes before it starts.
+    pub const BARRIER: u8 = 1 << 0;
+    /// Every flag ABI 1.3 knows.
+    pub const ALL: u8 = BARRIER;
+}
+
+/// The first 8 bytes of every packet.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketHeader {
+    /// One of [`packet_kind`].
+    pub kind: u8,
+    /// [`packet_flags`].
+    pub flags: u8,
+    /// Must be zero.
+    pub reserved: u16,
+    /// Must be zero.
+    pub pad: u32,
+}
+
+/// A packet as the ring holds it; every byte not named by its kind's struct
+/// must be zero.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packet {
+    pub header: PacketHeader,
+    pub body: [u64; 7],
+}
+
+/// FILL: `size` bytes of BO `dst` from `dst_offset` with a 1, 2 or 4 byte
+/// little-endian `pattern`; offset and size are multiples of the pattern
+/// size.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FillPacket {
+    pub header: PacketHeader,
+    pub dst: u32,
+    pub pattern_size: u32,
+    pub dst_offset: u64,
+    pub size: u64,
+    pub pattern: u32,
+    pub pad: u32,
+    pub reserved: [u64; 3],
+}
+
+/// COPY: `size` bytes between two BOs of the file (VRAM and HOST in any
+/// direction but HOST to HOST); the ranges must not overlap.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyPacket {
+    pub header: PacketHeader,
+    pub src: u32,
+    pub dst: u32,
+    pub src_offset: u64,
+    pub dst_offset: u64,
+    pub size: u64,
+    pub reserved: [u64; 3],
+}
+
+/// LAUNCH: runs the kernel described by the launch block at `block_offset`
+/// of HOST BO `block` (`block_size` bytes: a [`LaunchBlock`], then the
+/// binary, then the params), which must lie in one DMA segment.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaunchPacket {
+    pub header: PacketHeader,
+    pub block: u32,
+    pub pad: u32,
+    pub block_offset: u64,
+    pub block_size: u64,
+    pub reserved: [u64; 4],
+}
+
+/// The head of Gluon's launch block, as the device reads it from host
+/// memory; the binary and then the params follow it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaunchBlock {
+    /// Where the device starts executing (a [`builtin`] on the emulator).
+    pub entry_pc: u32,
+    pub grid: [u16; 3],
+    pub block: [u16; 3],
+    pub regs_per_thread: u8,
+    pub flags: u8,
+    pub pad: u16,
+    pub shmem_per_block: u32,
+    /// 0: no printf ring.
+    pub printf_host_addr: u32,
+    pub binary_size: u32,
+    pub params_size: u32,
+    pub pad1: u32,
+}
+
 /// Ioctl numbers within [`IOCTL_TYPE`].
 pub mod nr {
     /// [`super::GetInfo`].
@@ -458,6 +677,14 @@ pub mod nr {
     pub const SEM_EXPORT_SYNC_FILE: u8 = 0x16;
     /// [`super::SemImportSyncFile`].
     pub const SEM_IMPORT_SYNC_FILE: u8 = 0x17;
+    /// [`super::QueueCreate`].
+    pub const QUEUE_CREATE: u8 = 0x20;
+    /// [`super::QueueDestroy`].
+    pub const QUEUE_DESTROY: u8 = 0x21;
+    /// [`super::QueueQuery`].
+    pub const QUEUE_QUERY: u8 = 0x22;
+    /// [`super::QueueKick`].
+    pub const QUEUE_KICK: u8 = 0x23;
 }
 
 /// `RADIANCE_IOCTL_GET_INFO`.
@@ -488,6 +715,14 @@ pub const IOCTL_SEM_WAIT: u32 = iowr::<SemWait>(nr::SEM_WAIT);
 pub const IOCTL_SEM_EXPORT_SYNC_FILE: u32 = iowr::<SemExportSyncFile>(nr::SEM_EXPORT_SYNC_FILE);
 /// `RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE`.
 pub const IOCTL_SEM_IMPORT_SYNC_FILE: u32 = iowr::<SemImportSyncFile>(nr::SEM_IMPORT_SYNC_FILE);
+/// `RADIANCE_IOCTL_QUEUE_CREATE`.
+pub const IOCTL_QUEUE_CREATE: u32 = iowr::<QueueCreate>(nr::QUEUE_CREATE);
+/// `RADIANCE_IOCTL_QUEUE_DESTROY`.
+pub const IOCTL_QUEUE_DESTROY: u32 = iowr::<QueueDestroy>(nr::QUEUE_DESTROY);
+/// `RADIANCE_IOCTL_QUEUE_QUERY`.
+pub const IOCTL_QUEUE_QUERY: u32 = iowr::<QueueQuery>(nr::QUEUE_QUERY);
+/// `RADIANCE_IOCTL_QUEUE_KICK`.
+pub const IOCTL_QUEUE_KICK: u32 = iowr::<QueueKick>(nr::QUEUE_KICK);
 
 /// Smallest argument size ever released for each ioctl: the kernel accepts
 /// sizes from this up to the current struct size.
@@ -520,6 +755,14 @@ pub mod min_size {
     pub const SEM_EXPORT_SYNC_FILE: usize = 24;
     /// [`super::SemImportSyncFile`] as released in ABI 1.2.
     pub const SEM_IMPORT_SYNC_FILE: usize = 24;
+    /// [`super::QueueCreate`] as released in ABI 1.3.
+    pub const QUEUE_CREATE: usize = 32;
+    /// [`super::QueueDestroy`] as released in ABI 1.3.
+    pub const QUEUE_DESTROY: usize = 8;
+    /// [`super::QueueQuery`] as released in ABI 1.3.
+    pub const QUEUE_QUERY: usize = 56;
+    /// [`super::QueueKick`] as released in ABI 1.3.
+    pub const QUEUE_KICK: usize = 8;
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
@@ -538,4 +781,13 @@ const _: () = assert!(core::mem::size_of::<SemWaitPoint>() == 16);
 const _: () = assert!(core::mem::size_of::<SemWait>() == 32);
 const _: () = assert!(core::mem::size_of::<SemExportSyncFile>() == 24);
 const _: () = assert!(core::mem::size_of::<SemImportSyncFile>() == 24);
+const _: () = assert!(core::mem::size_of::<QueueControl>() == 48);
+const _: () = assert!(core::mem::size_of::<QueueCreate>() == 32);
+const _: () = assert!(core::mem::size_of::<QueueQuery>() == 56);
+const _: () = assert!(core::mem::size_of::<PacketHeader>() == 8);
+const _: () = assert!(core::mem::size_of::<Packet>() == PACKET_SIZE);
+const _: () = assert!(core::mem::size_of::<FillPacket>() == PACKET_SIZE);
+const _: () = assert!(core::mem::size_of::<CopyPacket>() == PACKET_SIZE);
+const _: () = assert!(core::mem::size_of::<LaunchPacket>() == PACKET_SIZE);
+const _: () = assert!(core::mem::size_of::<LaunchBlock>() == 40);
 const _: () = assert!(min_size::GET_INFO <= core::mem::size_of::<GetInfo>());

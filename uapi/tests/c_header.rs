@@ -67,7 +67,43 @@ fn facts() -> Vec<Fact> {
     abi_struct!(f, uapi::SemWait, "radiance_sem_wait", [points, count, flags, deadline_ns, index, pad]);
     abi_struct!(f, uapi::SemExportSyncFile, "radiance_sem_export_sync_file", [handle, flags, value, fd, pad]);
     abi_struct!(f, uapi::SemImportSyncFile, "radiance_sem_import_sync_file", [handle, fd, value, flags, pad]);
+    abi_struct!(f, uapi::QueueControl, "radiance_queue_control", [
+        write_index, read_index, needs_kick, status, error, err_code, fault_index, err_pc, err_thread,
+    ]);
+    abi_struct!(f, uapi::QueueCreate, "radiance_queue_create", [
+        ring_packets, priority, flags, queue_id, ring_offset, control_offset,
+    ]);
+    abi_struct!(f, uapi::QueueDestroy, "radiance_queue_destroy", [queue_id, pad]);
+    abi_struct!(f, uapi::QueueQuery, "radiance_queue_query", [
+        queue_id, pad, read_index, submit_index, status, error, fault_index, err_code, err_pc, err_thread, pad1,
+    ]);
+    abi_struct!(f, uapi::PacketHeader, "radiance_packet_header", [kind, flags, reserved, pad]);
+    abi_struct!(f, uapi::Packet, "radiance_packet", [header, body]);
+    abi_struct!(f, uapi::FillPacket, "radiance_fill_packet", [
+        header, dst, pattern_size, dst_offset, size, pattern, pad, reserved,
+    ]);
+    abi_struct!(f, uapi::CopyPacket, "radiance_copy_packet", [header, src, dst, src_offset, dst_offset, size, reserved]);
+    abi_struct!(f, uapi::LaunchPacket, "radiance_launch_packet", [header, block, pad, block_offset, block_size, reserved]);
+    abi_struct!(f, uapi::LaunchBlock, "radiance_launch_block", [
+        entry_pc, grid, block, regs_per_thread, flags, pad, shmem_per_block, printf_host_addr, binary_size,
+        params_size, pad1,
+    ]);
     let consts: &[(&str, u64)] = &[
+        ("RADIANCE_IOCTL_QUEUE_CREATE", uapi::IOCTL_QUEUE_CREATE as u64),
+        ("RADIANCE_IOCTL_QUEUE_DESTROY", uapi::IOCTL_QUEUE_DESTROY as u64),
+        ("RADIANCE_IOCTL_QUEUE_QUERY", uapi::IOCTL_QUEUE_QUERY as u64),
+        ("RADIANCE_IOCTL_QUEUE_KICK", uapi::IOCTL_QUEUE_KICK as u64),
+        ("RADIANCE_QUEUE_MIN_PACKETS", uapi::QUEUE_MIN_PACKETS as u64),
+        ("RADIANCE_QUEUE_MAX_PACKETS", uapi::QUEUE_MAX_PACKETS as u64),
+        ("RADIANCE_QUEUE_ACTIVE", uapi::queue_status::ACTIVE as u64),
+        ("RADIANCE_QUEUE_FAULTED", uapi::queue_status::FAULTED as u64),
+        ("RADIANCE_PACKET_SIZE", uapi::PACKET_SIZE as u64),
+        ("RADIANCE_PACKET_NOP", uapi::packet_kind::NOP as u64),
+        ("RADIANCE_PACKET_FENCE", uapi::packet_kind::FENCE as u64),
+        ("RADIANCE_PACKET_FILL", uapi::packet_kind::FILL as u64),
+        ("RADIANCE_PACKET_COPY", uapi::packet_kind::COPY as u64),
+        ("RADIANCE_PACKET_LAUNCH", uapi::packet_kind::LAUNCH as u64),
+        ("RADIANCE_PACKET_BARRIER", uapi::packet_flags::BARRIER as u64),
         ("RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE", uapi::IOCTL_SEM_IMPORT_SYNC_FILE as u64),
         ("RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE", uapi::IOCTL_SEM_EXPORT_SYNC_FILE as u64),
         ("RADIANCE_IOCTL_SEM_CREATE", uapi::IOCTL_SEM_CREATE as u64),

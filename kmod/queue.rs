@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User-mode queues: a ring of 64-byte packets and a control block, in pages
+//! the process maps read-write. The process writes packets and publishes
+//! its write index; the scheduler reads, validates and translates them and
+//! publishes the read index and any fault.
+//!
+//! Nothing in these pages is trusted: the kernel keeps its own indices and
+//! state here and rewrites the control block from them, and reads only the
+//! write index and packet bytes, which it checks.
+
+use core::mem::offset_of;
+use kernel::{
+    new_mutex,
+    page::{
+        Page,
+        PAGE_SIZE, //
+    },
+    prelude::*,
+    sync::{
+        atomic::{
+            Acquire,
+            Full,
+            Release, //
+        },
+        Arc,
+        Mutex,
+    },
+};
+
+use crate::{
+    context::Context,
+    hw::command::Command,
+    raw::page_atomic,
+    uapi::{
+        self,
+        QueueControl, //
+    },
+};
+
+/// The kernel's record of a queue; the control block mirrors it.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QueueState {
+    /// Packets taken from the ring (completed or in flight).
+    pub(crate) submitted: u64,
+    /// Packets completed.
+    pub(crate) completed: u64,
+    /// Set once: `uapi::queue_status::FAULTED` and what went wrong.
+    pub(crate) faulted: bool,
+    pub(crate) error: u32,
+    pub(crate) fault_index: u64,
+    pub(crate) err_code: u32,
+    pub(crate) err_pc: u32,
+    pub(crate) err_thread: u32,
+    /// QUEUE_DESTROY or close: the scheduler drops it.
+    pub(crate) destroyed: bool,
+}
+
+/// Commands of one packet that did not all fit in the device at once.
+pub(crate) struct Staged {
+    pub(crate) packet: u64,
+    pub(crate) commands: KVec<Command>,
+    pub(crate) next: usize,
+    /// BOs the commands use, kept alive until the packet completes.
+    pub(crate) bos: KVec<Arc<crate::bo::Bo>>,
+}
+
+/// One user-mode queue.
+#[pin_data]
+pub(crate) struct Queue {
+    pub(crate) id: u32,
+    /// The file it belongs to: its BOs are the only ones packets may name.
+    pub(crate) ctx: Arc<Context>,
+    ring: KVec<Page>,
+    ring_packets: u32,
+    control: Page,
+    #[pin]
+    state: Mutex<QueueState>,
+    /// The scheduler's partly submitted packet. Lock order: `staged` after
+    /// the scheduler's state, never with `state`.
+    #[pin]
+    pub(crate) staged: Mutex<Option<Staged>>,
+}
+
+impl Queue {
+    /// A queue of `ring_packets` packets (checked by the caller).
+    pub(crate) fn new(ctx: Arc<Context>, id: u32, ring_packets: u32) -> Result<Arc<Self>> {
+        let pages = (ring_packets as usize * uapi::PACKET_SIZE).div_ceil(PAGE_SIZE);
+        let mut ring = KVec::with_capacity(pages, GFP_KERNEL)?;
+        for _ in 0..pages {
+            ring.push(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?, GFP_KERNEL)?;
+        }
+        let control = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
+        Arc::pin_init(
+            try_pin_init!(Self {
+                id,
+                ctx,
+                ring,
+                ring_packets,
+                control,
+                state <- new_mutex!(QueueState::default(), "Queue::state"),
+                staged <- new_mutex!(None, "Queue::staged"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    pub(crate) fn ring_pages(&self) -> &[Page] {
+        &self.ring
+    }
+
+    pub(crate) fn control_page(&self) -> &Page {
+        &self.control
+    }
+
+    pub(crate) fn state(&self) -> QueueState {
+        *self.state.lock()
+    }
+
+    /// The process's write index, if it has a packet the kernel has not
+    /// taken; a write index that runs ahead of the ring faults the queue.
+    pub(crate) fn pending(&self) -> Option<u64> {
+        let state = self.state();
+        if state.faulted || state.destroyed {
+            return None;
+        }
+        let write = page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| w.load(Acquire))
+            .ok()? as u64;
+        if write.wrapping_sub(state.completed) > u64::from(self.ring_packets) {
+            self.fault(state.submitted, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
+            return None;
+        }
+        (write != state.submitted).then_some(state.submitted)
+    }
+
+    /// Packet `index` from the ring. The process may be writing it as we
+    /// read: the copy is of plain bytes, checked afterwards.
+    pub(crate) fn packet(&self, index: u64) -> Result<uapi::Packet> {
+        let slot = (index % u64::from(self.ring_packets)) as usize * uapi::PACKET_SIZE;
+        let page = self.ring.get(slot / PAGE_SIZE).ok_or(EINVAL)?;
+        let mut packet = uapi::Packet::default();
+        // A packet never crosses a page (64 divides the page size), and only
+        // userspace writes the ring, through its mapping, never Rust code.
+        // SAFETY: `packet` is 64 writable bytes; see above for the source.
+        unsafe { page.read_raw(core::ptr::from_mut(&mut packet).cast(), slot % PAGE_SIZE, uapi::PACKET_SIZE)? };
+        Ok(packet)
+    }
+
+    /// The scheduler took packet `index`.
+    pub(crate) fn mark_submitted(&self, index: u64) {
+        self.state.lock().submitted = index + 1;
+    }
+
+    /// Packet `index` completed.
+    pub(crate) fn complete(&self, index: u64) {
+        let mut state = self.state.lock();
+        if state.faulted || index < state.completed {
+            return;
+        }
+        state.completed = index + 1;
+        self.publish(&state);
+    }
+
+    /// Stops the queue at packet `index` with a positive errno (and the
+    /// device's error for a device fault). The first fault sticks.
+    pub(crate) fn fault(&self, index: u64, error: u32, err_code: u32, err_pc: u32, err_thread: u32) {
+        let mut state = self.state.lock();
+        if state.faulted {
+            return;
+        }
+        state.faulted = true;
+        state.error = error;
+        state.fault_index = index;
+        state.err_code = err_code;
+        state.err_pc = err_pc;
+        state.err_thread = err_thread;
+        self.publish(&state);
+    }
+
+    /// QUEUE_DESTROY: the scheduler stops taking packets.
+    pub(crate) fn destroy(&self) {
+        self.state.lock().destroyed = true;
+    }
+
+    /// Sets or clears `needs_kick`. Setting is fully ordered against the
+    /// next `pending()`, so a packet published meanwhile is either seen by
+    /// the scheduler or finds the flag set (and the process kicks).
+    pub(crate) fn set_needs_kick(&self, on: bool) {
+        let _ = page_atomic::<i32, _>(&self.control, offset_of!(QueueControl, needs_kick), |k| {
+            k.xchg(i32::from(on), Full)
+        });
+    }
+
+    /// Rewrites the kernel's fields of the control block.
+    fn publish(&self, state: &QueueState) {
+        let page = &self.control;
+        let put64 = |offset, v: u64| {
+            let _ = page_atomic::<i64, _>(page, offset, |w| w.store(v as i64, Release));
+        };
+        let put32 = |offset, v: u32| {
+            let _ = page_atomic::<i32, _>(page, offset, |w| w.store(v as i32, Release));
+        };
+        put32(offset_of!(QueueControl, error), state.error);
+        put32(offset_of!(QueueControl, err_code), state.err_code);
+        put64(offset_of!(QueueControl, fault_index), state.fault_index);
+        put32(offset_of!(QueueControl, err_pc), state.err_pc);
+        put32(offset_of!(QueueControl, err_thread), state.err_thread);
+        let status = if state.faulted { uapi::queue_status::FAULTED } else { uapi::queue_status::ACTIVE };
+        put32(offset_of!(QueueControl, status), status);
+        // Last: a process that sees the read index move sees the rest too.
+        put64(offset_of!(QueueControl, read_index), state.completed);
+    }
+}

@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The scheduler: every queue of every file of a device, multiplexed onto
+//! the device's one command FIFO.
+//!
+//! It runs as a work item, woken by a doorbell (QUEUE_KICK), a new queue or
+//! the device's interrupt. Each pass takes responses first (completing
+//! packets in order), then visits the queues round-robin, translating at
+//! most one packet per queue per turn into Gluon commands, with a bounded
+//! number of command IDs in flight. When nothing moves and nothing is in
+//! flight, it sets every queue's `needs_kick`, looks once more, and sleeps.
+//!
+//! Lock order: `Scheduler::state`, then `Queue::staged`, then a file's
+//! `Context::objects` (BO lookups), then VRAM and backend locks.
+//! `Queue::state` is only taken alone.
+
+use kernel::{
+    bindings,
+    new_mutex,
+    prelude::*,
+    sync::{
+        Arc,
+        Mutex, //
+    },
+    workqueue::{
+        self,
+        impl_has_work,
+        new_work,
+        Work,
+        WorkItem, //
+    },
+};
+
+use crate::{
+    bo::Bo,
+    hw::{
+        command::{
+            Command,
+            CopyDir,
+            Response, //
+        },
+        Gluon,
+        Interrupt,
+    },
+    queue::{
+        Queue,
+        Staged, //
+    },
+    uapi::{
+        self,
+        packet_kind, //
+    },
+    vram,
+};
+
+/// Commands in flight at most: within the device's FIFO depth and the
+/// 256 one-byte command IDs.
+const MAX_IN_FLIGHT: usize = 64;
+
+/// The largest single COPY or MEMSET: lengths are 32-bit.
+const MAX_COMMAND_BYTES: u64 = 1 << 30;
+
+/// Where launch blocks land in VRAM: the start of the reserved region.
+/// Launches run one at a time, so one slot serves all of them.
+const LAUNCH_SLOT: u32 = 0;
+const _: () = assert!(vram::RESERVED >= 64 * 1024);
+
+struct InFlight {
+    id: u8,
+    queue: Arc<Queue>,
+    packet: u64,
+    /// The packet's last command: its response completes the packet.
+    last: bool,
+    /// What the packet's commands touch, alive until it completes.
+    _bos: KVec<Arc<Bo>>,
+}
+
+struct State {
+    queues: KVec<Arc<Queue>>,
+    cursor: usize,
+    in_flight: KVec<InFlight>,
+    head: usize,
+    next_id: u8,
+}
+
+/// One device's scheduler.
+#[pin_data]
+pub(crate) struct Scheduler {
+    hw: Arc<dyn Gluon>,
+    #[pin]
+    state: Mutex<State>,
+    #[pin]
+    work: Work<Scheduler>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Scheduler { self.work }
+}
+
+/// The device interrupt, routed to the scheduler.
+struct Irq(Arc<Scheduler>);
+
+impl Interrupt for Irq {
+    fn raise(&self) {
+        Scheduler::kick(&self.0);
+    }
+}
+
+impl Scheduler {
+    pub(crate) fn new(hw: Arc<dyn Gluon>) -> Result<Arc<Self>> {
+        let state = State {
+            queues: KVec::new(),
+            cursor: 0,
+            in_flight: KVec::with_capacity(MAX_IN_FLIGHT, GFP_KERNEL)?,
+            head: 0,
+            next_id: 0,
+        };
+        let device_hw = hw.clone();
+        let this = Arc::pin_init(
+            pin_init!(Self {
+                hw: device_hw,
+                state <- new_mutex!(state, "Scheduler::state"),
+                work <- new_work!("Scheduler::work"),
+            }),
+            GFP_KERNEL,
+        )?;
+        hw.set_interrupt(Some(Arc::new(Irq(this.clone()), GFP_KERNEL)?));
+        Ok(this)
+    }
+
+    /// Wakes the scheduler (doorbell, interrupt, new queue).
+    pub(crate) fn kick(this: &Arc<Self>) {
+        // Already queued: that run will see what this kick is for.
+        let _ = workqueue::system_unbound().enqueue(this.clone());
+    }
+
+    /// Schedules a new queue; ENOSPC past the device's queue limit.
+    pub(crate) fn add(this: &Arc<Self>, queue: Arc<Queue>) -> Result {
+        let mut state = this.state.lock();
+        if state.queues.len() >= crate::device::MAX_QUEUES as usize {
+            return Err(ENOSPC);
+        }
+        state.queues.push(queue, GFP_KERNEL)?;
+        drop(state);
+        Self::kick(this);
+        Ok(())
+    }
+
+    /// Stops scheduling a queue; its commands in flight still complete.
+    pub(crate) fn remove(&self, queue: &Arc<Queue>) {
+        queue.destroy();
+        let mut state = self.state.lock();
+        state.queues.retain(|q| !Arc::ptr_eq(q, queue));
+        *queue.staged.lock() = None;
+    }
+
+    /// Scheduled queues and commands in flight, for debugfs.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let state = self.state.lock();
+        (state.queues.len(), state.in_flight.len() - state.head)
+    }
+
+    /// Device teardown: disconnects the interrupt (breaking the cycle
+    /// through it) and waits for a pass that may still be running.
+    pub(crate) fn shutdown(&self) {
+        self.hw.set_interrupt(None);
+        // SAFETY: `work` is initialised and lives as long as `self`.
+        unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
+    }
+
+    /// Takes every response: completes packets, records device faults.
+    fn take_responses(&self, state: &mut State) {
+        while let Some(raw) = self.hw.pop_response() {
+            let response = Response::decode(&raw);
+            let Some(done) = state.in_flight.get(state.head) else {
+                pr_err!("response {} with nothing in flight\n", response.id);
+                continue;
+            };
+            if done.id != response.id {
+                pr_err!("response {} out of order (expected {})\n", response.id, done.id);
+            }
+            if response.err_code != 0 {
+                done.queue.fault(
+                    done.packet,
+                    EIO.to_errno().unsigned_abs(),
+                    response.err_code.into(),
+                    response.err_pc,
+                    response.err_thread,
+                );
+            } else if done.last {
+                done.queue.complete(done.packet);
+            }
+            state.head += 1;
+        }
+        if state.head == state.in_flight.len() {
+            // Drops the finished entries: their queues and BOs may go now.
+            state.in_flight.clear();
+            state.head = 0;
+        }
+    }
+
+    /// Pushes as many commands of `queue`'s staged packet as fit. True if
+    /// anything was pushed.
+    fn push_staged(&self, state: &mut State, queue: &Arc<Queue>) -> bool {
+        let mut slot = queue.staged.lock();
+        if queue.state().faulted {
+            // The rest of a faulted packet never runs.
+            *slot = None;
+        }
+        let Some(staged) = &mut *slot else { return false };
+        let mut pushed = false;
+        while staged.next < staged.commands.len() && state.in_flight.len() - state.head < MAX_IN_FLIGHT {
+            let id = state.next_id;
+            let last = staged.next + 1 == staged.commands.len();
+            if self.hw.push_command(&staged.commands[staged.next].encode(id)).is_err() {
+                break;
+            }
+            let bos = if last { core::mem::take(&mut staged.bos) } else { KVec::new() };
+            // Capacity for MAX_IN_FLIGHT was reserved: this cannot fail.
+            let _ = state.in_flight.push(InFlight { id, queue: queue.clone(), packet: staged.packet, last, _bos: bos }, GFP_KERNEL);
+            state.next_id = id.wrapping_add(1);
+            staged.next += 1;
+            pushed = true;
+        }
+        if staged.next == staged.commands.len() {
+            *slot = None;
+        }
+        pushed
+    }
+
+    /// One round-robin turn: every queue may submit one packet.
+    fn submit(&self, state: &mut State) -> bool {
+        let mut progressed = false;
+        let n = state.queues.len();
+        for i in 0..n {
+            let Some(queue) = state.queues.get((state.cursor + i) % n).cloned() else { break };
+            if queue.staged.lock().is_none() {
+                let Some(index) = queue.pending() else { continue };
+                match translate(&queue, index) {
+                    Ok(staged) => {
+                        queue.mark_submitted(index);
+                        *queue.staged.lock() = Some(staged);
+                    }
+                    Err(e) => {
+                        queue.fault(index, e.to_errno().unsigned_abs(), 0, 0, 0);
+                        continue;
+                    }
+                }
+            }
+            progressed |= self.push_staged(state, &queue);
+        }
+        state.cursor = if n == 0 { 0 } else { (state.cursor + 1) % n };
+        progressed
+    }
+}
+
+impl WorkItem for Scheduler {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        let mut state = this.state.lock();
+        // Busy now: processes need not kick.
+        for q in state.queues.iter() {
+            q.set_needs_kick(false);
+        }
+        loop {
+            this.take_responses(&mut state);
+            if this.submit(&mut state) {
+                continue;
+            }
+            if state.in_flight.len() > state.head {
+                // The interrupt brings the scheduler back.
+                return;
+            }
+            // Idle: ask for kicks, then look once more (a packet published
+            // before the flag was set is seen here).
+            for q in state.queues.iter() {
+                q.set_needs_kick(true);
+            }
+            if !state.queues.iter().any(|q| q.pending().is_some()) {
+                return;
+            }
+            for q in state.queues.iter() {
+                q.set_needs_kick(false);
+            }
+        }
+    }
+}
+
+/// Checks that `[offset, offset + size)` lies in `bo`.
+fn in_bo(bo: &Bo, offset: u64, size: u64) -> Result {
+    match offset.checked_add(size) {
+        Some(end) if size > 0 && end <= bo.size() => Ok(()),
+        _ => Err(EINVAL),
+    }
+}
+
+fn vram_addr(bo: &Bo, offset: u64) -> Result<u32> {
+    if bo.placement() != uapi::placement::VRAM {
+        return Err(EINVAL);
+    }
+    u32::try_from(bo.device_address() + offset).map_err(|_| EINVAL)
+}
+
+/// Translates packet `index` of `queue` into Gluon commands: every handle
+/// must be a BO of the queue's file and every range inside it. An error is
+/// the queue's fault.
+fn translate(queue: &Queue, index: u64) -> Result<Staged> {
+    let packet = queue.packet(index)?;
+    let h = packet.header;
+    if h.reserved != 0 || h.pad != 0 || h.flags & !uapi::packet_flags::ALL != 0 {
+        return Err(EINVAL);
+    }
+    let mut commands = KVec::new();
+    let mut bos = KVec::new();
+    if h.flags & uapi::packet_flags::BARRIER != 0 {
+        commands.push(Command::Fence, GFP_KERNEL)?;
+    }
+    let body = packet.body;
+    // Words of the body a packet kind does not use must be zero.
+    let zero_from = |word: usize| body.get(word..).is_some_and(|rest| rest.iter().all(|&w| w == 0));
+    let lo = |w: u64| w as u32;
+    let hi = |w: u64| (w >> 32) as u32;
+    match h.kind {
+        packet_kind::NOP | packet_kind::FENCE => {
+            if !zero_from(0) {
+                return Err(EINVAL);
+            }
+            // A FENCE keeps the packet in order and gives it a response.
+            commands.push(Command::Fence, GFP_KERNEL)?;
+        }
+        packet_kind::FILL => {
+            let (dst, pattern_size, offset, size) = (lo(body[0]), hi(body[0]), body[1], body[2]);
+            let (pattern, pad) = (lo(body[3]), hi(body[3]));
+            if pad != 0 || !zero_from(4) {
+                return Err(EINVAL);
+            }
+            let bo = queue.ctx.bo(dst)?;
+            in_bo(&bo, offset, size)?;
+            let pattern = match pattern_size {
+                1 if pattern <= 0xff => pattern * 0x0101_0101,
+                2 if pattern <= 0xffff => pattern * 0x0001_0001,
+                4 => pattern,
+                _ => return Err(EINVAL),
+            };
+            if offset % u64::from(pattern_size) != 0 || size % u64::from(pattern_size) != 0 {
+                return Err(EINVAL);
+            }
+            let mut done = 0;
+            while done < size {
+                let n = (size - done).min(MAX_COMMAND_BYTES);
+                commands.push(Command::Memset { dst: vram_addr(&bo, offset + done)?, pattern, len: n as u32 }, GFP_KERNEL)?;
+                done += n;
+            }
+            bos.push(bo, GFP_KERNEL)?;
+        }
+        packet_kind::COPY => {
+            let (src, dst, src_off, dst_off, size) = (lo(body[0]), hi(body[0]), body[1], body[2], body[3]);
+            if !zero_from(4) {
+                return Err(EINVAL);
+            }
+            let (s, d) = (queue.ctx.bo(src)?, queue.ctx.bo(dst)?);
+            in_bo(&s, src_off, size)?;
+            in_bo(&d, dst_off, size)?;
+            if Arc::ptr_eq(&s, &d) && src_off < dst_off + size && dst_off < src_off + size {
+                return Err(EINVAL);
+            }
+            let vram = uapi::placement::VRAM;
+            match (s.placement() == vram, d.placement() == vram) {
+                (true, true) => {
+                    let mut done = 0;
+                    while done < size {
+                        let n = (size - done).min(MAX_COMMAND_BYTES);
+                        let (a, b) = (vram_addr(&s, src_off + done)?, vram_addr(&d, dst_off + done)?);
+                        commands.push(Command::Copy { src: a, dst: b, len: n as u32, dir: CopyDir::DeviceToDevice }, GFP_KERNEL)?;
+                        done += n;
+                    }
+                }
+                // Split where the host side's DMA segments end.
+                (false, true) => {
+                    let mut done = 0;
+                    s.host_pieces(src_off, size, &mut |dma, len| {
+                        let host = u32::try_from(dma).map_err(|_| EINVAL)?;
+                        let dev = vram_addr(&d, dst_off + done)?;
+                        commands.push(Command::Copy { src: host, dst: dev, len: len as u32, dir: CopyDir::HostToDevice }, GFP_KERNEL)?;
+                        done += len;
+                        Ok(())
+                    })?;
+                }
+                (true, false) => {
+                    let mut done = 0;
+                    d.host_pieces(dst_off, size, &mut |dma, len| {
+                        let host = u32::try_from(dma).map_err(|_| EINVAL)?;
+                        let dev = vram_addr(&s, src_off + done)?;
+                        commands.push(Command::Copy { src: dev, dst: host, len: len as u32, dir: CopyDir::DeviceToHost }, GFP_KERNEL)?;
+                        done += len;
+                        Ok(())
+                    })?;
+                }
+                // Gluon copies to or from VRAM only.
+                (false, false) => return Err(EINVAL),
+            }
+            bos.push(s, GFP_KERNEL)?;
+            bos.push(d, GFP_KERNEL)?;
+        }
+        packet_kind::LAUNCH => {
+            let (block, pad, offset, size) = (lo(body[0]), hi(body[0]), body[1], body[2]);
+            if pad != 0 || !zero_from(3) {
+                return Err(EINVAL);
+            }
+            let bo = queue.ctx.bo(block)?;
+            in_bo(&bo, offset, size)?;
+            if size < size_of::<uapi::LaunchBlock>() as u64 || size > 64 * 1024 {
+                return Err(EINVAL);
+            }
+            // Gluon DMAs the block in one piece: it must not cross a segment.
+            let mut pieces = KVec::new();
+            bo.host_pieces(offset, size, &mut |dma, _| Ok(pieces.push(dma, GFP_KERNEL)?))?;
+            let [host] = pieces[..] else { return Err(EINVAL) };
+            let host_addr = u32::try_from(host).map_err(|_| EINVAL)?;
+            commands.push(Command::LaunchKernel { host_addr, size: size as u32, gpu_addr: LAUNCH_SLOT }, GFP_KERNEL)?;
+            bos.push(bo, GFP_KERNEL)?;
+        }
+        // Kept for READ_COUNTER, TIMESTAMP and the semaphore packets.
+        6..=9 => return Err(EOPNOTSUPP),
+        _ => return Err(EINVAL),
+    }
+    Ok(Staged { packet: index, commands, next: 0, bos })
+}

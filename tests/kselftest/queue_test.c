@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User-mode queues on the emulated Gluon: packets written to mapped rings,
+ * doorbells only when asked for, FILL/COPY/LAUNCH results byte-exact, faults
+ * that stop only their queue, many queues and processes, and cleanup.
+ */
+#define _GNU_SOURCE
+#include <linux/udmabuf.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "radiance_test.h"
+
+struct queue {
+	int fd;
+	uint32_t id;
+	uint32_t packets;
+	struct radiance_packet *ring;
+	struct radiance_queue_control *ctl;
+	uint64_t written;
+};
+
+static int queue_open(int fd, uint32_t packets, struct queue *q)
+{
+	struct radiance_queue_create c = { .ring_packets = packets };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_QUEUE_CREATE, &c);
+
+	if (ret)
+		return ret;
+	memset(q, 0, sizeof(*q));
+	q->fd = fd;
+	q->id = c.queue_id;
+	q->packets = packets;
+	q->ring = mmap(NULL, packets * RADIANCE_PACKET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		       c.ring_offset);
+	q->ctl = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, c.control_offset);
+	return q->ring == MAP_FAILED || q->ctl == MAP_FAILED ? -ENOMEM : 0;
+}
+
+static void queue_close(struct queue *q)
+{
+	struct radiance_queue_destroy d = { .queue_id = q->id };
+
+	munmap(q->ring, q->packets * RADIANCE_PACKET_SIZE);
+	munmap(q->ctl, getpagesize());
+	radiance_ioctl(q->fd, RADIANCE_IOCTL_QUEUE_DESTROY, &d);
+}
+
+/* Kicks only when the scheduler asked for it; returns whether it did. */
+static int queue_publish(struct queue *q)
+{
+	struct radiance_queue_destroy kick = { .queue_id = q->id };
+
+	atomic_store_explicit((_Atomic uint64_t *)&q->ctl->write_index, q->written, memory_order_seq_cst);
+	if (atomic_load_explicit((_Atomic uint32_t *)&q->ctl->needs_kick, memory_order_seq_cst)) {
+		radiance_ioctl(q->fd, RADIANCE_IOCTL_QUEUE_KICK, &kick);
+		return 1;
+	}
+	return 0;
+}
+
+/* Writes one packet (waiting for ring space) without publishing it. */
+static void queue_put(struct queue *q, const void *packet)
+{
+	while (q->written - atomic_load((_Atomic uint64_t *)&q->ctl->read_index) >= q->packets) {
+		queue_publish(q);
+		usleep(100);
+	}
+	memcpy(&q->ring[q->written % q->packets], packet, RADIANCE_PACKET_SIZE);
+	q->written++;
+}
+
+/* Waits up to 10 s until every written packet completed or the queue
+ * faulted; returns the queue status. */
+static uint32_t queue_drain(struct queue *q)
+{
+	for (int i = 0; i < 100000; i++) {
+		if (atomic_load((_Atomic uint32_t *)&q->ctl->status) != RADIANCE_QUEUE_ACTIVE)
+			break;
+		if (atomic_load((_Atomic uint64_t *)&q->ctl->read_index) == q->written)
+			break;
+		usleep(100);
+	}
+	return q->ctl->status;
+}
+
+static void nop(struct queue *q, uint8_t flags)
+{
+	struct radiance_packet p = { .header = { .kind = RADIANCE_PACKET_NOP, .flags = flags } };
+
+	queue_put(q, &p);
+}
+
+static void fill(struct queue *q, uint32_t bo, uint64_t off, uint64_t size, uint32_t pattern, uint32_t psize)
+{
+	struct radiance_fill_packet p = {
+		.header = { .kind = RADIANCE_PACKET_FILL }, .dst = bo, .pattern_size = psize,
+		.dst_offset = off, .size = size, .pattern = pattern,
+	};
+
+	queue_put(q, &p);
+}
+
+static void copy(struct queue *q, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off, uint64_t size)
+{
+	struct radiance_copy_packet p = {
+		.header = { .kind = RADIANCE_PACKET_COPY }, .src = src, .dst = dst,
+		.src_offset = src_off, .dst_offset = dst_off, .size = size,
+	};
+
+	queue_put(q, &p);
+}
+
+FIXTURE(q)
+{
+	int fd;
+};
+
+FIXTURE_SETUP(q)
+{
+	self->fd = radiance_open(0);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(q)
+{
+	close(self->fd);
+}
+
+TEST_F(q, nops_complete_and_the_idle_scheduler_asks_for_a_kick)
+{
+	struct queue q;
+	int kicks = 0;
+
+	ASSERT_EQ(0, queue_open(self->fd, 64, &q));
+	for (int round = 0; round < 10; round++) {
+		for (int i = 0; i < 50; i++)
+			nop(&q, i % 7 ? 0 : RADIANCE_PACKET_BARRIER);
+		kicks += queue_publish(&q);
+		ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+		EXPECT_EQ(q.written, q.ctl->read_index);
+	}
+	/* At most one kick per burst of 50; a burst published while the
+	 * scheduler was still busy needed none. */
+	EXPECT_LE(kicks, 10);
+	EXPECT_LE(1, kicks);
+	usleep(10000);
+	EXPECT_EQ(1, q.ctl->needs_kick);
+	queue_close(&q);
+}
+
+TEST_F(q, fills_are_byte_exact)
+{
+	struct radiance_bo_create c;
+	struct queue q;
+	uint8_t *p, want[8192];
+	int bo = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 8192, RADIANCE_BO_MAPPABLE, &c);
+
+	ASSERT_LT(0, bo);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, c.mmap_offset);
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 0x11, 8192);
+	memset(want, 0x11, 8192);
+	fill(&q, bo, 3, 1001, 0xab, 1);
+	memset(want + 3, 0xab, 1001);
+	fill(&q, bo, 2000, 4098, 0xbeef, 2);
+	for (int i = 0; i < 4098; i += 2) {
+		want[2000 + i] = 0xef;
+		want[2001 + i] = 0xbe;
+	}
+	fill(&q, bo, 7000, 1188, 0x01020304, 4);
+	for (int i = 0; i < 1188; i += 4)
+		memcpy(want + 7000 + i, "\x04\x03\x02\x01", 4);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	EXPECT_EQ(0, memcmp(want, p, 8192));
+	munmap(p, 8192);
+	queue_close(&q);
+}
+
+/* Fills `n` bytes of `p` with a pattern that depends on `seed`. */
+static void pattern(uint8_t *p, size_t n, int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed);
+}
+
+TEST_F(q, copies_in_every_direction_at_odd_offsets)
+{
+	struct radiance_bo_create vc, v2c, hc;
+	const size_t size = 3 * 4096 + 123;
+	struct queue q;
+	uint8_t *vram, *vram2, *host, want[3 * 4096 + 123];
+	int v = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 16384, RADIANCE_BO_MAPPABLE, &vc);
+	int v2 = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 16384, RADIANCE_BO_MAPPABLE, &v2c);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 16384, RADIANCE_BO_MAPPABLE, &hc);
+
+	ASSERT_LT(0, h);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	vram = mmap(NULL, 16384, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, vc.mmap_offset);
+	vram2 = mmap(NULL, 16384, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, v2c.mmap_offset);
+	host = mmap(NULL, 16384, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, hc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, host);
+
+	/* HOST -> VRAM, across host pages. */
+	pattern(host + 77, size, 1);
+	copy(&q, h, 77, v, 5, size);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	pattern(want, size, 1);
+	EXPECT_EQ(0, memcmp(want, vram + 5, size));
+	/* VRAM -> VRAM. */
+	copy(&q, v, 5, v2, 1000, size);
+	/* VRAM -> HOST, after a barrier so it sees the copy above. */
+	{
+		struct radiance_copy_packet p = {
+			.header = { .kind = RADIANCE_PACKET_COPY, .flags = RADIANCE_PACKET_BARRIER },
+			.src = v2, .dst = h, .src_offset = 1000, .dst_offset = 9, .size = size,
+		};
+
+		queue_put(&q, &p);
+	}
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	EXPECT_EQ(0, memcmp(want, vram2 + 1000, size));
+	EXPECT_EQ(0, memcmp(want, host + 9, size));
+	queue_close(&q);
+}
+
+TEST_F(q, copy_from_an_imported_udmabuf)
+{
+	struct udmabuf_create create = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = 65536 };
+	struct radiance_bo_import imp = { 0 };
+	struct radiance_bo_create vc;
+	int memfd = memfd_create("radiance", MFD_ALLOW_SEALING), dev = open("/dev/udmabuf", O_RDWR);
+	uint8_t *src, *vram, want[40000];
+	struct queue q;
+	int v;
+
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, ftruncate(memfd, create.size));
+	ASSERT_EQ(0, fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK));
+	src = mmap(NULL, create.size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	pattern(src, create.size, 7);
+	create.memfd = memfd;
+	imp.fd = ioctl(dev, UDMABUF_CREATE, &create);
+	ASSERT_LE(0, imp.fd);
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_IMPORT, &imp));
+	v = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 65536, RADIANCE_BO_MAPPABLE, &vc);
+	ASSERT_LT(0, v);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	copy(&q, imp.handle, 1234, v, 3, sizeof(want));
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	vram = mmap(NULL, 65536, PROT_READ, MAP_SHARED, self->fd, vc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, vram);
+	EXPECT_EQ(0, memcmp(src + 1234, vram + 3, sizeof(want)));
+	queue_close(&q);
+	close(imp.fd);
+	close(memfd);
+	close(dev);
+}
+
+/* A LAUNCH of built-in `pc` with `params`, its block in HOST BO `blk`. */
+static void launch(struct queue *q, int fd, uint32_t blk_handle, uint8_t *blk, uint32_t pc,
+		   const uint32_t *params, uint32_t nparams, uint16_t grid, uint16_t block)
+{
+	struct radiance_launch_block b = {
+		.entry_pc = pc, .grid = { grid, 1, 1 }, .block = { block, 1, 1 },
+		.params_size = nparams * 4,
+	};
+	struct radiance_launch_packet p = {
+		.header = { .kind = RADIANCE_PACKET_LAUNCH }, .block = blk_handle,
+		.block_offset = 0, .block_size = sizeof(b) + nparams * 4,
+	};
+
+	(void)fd;
+	memcpy(blk, &b, sizeof(b));
+	memcpy(blk + sizeof(b), params, nparams * 4);
+	queue_put(q, &p);
+}
+
+TEST_F(q, vector_add_launch_checked_element_by_element)
+{
+	enum { N = 1000 };
+	struct radiance_bo_create ac, bc, cc, kc;
+	uint32_t *a, *b, *c;
+	uint8_t *blk;
+	struct queue q;
+	int ha = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, N * 4, RADIANCE_BO_MAPPABLE, &ac);
+	int hb = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, N * 4, RADIANCE_BO_MAPPABLE, &bc);
+	int hc = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, N * 4 + 4096, RADIANCE_BO_MAPPABLE, &cc);
+	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+	uint32_t params[4];
+
+	ASSERT_LT(0, ha);
+	ASSERT_LT(0, hb);
+	ASSERT_LT(0, hc);
+	ASSERT_LT(0, hk);
+	a = mmap(NULL, ac.size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, ac.mmap_offset);
+	b = mmap(NULL, bc.size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, bc.mmap_offset);
+	c = mmap(NULL, cc.size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, cc.mmap_offset);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, blk);
+	for (int i = 0; i < N; i++) {
+		a[i] = i * 3;
+		b[i] = 0xfffffff0u + i;
+	}
+	c[N] = 0x5a5a5a5a;
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	params[0] = ac.device_address;
+	params[1] = bc.device_address;
+	params[2] = cc.device_address;
+	params[3] = N;
+	/* 4 blocks of 256 threads: 1024 threads, the last 24 do nothing. */
+	launch(&q, self->fd, hk, blk, RADIANCE_BUILTIN_VECADD_U32, params, 4, 4, 256);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ((uint32_t)(i * 3 + 0xfffffff0u + i), c[i]) TH_LOG("element %d", i);
+	}
+	EXPECT_EQ(0x5a5a5a5au, c[N]) TH_LOG("past the count");
+	queue_close(&q);
+}
+
+/* Submits `packet` alone on a fresh queue and returns the queue's fault. */
+static void expect_fault(struct __test_metadata *_metadata, int fd, const void *packet,
+			 uint32_t error, struct radiance_queue_query *out)
+{
+	struct radiance_queue_query query = { 0 };
+	struct queue q, other;
+
+	ASSERT_EQ(0, queue_open(fd, 16, &q));
+	ASSERT_EQ(0, queue_open(fd, 16, &other));
+	nop(&q, 0);
+	queue_put(&q, packet);
+	nop(&q, 0);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(error, q.ctl->error);
+	EXPECT_EQ(1, q.ctl->fault_index);
+	EXPECT_EQ(1, q.ctl->read_index) TH_LOG("the packet before completed");
+	query.queue_id = q.id;
+	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_QUEUE_QUERY, &query));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, query.status);
+	EXPECT_EQ(error, query.error);
+	EXPECT_EQ(1, query.fault_index);
+	if (out)
+		*out = query;
+	/* Another queue of the same file goes on. */
+	nop(&other, 0);
+	queue_publish(&other);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&other));
+	EXPECT_EQ(1, other.ctl->read_index);
+	queue_close(&q);
+	queue_close(&other);
+}
+
+TEST_F(q, each_bad_packet_faults_only_its_queue)
+{
+	struct radiance_packet raw = { 0 };
+	struct radiance_fill_packet f = { .header = { .kind = RADIANCE_PACKET_FILL }, .pattern_size = 4, .size = 4 };
+	struct radiance_copy_packet c = { .header = { .kind = RADIANCE_PACKET_COPY }, .size = 16 };
+	struct radiance_bo_create vc, hc;
+	int v = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &vc);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, 0, &hc);
+	int h2 = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, 0, NULL);
+
+	ASSERT_LT(0, h2);
+	/* No packet at all (kind 0). */
+	expect_fault(_metadata, self->fd, &raw, EINVAL, NULL);
+	/* A kind kept for later. */
+	raw.header.kind = 8;
+	expect_fault(_metadata, self->fd, &raw, EOPNOTSUPP, NULL);
+	/* Reserved bits. */
+	raw.header.kind = RADIANCE_PACKET_NOP;
+	raw.header.reserved = 1;
+	expect_fault(_metadata, self->fd, &raw, EINVAL, NULL);
+	raw.header.reserved = 0;
+	raw.body[6] = 1;
+	expect_fault(_metadata, self->fd, &raw, EINVAL, NULL);
+	raw.header.flags = 0x80;
+	expect_fault(_metadata, self->fd, &raw, EINVAL, NULL);
+	/* A handle that is no BO of this file. */
+	f.dst = v + 100;
+	expect_fault(_metadata, self->fd, &f, ENOENT, NULL);
+	/* Past the end of the BO. */
+	f.dst = v;
+	f.dst_offset = 4096 - 2;
+	expect_fault(_metadata, self->fd, &f, EINVAL, NULL);
+	/* A misaligned pattern. */
+	f.dst_offset = 2;
+	expect_fault(_metadata, self->fd, &f, EINVAL, NULL);
+	/* Filling host memory: not a device operation. */
+	f.dst = h;
+	f.dst_offset = 0;
+	expect_fault(_metadata, self->fd, &f, EINVAL, NULL);
+	/* HOST to HOST, and overlapping ranges. */
+	c.src = h;
+	c.dst = h2;
+	expect_fault(_metadata, self->fd, &c, EINVAL, NULL);
+	c.src = v;
+	c.dst = v;
+	c.dst_offset = 8;
+	expect_fault(_metadata, self->fd, &c, EINVAL, NULL);
+}
+
+TEST_F(q, a_bad_entry_pc_reports_err_pc)
+{
+	struct radiance_queue_query query;
+	struct radiance_bo_create kc;
+	struct radiance_launch_block b = { .entry_pc = 0x1234, .grid = { 1, 1, 1 }, .block = { 1, 1, 1 } };
+	struct radiance_launch_packet p = { .header = { .kind = RADIANCE_PACKET_LAUNCH }, .block_size = sizeof(b) };
+	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+	uint8_t *blk;
+
+	ASSERT_LT(0, hk);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, blk);
+	memcpy(blk, &b, sizeof(b));
+	p.block = hk;
+	expect_fault(_metadata, self->fd, &p, EIO, &query);
+	EXPECT_EQ(1, query.err_code) TH_LOG("BAD_PC");
+	EXPECT_EQ(0x1234, query.err_pc);
+}
+
+TEST_F(q, a_write_index_past_the_ring_faults)
+{
+	struct queue q;
+
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	q.written = 17;
+	queue_publish(&q);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(EINVAL, q.ctl->error);
+	queue_close(&q);
+}
+
+TEST_F(q, bad_create_and_handles)
+{
+	struct radiance_queue_create c = { .ring_packets = 24 };
+	struct radiance_queue_destroy d = { .queue_id = 999 };
+	struct radiance_queue_query query = { .queue_id = 999 };
+
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_CREATE, &c));
+	c.ring_packets = 8;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_CREATE, &c));
+	c.ring_packets = 1 << 17;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_CREATE, &c));
+	c.ring_packets = 16;
+	c.priority = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_CREATE, &c));
+	c.priority = 0;
+	c.flags = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_CREATE, &c));
+	EXPECT_EQ(-ENOENT, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_DESTROY, &d));
+	EXPECT_EQ(-ENOENT, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_KICK, &d));
+	EXPECT_EQ(-ENOENT, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_QUERY, &query));
+	EXPECT_EQ(0, radiance_mem_stat("queues"));
+}
+
+/* One process: 4 queues, `per_queue` FILL packets each writing its index
+ * into the queue's own word; returns 0 if all completed in order. */
+static int fill_storm(int per_queue)
+{
+	struct radiance_bo_create bc;
+	struct queue q[4];
+	uint32_t *words;
+	int fd = radiance_open(0), bo;
+
+	bo = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
+	words = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, bc.mmap_offset);
+	if (bo < 0 || words == MAP_FAILED)
+		return 1;
+	for (int i = 0; i < 4; i++)
+		if (queue_open(fd, 64, &q[i]))
+			return 2;
+	for (int n = 1; n <= per_queue; n++)
+		for (int i = 0; i < 4; i++) {
+			fill(&q[i], bo, i * 4, 4, n, 4);
+			if (n % 16 == 0)
+				queue_publish(&q[i]);
+		}
+	for (int i = 0; i < 4; i++) {
+		queue_publish(&q[i]);
+		if (queue_drain(&q[i]) != RADIANCE_QUEUE_ACTIVE || q[i].ctl->read_index != (uint64_t)per_queue)
+			return 3;
+		/* In order per queue: the last write wins. */
+		if (words[i] != (uint32_t)per_queue)
+			return 4;
+	}
+	close(fd);
+	return 0;
+}
+
+TEST(ten_thousand_packets_across_8_queues_in_2_processes)
+{
+	pid_t pid = fork();
+	int status, mine;
+
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(fill_storm(1250));
+	mine = fill_storm(1250);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, mine);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST(closing_with_packets_in_flight_leaves_nothing_behind)
+{
+	for (int round = 0; round < 20; round++) {
+		int fd = radiance_open(0);
+		int a = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 1 << 20, 0, NULL);
+		int b = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 1 << 20, 0, NULL);
+		struct queue q;
+
+		ASSERT_EQ(0, queue_open(fd, 256, &q));
+		for (int i = 0; i < 200; i++)
+			copy(&q, i % 2 ? a : b, 0, i % 2 ? b : a, 0, 1 << 20);
+		queue_publish(&q);
+		munmap(q.ring, q.packets * RADIANCE_PACKET_SIZE);
+		munmap(q.ctl, getpagesize());
+		ASSERT_EQ(0, close(fd));
+	}
+	/* The device drains what was in flight, then frees it all. */
+	for (int i = 0; i < 1000 && radiance_mem_stat("commands_in_flight"); i++)
+		usleep(10000);
+	EXPECT_EQ(0, radiance_mem_stat("commands_in_flight"));
+	EXPECT_EQ(0, radiance_mem_stat("queues"));
+	for (int i = 0; i < 1000 && radiance_mem_stat("vram_bos"); i++)
+		usleep(10000);
+	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
+	EXPECT_EQ(0, radiance_mem_stat("open_files"));
+}
+
+TEST_HARNESS_MAIN
