@@ -114,7 +114,7 @@ pub(crate) struct Context {
     #[pin]
     objects: Mutex<Objects>,
     /// Shared with imports in flight, which `Semaphores::close` ends.
-    sems: Arc<Semaphores>,
+    pub(crate) sems: Arc<Semaphores>,
 }
 
 impl Context {
@@ -446,7 +446,7 @@ impl MiscDevice for Context {
         };
         // Counted before anything can fail: dropping a half-made context
         // closes the file again.
-        let sems = Arc::pin_init(Semaphores::new()?, GFP_KERNEL)?;
+        let sems = Arc::pin_init(Semaphores::new(device.scheduler().clone())?, GFP_KERNEL)?;
         Arc::pin_init(
             try_pin_init!(Self {
                 device,

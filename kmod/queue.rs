@@ -63,6 +63,8 @@ pub(crate) struct Staged {
     pub(crate) next: usize,
     /// BOs the commands use, kept alive until the packet completes.
     pub(crate) bos: KVec<Arc<crate::bo::Bo>>,
+    /// A SIGNAL_SEMAPHORE's (handle, value), applied on completion.
+    pub(crate) signal: Option<(u32, u64)>,
 }
 
 /// One user-mode queue.
@@ -162,19 +164,39 @@ impl Queue {
     }
 
     /// Stops the queue at packet `index` with a positive errno (and the
-    /// device's error for a device fault). The first fault sticks.
+    /// device's error for a device fault). The first fault sticks. Every
+    /// semaphore the queue still had to signal fails with the same error.
     pub(crate) fn fault(&self, index: u64, error: u32, err_code: u32, err_pc: u32, err_thread: u32) {
-        let mut state = self.state.lock();
-        if state.faulted {
-            return;
+        {
+            let mut state = self.state.lock();
+            if state.faulted {
+                return;
+            }
+            state.faulted = true;
+            state.error = error;
+            state.fault_index = index;
+            state.err_code = err_code;
+            state.err_pc = err_pc;
+            state.err_thread = err_thread;
+            self.publish(&state);
         }
-        state.faulted = true;
-        state.error = error;
-        state.fault_index = index;
-        state.err_code = err_code;
-        state.err_pc = err_pc;
-        state.err_thread = err_thread;
-        self.publish(&state);
+        self.fail_signals(index, error);
+    }
+
+    /// Fails the semaphores of the SIGNAL_SEMAPHORE packets from `index`
+    /// to the process's write index (at most one ring's worth).
+    fn fail_signals(&self, index: u64, error: u32) {
+        let Ok(write) = page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| w.load(Acquire))
+        else {
+            return;
+        };
+        let end = (write as u64).min(index + u64::from(self.ring_packets));
+        for i in index..end {
+            let Ok(packet) = self.packet(i) else { continue };
+            if packet.header.kind == uapi::packet_kind::SIGNAL_SEMAPHORE {
+                self.ctx.sems.fail_from_queue(packet.body[0] as u32, error);
+            }
+        }
     }
 
     /// QUEUE_DESTROY: the scheduler stops taking packets.

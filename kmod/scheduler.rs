@@ -73,6 +73,8 @@ struct InFlight {
     last: bool,
     /// What the packet's commands touch, alive until it completes.
     _bos: KVec<Arc<Bo>>,
+    /// A SIGNAL_SEMAPHORE's (handle, value), on the last command.
+    signal: Option<(u32, u64)>,
 }
 
 struct State {
@@ -189,6 +191,11 @@ impl Scheduler {
                 );
             } else if done.last {
                 done.queue.complete(done.packet);
+                // Not for a queue that faulted meanwhile: `fault` failed
+                // this semaphore already.
+                if let (Some((handle, value)), false) = (done.signal, done.queue.state().faulted) {
+                    done.queue.ctx.sems.signal_from_queue(handle, value);
+                }
             }
             state.head += 1;
         }
@@ -216,8 +223,10 @@ impl Scheduler {
                 break;
             }
             let bos = if last { core::mem::take(&mut staged.bos) } else { KVec::new() };
+            let signal = if last { staged.signal } else { None };
+            let entry = InFlight { id, queue: queue.clone(), packet: staged.packet, last, _bos: bos, signal };
             // Capacity for MAX_IN_FLIGHT was reserved: this cannot fail.
-            let _ = state.in_flight.push(InFlight { id, queue: queue.clone(), packet: staged.packet, last, _bos: bos }, GFP_KERNEL);
+            let _ = state.in_flight.push(entry, GFP_KERNEL);
             state.next_id = id.wrapping_add(1);
             staged.next += 1;
             pushed = true;
@@ -237,10 +246,12 @@ impl Scheduler {
             if queue.staged.lock().is_none() {
                 let Some(index) = queue.pending() else { continue };
                 match translate(&queue, index) {
-                    Ok(staged) => {
+                    Ok(Some(staged)) => {
                         queue.mark_submitted(index);
                         *queue.staged.lock() = Some(staged);
                     }
+                    // Waiting on a semaphore: its signal wakes us.
+                    Ok(None) => continue,
                     Err(e) => {
                         queue.fault(index, e.to_errno().unsigned_abs(), 0, 0, 0);
                         continue;
@@ -277,7 +288,7 @@ impl WorkItem for Scheduler {
             for q in state.queues.iter() {
                 q.set_needs_kick(true);
             }
-            if !state.queues.iter().any(|q| q.pending().is_some()) {
+            if !state.queues.iter().any(|q| runnable(q)) {
                 return;
             }
             for q in state.queues.iter() {
@@ -285,6 +296,12 @@ impl WorkItem for Scheduler {
             }
         }
     }
+}
+
+/// Whether `queue` has a packet that can be taken now (not one waiting on
+/// a semaphore).
+fn runnable(queue: &Queue) -> bool {
+    queue.pending().is_some_and(|index| !matches!(translate(queue, index), Ok(None)))
 }
 
 /// Checks that `[offset, offset + size)` lies in `bo`.
@@ -303,9 +320,10 @@ fn vram_addr(bo: &Bo, offset: u64) -> Result<u32> {
 }
 
 /// Translates packet `index` of `queue` into Gluon commands: every handle
-/// must be a BO of the queue's file and every range inside it. An error is
-/// the queue's fault.
-fn translate(queue: &Queue, index: u64) -> Result<Staged> {
+/// must be an object of the queue's file and every range inside its BO.
+/// `None`: a WAIT_SEMAPHORE that is not satisfied yet. An error is the
+/// queue's fault.
+fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
     let packet = queue.packet(index)?;
     let h = packet.header;
     if h.reserved != 0 || h.pad != 0 || h.flags & !uapi::packet_flags::ALL != 0 {
@@ -313,6 +331,7 @@ fn translate(queue: &Queue, index: u64) -> Result<Staged> {
     }
     let mut commands = KVec::new();
     let mut bos = KVec::new();
+    let mut signal = None;
     if h.flags & uapi::packet_flags::BARRIER != 0 {
         commands.push(Command::Fence, GFP_KERNEL)?;
     }
@@ -421,9 +440,24 @@ fn translate(queue: &Queue, index: u64) -> Result<Staged> {
             commands.push(Command::LaunchKernel { host_addr, size: size as u32, gpu_addr: LAUNCH_SLOT }, GFP_KERNEL)?;
             bos.push(bo, GFP_KERNEL)?;
         }
-        // Kept for READ_COUNTER, TIMESTAMP and the semaphore packets.
-        6..=9 => return Err(EOPNOTSUPP),
+        packet_kind::WAIT_SEMAPHORE | packet_kind::SIGNAL_SEMAPHORE => {
+            let (handle, pad, value) = (lo(body[0]), hi(body[0]), body[1]);
+            if pad != 0 || !zero_from(2) {
+                return Err(EINVAL);
+            }
+            let reached = queue.ctx.sems.reached(handle, value)?;
+            if h.kind == packet_kind::WAIT_SEMAPHORE && !reached {
+                return Ok(None);
+            }
+            if h.kind == packet_kind::SIGNAL_SEMAPHORE {
+                signal = Some((handle, value));
+            }
+            // In order after everything before it on the queue.
+            commands.push(Command::Fence, GFP_KERNEL)?;
+        }
+        // Kept for READ_COUNTER and TIMESTAMP.
+        6 | 7 => return Err(EOPNOTSUPP),
         _ => return Err(EINVAL),
     }
-    Ok(Staged { packet: index, commands, next: 0, bos })
+    Ok(Some(Staged { packet: index, commands, next: 0, bos, signal }))
 }

@@ -34,6 +34,7 @@ use kernel::{
 
 use crate::{
     dma_fence::Fence,
+    scheduler::Scheduler,
     sem_import::FenceImport,
     uapi::{
         self,
@@ -147,10 +148,12 @@ pub(crate) struct Semaphores {
     imports_done: CondVar,
     /// Slot `i` holds the value of the semaphore in slot `i`.
     page: Page,
+    /// Woken on every change: queues may wait on these semaphores.
+    scheduler: Arc<Scheduler>,
 }
 
 impl Semaphores {
-    pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(scheduler: Arc<Scheduler>) -> Result<impl PinInit<Self, Error>> {
         let page = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
         let table = Table { sems: RBTree::new(), closed: false, next_handle: 1, slots: [0; SLOTS / 64] };
         Ok(try_pin_init!(Self {
@@ -159,6 +162,7 @@ impl Semaphores {
             imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
             imports_done <- new_condvar!("Semaphores::imports_done"),
             page,
+            scheduler,
         }? Error))
     }
 
@@ -225,6 +229,39 @@ impl Semaphores {
         sem.signal_fences();
         self.publish(sem.slot, value);
         self.changed.notify_all();
+        Scheduler::kick(&self.scheduler);
+    }
+
+    /// For a WAIT_SEMAPHORE packet: whether `handle` has reached `value`;
+    /// its error if it failed, ENOENT if there is no such semaphore.
+    pub(crate) fn reached(&self, handle: u32, value: u64) -> Result<bool> {
+        let table = self.table.lock();
+        let sem = table.get(handle)?;
+        match sem.failure() {
+            Some(e) => Err(e),
+            None => Ok(sem.value >= value),
+        }
+    }
+
+    /// A SIGNAL_SEMAPHORE packet completed. A value at or below the current
+    /// one changes nothing: queue signals only ever raise.
+    pub(crate) fn signal_from_queue(&self, handle: u32, value: u64) {
+        let mut table = self.table.lock();
+        if let Ok(sem) = table.get_mut(handle) {
+            if sem.error == 0 && value > sem.value && value != uapi::SEM_FAILED_VALUE {
+                self.raise(sem, value);
+            }
+        }
+    }
+
+    /// A queue that was to signal `handle` faulted with `error`.
+    pub(crate) fn fail_from_queue(&self, handle: u32, error: u32) {
+        let mut table = self.table.lock();
+        if let Ok(sem) = table.get_mut(handle) {
+            if sem.error == 0 {
+                self.mark_failed(sem, error);
+            }
+        }
     }
 
     /// Fails a semaphore that has not failed yet.

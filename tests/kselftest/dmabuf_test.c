@@ -42,39 +42,6 @@ static int bo_import(int fd, int dmabuf, struct radiance_bo_import *out)
 	return ret ? ret : (int)args.handle;
 }
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 0, cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char byte, cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
-}
-
 /*
  * A process that never opened the device receives `dmabuf` over a socket,
  * maps it, checks word i == seed + i, writes word i = ~(seed + i), exits 0.
@@ -98,7 +65,7 @@ static int check_in_other_process(int dmabuf, size_t size, uint32_t seed)
 		for (int i = 3; i < 1024; i++)
 			if (i != sv[1])
 				close(i);
-		fd = recv_fd(sv[1]);
+		fd = radiance_recv_fd(sv[1]);
 		if (fd < 0)
 			_exit(10);
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -112,7 +79,7 @@ static int check_in_other_process(int dmabuf, size_t size, uint32_t seed)
 		_exit(0);
 	}
 	close(sv[1]);
-	if (send_fd(sv[0], dmabuf))
+	if (radiance_send_fd(sv[0], dmabuf))
 		return -1;
 	close(sv[0]);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))

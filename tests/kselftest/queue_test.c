@@ -377,8 +377,8 @@ TEST_F(q, each_bad_packet_faults_only_its_queue)
 	ASSERT_LT(0, h2);
 	/* No packet at all (kind 0). */
 	expect_fault(_metadata, self->fd, &raw, EINVAL, NULL);
-	/* A kind kept for later. */
-	raw.header.kind = 8;
+	/* A kind kept for later (READ_COUNTER). */
+	raw.header.kind = 6;
 	expect_fault(_metadata, self->fd, &raw, EOPNOTSUPP, NULL);
 	/* Reserved bits. */
 	raw.header.kind = RADIANCE_PACKET_NOP;
@@ -541,6 +541,213 @@ TEST(closing_with_packets_in_flight_leaves_nothing_behind)
 		usleep(10000);
 	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
 	EXPECT_EQ(0, radiance_mem_stat("open_files"));
+}
+
+static void sem_packet(struct queue *q, uint8_t kind, uint32_t handle, uint64_t value)
+{
+	struct radiance_semaphore_packet p = { .header = { .kind = kind }, .handle = handle, .value = value };
+
+	queue_put(q, &p);
+}
+
+static int sem_create(int fd, uint64_t initial)
+{
+	struct radiance_sem_create c = { .initial = initial };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &c);
+
+	return ret ? ret : (int)c.handle;
+}
+
+static int64_t sem_value(int fd, uint32_t handle)
+{
+	struct radiance_sem_query args = { .handle = handle };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_QUERY, &args);
+
+	return ret ? ret : args.error ? -(int64_t)args.error : (int64_t)args.value;
+}
+
+/* Waits up to 10 s for a semaphore value; 0 or -errno. */
+static int sem_wait_for(int fd, uint32_t handle, uint64_t value)
+{
+	struct radiance_sem_wait_point p = { .handle = handle, .value = value };
+	struct radiance_sem_wait w = { .points = (uintptr_t)&p, .count = 1 };
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	w.deadline_ns = (t.tv_sec + 10) * 1000000000LL + t.tv_nsec;
+	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_WAIT, &w);
+}
+
+TEST_F(q, queue_a_signals_and_queue_b_waits)
+{
+	struct radiance_bo_create bc;
+	struct radiance_sem_signal sig;
+	struct queue a, b;
+	uint32_t *word;
+	int s = sem_create(self->fd, 0);
+	int bo = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
+
+	ASSERT_LT(0, s);
+	ASSERT_LT(0, bo);
+	word = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, word);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
+	/* B first: it must not run its fill before A has signalled. */
+	sem_packet(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 1);
+	fill(&b, bo, 0, 4, 2, 4);
+	queue_publish(&b);
+	usleep(50000);
+	EXPECT_EQ(0, b.ctl->read_index);
+	EXPECT_EQ(0, word[0]);
+	fill(&a, bo, 0, 4, 1, 4);
+	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 1);
+	queue_publish(&a);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&a));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
+	EXPECT_EQ(2, word[0]) TH_LOG("B's fill ran after A's");
+	EXPECT_EQ(1, sem_value(self->fd, s));
+	/* A host signal unblocks a queue too. */
+	sem_packet(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 5);
+	fill(&b, bo, 0, 4, 3, 4);
+	queue_publish(&b);
+	usleep(20000);
+	EXPECT_EQ(2, word[0]);
+	sig.handle = s;
+	sig.pad = 0;
+	sig.value = 5;
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_SIGNAL, &sig));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
+	EXPECT_EQ(3, word[0]);
+	queue_close(&a);
+	queue_close(&b);
+}
+
+TEST_F(q, a_failed_semaphore_fails_dependent_queues_and_their_signals)
+{
+	struct radiance_sem_fail fail;
+	struct queue b;
+	int s = sem_create(self->fd, 0), t = sem_create(self->fd, 0);
+
+	ASSERT_LT(0, t);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
+	sem_packet(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 1);
+	nop(&b, 0);
+	sem_packet(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, t, 1);
+	queue_publish(&b);
+	usleep(20000);
+	fail.handle = s;
+	fail.error = EHOSTDOWN;
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_FAIL, &fail));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&b));
+	EXPECT_EQ(EHOSTDOWN, b.ctl->error);
+	EXPECT_EQ(0, b.ctl->fault_index);
+	/* The waiter of what B was to signal gets the original error. */
+	EXPECT_EQ(-EHOSTDOWN, sem_wait_for(self->fd, t, 1));
+	queue_close(&b);
+}
+
+TEST_F(q, a_faulting_queue_fails_what_it_was_to_signal)
+{
+	struct radiance_packet bad = { 0 };
+	struct queue a;
+	int u = sem_create(self->fd, 0);
+
+	ASSERT_LT(0, u);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	queue_put(&a, &bad);
+	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, u, 1);
+	queue_publish(&a);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&a));
+	EXPECT_EQ(-EINVAL, sem_wait_for(self->fd, u, 1));
+	EXPECT_EQ(-EINVAL, sem_value(self->fd, u));
+	queue_close(&a);
+}
+
+/* One stage of a chain: wait for `in` (0: none) to reach 1, fill the
+ * stage's number into word 0 of `bo`, signal `out` to 1. */
+static void chain_stage(struct queue *q, uint32_t in, uint32_t out, uint32_t bo, uint32_t n)
+{
+	if (in)
+		sem_packet(q, RADIANCE_PACKET_WAIT_SEMAPHORE, in, 1);
+	fill(q, bo, 0, 4, n, 4);
+	sem_packet(q, RADIANCE_PACKET_SIGNAL_SEMAPHORE, out, 1);
+	queue_publish(q);
+}
+
+/* Child of the chain test: stages 3 and 4 in its own file, fed by the
+ * parent's stage 2 through a sync_file. 0 on success. */
+static int chain_child(int sock)
+{
+	struct radiance_sem_import_sync_file imp = { .value = 1 };
+	struct radiance_bo_create bc;
+	struct queue q3, q4;
+	uint32_t *word;
+	int fd = radiance_open(0);
+	int s3 = sem_create(fd, 0), s4 = sem_create(fd, 0), s5 = sem_create(fd, 0);
+	int bo = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
+
+	word = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, bc.mmap_offset);
+	if (s5 < 0 || bo < 0 || word == MAP_FAILED || queue_open(fd, 16, &q3) || queue_open(fd, 16, &q4))
+		return 1;
+	/* Last stage first: it must wait for the others. */
+	chain_stage(&q4, s4, s5, bo, 4);
+	chain_stage(&q3, s3, s4, bo, 3);
+	usleep(50000);
+	if (word[0] != 0 || q3.ctl->read_index || q4.ctl->read_index)
+		return 2;
+	if (write(sock, "go", 2) != 2)
+		return 3;
+	imp.handle = s3;
+	imp.fd = radiance_recv_fd(sock);
+	if (imp.fd < 0 || radiance_ioctl(fd, RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE, &imp))
+		return 4;
+	if (sem_wait_for(fd, s5, 1))
+		return 5;
+	/* Stage 4 ran last. */
+	return word[0] == 4 ? 0 : 6;
+}
+
+TEST(a_chain_across_4_queues_and_2_processes_completes_in_order)
+{
+	struct radiance_sem_export_sync_file exp = { .value = 1, .flags = RADIANCE_EXPORT_CLOEXEC };
+	struct radiance_bo_create bc;
+	int sv[2], status, fd = radiance_open(0);
+	int s1 = sem_create(fd, 0), s2 = sem_create(fd, 0);
+	int bo = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
+	struct queue q1, q2;
+	uint32_t *word;
+	char go[2];
+	pid_t pid;
+
+	ASSERT_LT(0, s2);
+	ASSERT_LT(0, bo);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(sv[0]);
+		_exit(chain_child(sv[1]));
+	}
+	close(sv[1]);
+	/* Stage 2's point goes to the child before anything runs. */
+	exp.handle = s2;
+	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE, &exp));
+	ASSERT_EQ(2, read(sv[0], go, 2));
+	ASSERT_EQ(0, radiance_send_fd(sv[0], exp.fd));
+	close(exp.fd);
+	word = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, word);
+	ASSERT_EQ(0, queue_open(fd, 16, &q1));
+	ASSERT_EQ(0, queue_open(fd, 16, &q2));
+	chain_stage(&q2, s1, s2, bo, 2);
+	chain_stage(&q1, 0, s1, bo, 1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(2, word[0]);
+	close(sv[0]);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

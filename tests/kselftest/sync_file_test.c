@@ -172,39 +172,6 @@ TEST_F(sync, exported_fence_carries_failure_and_cancellation)
 	close(after);
 }
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 0, cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char byte, cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
-}
-
 TEST(closing_the_file_cancels_a_waiter_in_another_process)
 {
 	int sv[2], status, fd = radiance_open(0);
@@ -223,7 +190,7 @@ TEST(closing_the_file_cancels_a_waiter_in_another_process)
 		close(sv[0]);
 		close(fd);
 		close(fence);
-		f = recv_fd(sv[1]);
+		f = radiance_recv_fd(sv[1]);
 		if (f < 0)
 			_exit(100);
 		/* Blocks until the owner's file goes: never hangs. */
@@ -232,7 +199,7 @@ TEST(closing_the_file_cancels_a_waiter_in_another_process)
 		_exit(-fence_status(f));
 	}
 	close(sv[1]);
-	ASSERT_EQ(0, send_fd(sv[0], fence));
+	ASSERT_EQ(0, radiance_send_fd(sv[0], fence));
 	close(fence);
 	usleep(50 * 1000);
 	ASSERT_EQ(0, close(fd));

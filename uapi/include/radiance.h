@@ -238,6 +238,8 @@ struct radiance_queue_query {
 #define RADIANCE_PACKET_FILL 3
 #define RADIANCE_PACKET_COPY 4
 #define RADIANCE_PACKET_LAUNCH 5
+#define RADIANCE_PACKET_WAIT_SEMAPHORE 8
+#define RADIANCE_PACKET_SIGNAL_SEMAPHORE 9
 #define RADIANCE_PACKET_BARRIER (1u << 0)
 
 struct radiance_packet_header {
@@ -280,6 +282,17 @@ struct radiance_launch_packet {
 	__u64 block_offset;
 	__u64 block_size;
 	__u64 reserved[4];
+};
+
+/* WAIT_SEMAPHORE: go no further until the semaphore reaches value (a failed
+ * one faults the queue). SIGNAL_SEMAPHORE: raise it to value once everything
+ * before it completed; a queue that faults first fails it instead. */
+struct radiance_semaphore_packet {
+	struct radiance_packet_header header;
+	__u32 handle;		/* a semaphore of the queue's file */
+	__u32 pad;
+	__u64 value;
+	__u64 reserved[5];
 };
 
 /* Gluon's launch block head; the binary, then the params follow it. */

@@ -547,9 +547,16 @@ pub mod packet_kind {
     pub const COPY: u8 = 4;
     /// [`super::LaunchPacket`].
     pub const LAUNCH: u8 = 5;
-    // 6 READ_COUNTER, 7 TIMESTAMP, 8 WAIT_SEMAPHORE and 9 SIGNAL_SEMAPHORE
-    // are kept for the packets that come next; today they fault the queue
-    // with EOPNOTSUPP.
+    // 6 READ_COUNTER and 7 TIMESTAMP are kept for packets that come next;
+    // today they fault the queue with EOPNOTSUPP.
+    /// [`super::SemaphorePacket`]: the queue goes no further until the
+    /// semaphore reaches the value; a failed semaphore faults the queue
+    /// with its error.
+    pub const WAIT_SEMAPHORE: u8 = 8;
+    /// [`super::SemaphorePacket`]: raises the semaphore to the value once
+    /// everything before it on the queue has completed. A queue that faults
+    /// first fails the semaphore with the fault's error instead.
+    pub const SIGNAL_SEMAPHORE: u8 = 9;
 }
 
 /// `PacketHeader::flags`.
@@ -625,6 +632,17 @@ pub struct LaunchPacket {
     pub block_offset: u64,
     pub block_size: u64,
     pub reserved: [u64; 4],
+}
+
+/// WAIT_SEMAPHORE and SIGNAL_SEMAPHORE: a semaphore of the queue's file.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemaphorePacket {
+    pub header: PacketHeader,
+    pub handle: u32,
+    pub pad: u32,
+    pub value: u64,
+    pub reserved: [u64; 5],
 }
 
 /// The head of Gluon's launch block, as the device reads it from host
@@ -789,5 +807,6 @@ const _: () = assert!(core::mem::size_of::<Packet>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<FillPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<CopyPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchPacket>() == PACKET_SIZE);
+const _: () = assert!(core::mem::size_of::<SemaphorePacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchBlock>() == 40);
 const _: () = assert!(min_size::GET_INFO <= core::mem::size_of::<GetInfo>());

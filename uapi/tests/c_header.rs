@@ -88,7 +88,10 @@ fn facts() -> Vec<Fact> {
         entry_pc, grid, block, regs_per_thread, flags, pad, shmem_per_block, printf_host_addr, binary_size,
         params_size, pad1,
     ]);
+    abi_struct!(f, uapi::SemaphorePacket, "radiance_semaphore_packet", [header, handle, pad, value, reserved]);
     let consts: &[(&str, u64)] = &[
+        ("RADIANCE_PACKET_WAIT_SEMAPHORE", uapi::packet_kind::WAIT_SEMAPHORE as u64),
+        ("RADIANCE_PACKET_SIGNAL_SEMAPHORE", uapi::packet_kind::SIGNAL_SEMAPHORE as u64),
         ("RADIANCE_IOCTL_QUEUE_CREATE", uapi::IOCTL_QUEUE_CREATE as u64),
         ("RADIANCE_IOCTL_QUEUE_DESTROY", uapi::IOCTL_QUEUE_DESTROY as u64),
         ("RADIANCE_IOCTL_QUEUE_QUERY", uapi::IOCTL_QUEUE_QUERY as u64),
