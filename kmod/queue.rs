@@ -138,7 +138,7 @@ impl Queue {
     /// Packet `index` from the ring. The process may be writing it as we
     /// read: the copy is of plain bytes, checked afterwards.
     pub(crate) fn packet(&self, index: u64) -> Result<uapi::Packet> {
-        let slot = (index % u64::from(self.ring_packets)) as usize * uapi::PACKET_SIZE;
+        let slot = index.checked_rem(u64::from(self.ring_packets)).ok_or(EINVAL)? as usize * uapi::PACKET_SIZE;
         let page = self.ring.get(slot / PAGE_SIZE).ok_or(EINVAL)?;
         let mut packet = uapi::Packet::default();
         // A packet never crosses a page (64 divides the page size), and only
@@ -153,10 +153,11 @@ impl Queue {
         self.state.lock().submitted = index + 1;
     }
 
-    /// Packet `index` completed.
+    /// Packet `index` completed. Packets before a fault still complete;
+    /// none from the faulting one on.
     pub(crate) fn complete(&self, index: u64) {
         let mut state = self.state.lock();
-        if state.faulted || index < state.completed {
+        if index < state.completed || (state.faulted && index >= state.fault_index) {
             return;
         }
         state.completed = index + 1;

@@ -19,8 +19,14 @@ use kernel::{
     new_mutex,
     prelude::*,
     sync::{
+        atomic::{
+            Acquire,
+            Atomic,
+            Full,
+            Relaxed, //
+        },
         Arc,
-        Mutex, //
+        Mutex,
     },
     workqueue::{
         self,
@@ -89,6 +95,9 @@ struct State {
 #[pin_data]
 pub(crate) struct Scheduler {
     hw: Arc<dyn Gluon>,
+    /// 1 while a queue waits on a semaphore: only then do semaphore
+    /// changes wake the scheduler (host-only semaphores cost no pass).
+    blocked: Atomic<i32>,
     #[pin]
     state: Mutex<State>,
     #[pin]
@@ -121,6 +130,7 @@ impl Scheduler {
         let this = Arc::pin_init(
             pin_init!(Self {
                 hw: device_hw,
+                blocked: Atomic::new(0),
                 state <- new_mutex!(state, "Scheduler::state"),
                 work <- new_work!("Scheduler::work"),
             }),
@@ -134,6 +144,16 @@ impl Scheduler {
     pub(crate) fn kick(this: &Arc<Self>) {
         // Already queued: that run will see what this kick is for.
         let _ = workqueue::system_unbound().enqueue(this.clone());
+    }
+
+    /// A semaphore changed: wake the scheduler if a queue waits on one.
+    /// The caller changed it under the semaphore lock, which the scheduler
+    /// takes to look at a semaphore after setting `blocked`: so either the
+    /// scheduler sees the change or this sees the flag.
+    pub(crate) fn semaphore_changed(this: &Arc<Self>) {
+        if this.blocked.load(Acquire) != 0 {
+            Self::kick(this);
+        }
     }
 
     /// Schedules a new queue; ENOSPC past the device's queue limit.
@@ -191,9 +211,9 @@ impl Scheduler {
                 );
             } else if done.last {
                 done.queue.complete(done.packet);
-                // Not for a queue that faulted meanwhile: `fault` failed
-                // this semaphore already.
-                if let (Some((handle, value)), false) = (done.signal, done.queue.state().faulted) {
+                // Not from the fault on: `fault` failed this semaphore.
+                let s = done.queue.state();
+                if let (Some((handle, value)), false) = (done.signal, s.faulted && done.packet >= s.fault_index) {
                     done.queue.ctx.sems.signal_from_queue(handle, value);
                 }
             }
@@ -245,7 +265,7 @@ impl Scheduler {
             let Some(queue) = state.queues.get((state.cursor + i) % n).cloned() else { break };
             if queue.staged.lock().is_none() {
                 let Some(index) = queue.pending() else { continue };
-                match translate(&queue, index) {
+                match translate_marking_waits(self, &queue, index) {
                     Ok(Some(staged)) => {
                         queue.mark_submitted(index);
                         *queue.staged.lock() = Some(staged);
@@ -270,6 +290,8 @@ impl WorkItem for Scheduler {
 
     fn run(this: Arc<Self>) {
         let mut state = this.state.lock();
+        // Set again below by any queue still waiting on a semaphore.
+        this.blocked.store(0, Relaxed);
         // Busy now: processes need not kick.
         for q in state.queues.iter() {
             q.set_needs_kick(false);
@@ -288,7 +310,7 @@ impl WorkItem for Scheduler {
             for q in state.queues.iter() {
                 q.set_needs_kick(true);
             }
-            if !state.queues.iter().any(|q| runnable(q)) {
+            if !state.queues.iter().any(|q| this.runnable(q)) {
                 return;
             }
             for q in state.queues.iter() {
@@ -298,10 +320,22 @@ impl WorkItem for Scheduler {
     }
 }
 
-/// Whether `queue` has a packet that can be taken now (not one waiting on
-/// a semaphore).
-fn runnable(queue: &Queue) -> bool {
-    queue.pending().is_some_and(|index| !matches!(translate(queue, index), Ok(None)))
+impl Scheduler {
+    /// Whether `queue` has a packet that can be taken now (not one waiting
+    /// on a semaphore).
+    fn runnable(&self, queue: &Queue) -> bool {
+        queue.pending().is_some_and(|index| !matches!(translate_marking_waits(self, queue, index), Ok(None)))
+    }
+}
+
+/// [`translate`], with `blocked` set first: a packet that turns out to
+/// wait on a semaphore is then woken by the semaphore's change.
+fn translate_marking_waits(scheduler: &Scheduler, queue: &Queue, index: u64) -> Result<Option<Staged>> {
+    let is_wait = queue.packet(index).is_ok_and(|p| p.header.kind == packet_kind::WAIT_SEMAPHORE);
+    if is_wait {
+        scheduler.blocked.xchg(1, Full);
+    }
+    translate(queue, index)
 }
 
 /// Checks that `[offset, offset + size)` lies in `bo`.

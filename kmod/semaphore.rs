@@ -229,7 +229,7 @@ impl Semaphores {
         sem.signal_fences();
         self.publish(sem.slot, value);
         self.changed.notify_all();
-        Scheduler::kick(&self.scheduler);
+        Scheduler::semaphore_changed(&self.scheduler);
     }
 
     /// For a WAIT_SEMAPHORE packet: whether `handle` has reached `value`;

@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 "$TOP"/tools/install-toolchain.sh
 "$TOP"/tools/build-kernel.sh >/dev/null
 stage=$("$TOP"/tools/build-guest.sh)
-for bench in vram_bench sem_bench; do
+for bench in vram_bench sem_bench queue_bench; do
 	gcc -O2 -Wall -Werror -static -pthread -I"$TOP/uapi/include" -I"$TOP/tests/kselftest" \
 		-o "$stage/$bench" "$TOP/tools/bench/$bench.c"
 done

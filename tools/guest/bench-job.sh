@@ -6,4 +6,5 @@ set -eu
 insmod /radiance.ko
 /vram_bench
 /sem_bench
+/queue_bench
 rmmod radiance
