@@ -143,9 +143,10 @@ impl Device {
         writeln!(f, "host_pinned {}", *self.pinned.lock())?;
         writeln!(f, "host_pinned_limit {}", self.pinned_limit)?;
         writeln!(f, "semaphores {}", *self.sems.lock())?;
-        let (queues, in_flight) = self.scheduler.counts();
+        let (queues, in_flight, resets) = self.scheduler.counts();
         writeln!(f, "queues {queues}")?;
         writeln!(f, "commands_in_flight {in_flight}")?;
+        writeln!(f, "device_resets {resets}")?;
         writeln!(f, "open_files {}", *self.open_files.lock())
     }
 }
@@ -177,11 +178,12 @@ impl DeviceNode {
         hw: Arc<dyn Gluon>,
         exclusive: bool,
         pinned_limit: u64,
+        timeout_ms: u32,
         debugfs_root: &debugfs::Dir,
     ) -> Result<Pin<KBox<Self>>> {
         let name = *NODE_NAMES.get(index as usize).ok_or(EINVAL)?;
         let vram = Vram::new(hw.desc().vram_size)?;
-        let scheduler = Scheduler::new(hw.clone())?;
+        let scheduler = Scheduler::new(hw.clone(), timeout_ms)?;
         let device = Arc::pin_init(
             try_pin_init!(Device {
                 index,

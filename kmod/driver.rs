@@ -27,6 +27,11 @@ impl kernel::Module for Radiance {
         let vram_mib = crate::module_parameters::emulated_vram_mib.value();
         let exclusive = crate::module_parameters::exclusive.value();
         let pinned_limit = u64::from(crate::module_parameters::max_pinned_mib.value()) << 20;
+        let timeout_ms = crate::module_parameters::launch_timeout_ms.value();
+        if timeout_ms == 0 {
+            pr_err!("launch_timeout_ms must not be 0\n");
+            return Err(EINVAL);
+        }
         if count > uapi::MAX_DEVICES {
             pr_err!("emulated_devices={count}: at most {} are supported\n", uapi::MAX_DEVICES);
             return Err(EINVAL);
@@ -41,7 +46,7 @@ impl kernel::Module for Radiance {
         let mut nodes = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for index in 0..count {
             let emu = Emu::new(index, vram_size)?;
-            nodes.push(DeviceNode::new(index, emu, exclusive, pinned_limit, &debugfs)?, GFP_KERNEL)?;
+            nodes.push(DeviceNode::new(index, emu, exclusive, pinned_limit, timeout_ms, &debugfs)?, GFP_KERNEL)?;
         }
         pr_info!("{count} emulated device(s), {vram_mib} MiB VRAM each{}\n", if exclusive { ", exclusive" } else { "" });
         Ok(Self { _nodes: nodes, _debugfs: debugfs })

@@ -54,6 +54,10 @@ module! {
             default: 512,
             description: "Most host memory, in MiB, that each device pins for HOST buffer objects",
         },
+        launch_timeout_ms: u32 {
+            default: 2000,
+            description: "A command that takes longer resets the device and faults its queue",
+        },
         exclusive: bool {
             default: false,
             description: "One open file per device at a time (kernels cannot be isolated from each other)",

@@ -10,6 +10,11 @@
 //! number of command IDs in flight. When nothing moves and nothing is in
 //! flight, it sets every queue's `needs_kick`, looks once more, and sleeps.
 //!
+//! A watchdog (a delayed work item) resets the device when the oldest
+//! command in flight has not completed within the launch timeout: the
+//! guilty queue faults with ETIMEDOUT, and the other queues' commands that
+//! the reset dropped are issued again, in order.
+//!
 //! Lock order: `Scheduler::state`, then `Queue::staged`, then a file's
 //! `Context::objects` (BO lookups), then VRAM and backend locks.
 //! `Queue::state` is only taken alone.
@@ -28,10 +33,14 @@ use kernel::{
         Arc,
         Mutex,
     },
+    time::msecs_to_jiffies,
     workqueue::{
         self,
+        impl_has_delayed_work,
         impl_has_work,
+        new_delayed_work,
         new_work,
+        DelayedWork,
         Work,
         WorkItem, //
     },
@@ -73,6 +82,8 @@ const _: () = assert!(vram::RESERVED >= 64 * 1024);
 
 struct InFlight {
     id: u8,
+    /// Kept to issue again after a reset.
+    cmd: Command,
     queue: Arc<Queue>,
     packet: u64,
     /// The packet's last command: its response completes the packet.
@@ -89,6 +100,16 @@ struct State {
     in_flight: KVec<InFlight>,
     head: usize,
     next_id: u8,
+    /// When the oldest command in flight became the oldest (ns, monotonic).
+    head_since: i64,
+    /// Device resets so far.
+    resets: u64,
+}
+
+/// Monotonic nanoseconds.
+fn now_ns() -> i64 {
+    // SAFETY: no preconditions.
+    unsafe { bindings::ktime_get() }
 }
 
 /// One device's scheduler.
@@ -102,10 +123,17 @@ pub(crate) struct Scheduler {
     state: Mutex<State>,
     #[pin]
     work: Work<Scheduler>,
+    #[pin]
+    watchdog: DelayedWork<Scheduler, 1>,
+    timeout_ms: u32,
 }
 
 impl_has_work! {
     impl HasWork<Self> for Scheduler { self.work }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, 1> for Scheduler { self.watchdog }
 }
 
 /// The device interrupt, routed to the scheduler.
@@ -118,13 +146,17 @@ impl Interrupt for Irq {
 }
 
 impl Scheduler {
-    pub(crate) fn new(hw: Arc<dyn Gluon>) -> Result<Arc<Self>> {
+    /// A scheduler for `hw` that resets it when a command takes longer than
+    /// `timeout_ms`.
+    pub(crate) fn new(hw: Arc<dyn Gluon>, timeout_ms: u32) -> Result<Arc<Self>> {
         let state = State {
             queues: KVec::new(),
             cursor: 0,
             in_flight: KVec::with_capacity(MAX_IN_FLIGHT, GFP_KERNEL)?,
             head: 0,
             next_id: 0,
+            head_since: 0,
+            resets: 0,
         };
         let device_hw = hw.clone();
         let this = Arc::pin_init(
@@ -133,6 +165,8 @@ impl Scheduler {
                 blocked: Atomic::new(0),
                 state <- new_mutex!(state, "Scheduler::state"),
                 work <- new_work!("Scheduler::work"),
+                watchdog <- new_delayed_work!("Scheduler::watchdog"),
+                timeout_ms,
             }),
             GFP_KERNEL,
         )?;
@@ -143,7 +177,7 @@ impl Scheduler {
     /// Wakes the scheduler (doorbell, interrupt, new queue).
     pub(crate) fn kick(this: &Arc<Self>) {
         // Already queued: that run will see what this kick is for.
-        let _ = workqueue::system_unbound().enqueue(this.clone());
+        let _ = workqueue::system_unbound().enqueue::<_, 0>(this.clone());
     }
 
     /// A semaphore changed: wake the scheduler if a queue waits on one.
@@ -176,18 +210,71 @@ impl Scheduler {
         *queue.staged.lock() = None;
     }
 
-    /// Scheduled queues and commands in flight, for debugfs.
-    pub(crate) fn counts(&self) -> (usize, usize) {
+    /// Scheduled queues, commands in flight and resets, for debugfs.
+    pub(crate) fn counts(&self) -> (usize, usize, u64) {
         let state = self.state.lock();
-        (state.queues.len(), state.in_flight.len() - state.head)
+        (state.queues.len(), state.in_flight.len() - state.head, state.resets)
     }
 
     /// Device teardown: disconnects the interrupt (breaking the cycle
-    /// through it) and waits for a pass that may still be running.
+    /// through it), stops the device, and waits for passes that may still
+    /// be running.
     pub(crate) fn shutdown(&self) {
         self.hw.set_interrupt(None);
-        // SAFETY: `work` is initialised and lives as long as `self`.
-        unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
+        self.hw.reset();
+        // SAFETY: both work items are initialised and live as long as
+        // `self`; flushing a delayed work runs a pending one now.
+        unsafe {
+            bindings::flush_delayed_work(DelayedWork::raw_as_work(&self.watchdog).cast());
+            bindings::flush_work(Work::raw_get(&self.work));
+        }
+    }
+
+    /// The watchdog: resets the device if the oldest command in flight is
+    /// overdue, else looks again when it would be.
+    fn check_overdue(this: &Arc<Self>) {
+        let mut state = this.state.lock();
+        this.take_responses(&mut state);
+        if state.in_flight.len() == state.head {
+            return;
+        }
+        let timeout = i64::from(this.timeout_ms) * 1_000_000;
+        let age = now_ns() - state.head_since;
+        if age < timeout {
+            let left = u32::try_from((timeout - age).div_euclid(1_000_000) + 1).unwrap_or(this.timeout_ms);
+            let _ = workqueue::system_unbound().enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(left));
+            return;
+        }
+        this.hw.reset();
+        state.resets += 1;
+        let mut entries = core::mem::take(&mut state.in_flight);
+        let head = core::mem::replace(&mut state.head, 0);
+        pr_warn!("command {} overdue: device reset {}\n", entries.get(head).map_or(0, |e| e.id), state.resets);
+        let mut guilty = None;
+        for (i, e) in entries.drain_all().enumerate() {
+            if i < head {
+                continue;
+            }
+            match &guilty {
+                None => {
+                    e.queue.fault(e.packet, ETIMEDOUT.to_errno().unsigned_abs(), 0, 0, 0);
+                    guilty = Some(e.queue.clone());
+                }
+                // The guilty queue's later commands go with it.
+                Some(q) if Arc::ptr_eq(q, &e.queue) => {}
+                Some(_) => {
+                    let id = state.next_id;
+                    // The FIFO was emptied and holds at most MAX_IN_FLIGHT.
+                    if this.hw.push_command(&e.cmd.encode(id)).is_ok() {
+                        state.next_id = id.wrapping_add(1);
+                        let _ = state.in_flight.push(InFlight { id, ..e }, GFP_KERNEL);
+                    }
+                }
+            }
+        }
+        state.head_since = now_ns();
+        drop(state);
+        Self::kick(this);
     }
 
     /// Takes every response: completes packets, records device faults.
@@ -218,6 +305,7 @@ impl Scheduler {
                 }
             }
             state.head += 1;
+            state.head_since = now_ns();
         }
         if state.head == state.in_flight.len() {
             // Drops the finished entries: their queues and BOs may go now.
@@ -244,7 +332,11 @@ impl Scheduler {
             }
             let bos = if last { core::mem::take(&mut staged.bos) } else { KVec::new() };
             let signal = if last { staged.signal } else { None };
-            let entry = InFlight { id, queue: queue.clone(), packet: staged.packet, last, _bos: bos, signal };
+            let cmd = staged.commands[staged.next];
+            let entry = InFlight { id, cmd, queue: queue.clone(), packet: staged.packet, last, _bos: bos, signal };
+            if state.in_flight.len() == state.head {
+                state.head_since = now_ns();
+            }
             // Capacity for MAX_IN_FLIGHT was reserved: this cannot fail.
             let _ = state.in_flight.push(entry, GFP_KERNEL);
             state.next_id = id.wrapping_add(1);
@@ -285,6 +377,14 @@ impl Scheduler {
     }
 }
 
+impl WorkItem<1> for Scheduler {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        Self::check_overdue(&this);
+    }
+}
+
 impl WorkItem for Scheduler {
     type Pointer = Arc<Self>;
 
@@ -302,7 +402,10 @@ impl WorkItem for Scheduler {
                 continue;
             }
             if state.in_flight.len() > state.head {
-                // The interrupt brings the scheduler back.
+                // The interrupt brings the scheduler back; the watchdog
+                // makes sure it does.
+                let delay = msecs_to_jiffies(this.timeout_ms);
+                let _ = workqueue::system_unbound().enqueue_delayed::<_, 1>(this.clone(), delay);
                 return;
             }
             // Idle: ask for kicks, then look once more (a packet published

@@ -18,8 +18,7 @@
 //! The emulator cannot run Radiance machine code: a launch whose entry PC is
 //! a built-in (`uapi::builtin`) runs that kernel over the grid, reading its
 //! params from the launch block as the hardware would; any other PC is
-//! answered with a bad-PC error. `SPIN` is answered the same way for now:
-//! it needs the launch timeout and device reset, which do not exist yet.
+//! answered with a bad-PC error. `SPIN` runs until the device is reset.
 
 use kernel::{
     bindings,
@@ -37,8 +36,17 @@ use kernel::{
     prelude::*,
     str::CString,
     sync::{
+        atomic::{
+            Acquire,
+            Atomic,
+            Release, //
+        },
         Arc,
-        Mutex, //
+        Mutex,
+    },
+    time::{
+        delay::fsleep,
+        Delta, //
     },
     workqueue::{
         self,
@@ -95,6 +103,9 @@ struct Engine {
     /// Lock order: `fifos` before `irq`.
     #[pin]
     irq: Mutex<Option<Arc<dyn Interrupt>>>,
+    /// 1 while a reset is under way: the running kernel stops and the rest
+    /// of the FIFO is dropped.
+    abort: Atomic<i32>,
     #[pin]
     work: Work<Engine>,
 }
@@ -138,6 +149,7 @@ impl Emu {
                 vram <- new_mutex!(vram, "Emu::vram"),
                 fifos <- new_mutex!(fifos, "Emu::fifos"),
                 irq <- new_mutex!(None, "Emu::irq"),
+                abort: Atomic::new(0),
                 work <- new_work!("Emu::work"),
             }),
             GFP_KERNEL,
@@ -367,6 +379,12 @@ impl Engine {
                     self.write_u32(c.wrapping_add(off), x.wrapping_add(y)).map_err(at(t))?;
                 }
             }
+            uapi::builtin::SPIN => {
+                // Runs until a reset; its response never comes.
+                while self.abort.load(Acquire) == 0 {
+                    fsleep(Delta::from_millis(1));
+                }
+            }
             pc => return Err(Fault(err::BAD_PC, pc, 0)),
         }
         Ok(())
@@ -402,11 +420,18 @@ impl WorkItem for Engine {
 
     fn run(this: Arc<Self>) {
         while let Some(header) = this.next_command() {
+            if this.abort.load(Acquire) != 0 {
+                break;
+            }
             let (id, cmd) = Command::decode(&header);
             let result = match cmd {
                 Some(cmd) => this.execute(cmd),
                 None => Err(Fault(err::BAD_COMMAND, 0, 0)),
             };
+            if this.abort.load(Acquire) != 0 {
+                // Reset while it ran: it never completed.
+                break;
+            }
             let response = match result {
                 Ok(()) => Response { id, ..Default::default() },
                 Err(fault) => Response { id, ..fault.into() },
@@ -481,5 +506,20 @@ impl Gluon for Emu {
 
     fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>) {
         *self.engine.irq.lock() = irq;
+    }
+
+    fn reset(&self) {
+        let engine = &self.engine;
+        engine.abort.store(1, Release);
+        // SAFETY: `work` is initialised and lives as long as `engine`.
+        unsafe { bindings::flush_work(Work::raw_get(&engine.work)) };
+        {
+            let mut f = engine.fifos.lock();
+            f.commands.clear();
+            f.command_head = 0;
+            f.responses.clear();
+            f.response_head = 0;
+        }
+        engine.abort.store(0, Release);
     }
 }

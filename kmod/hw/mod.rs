@@ -79,6 +79,11 @@ pub(crate) trait Gluon: Send + Sync {
     /// disconnects it, which also breaks the reference cycle between the
     /// device and its handler.
     fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>);
+
+    /// Resets the command processor: the running command stops, commands
+    /// not completed and responses not taken are dropped. Returns when the
+    /// device is idle.
+    fn reset(&self);
 }
 
 /// What a device's interrupt calls: it may run in any context that cannot

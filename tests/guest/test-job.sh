@@ -6,7 +6,7 @@
 set -u
 
 # Matches radiance_test.h.
-insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 || exit 1
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
 
 for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /queue_test /lifecycle_test; do
 	RADIANCE_KO=/radiance.ko "$t"

@@ -25,8 +25,8 @@ static int load_with(const char *extra)
 	char params[128];
 	int fd, ret;
 
-	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d %s",
-		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB, extra);
+	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d launch_timeout_ms=%d %s",
+		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB, RADIANCE_TEST_TIMEOUT_MS, extra);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -71,7 +71,7 @@ TEST(bad_parameters_refuse_to_load)
 {
 	const char *path = getenv("RADIANCE_KO") ?: "/radiance.ko";
 	const char *bad[] = { "emulated_devices=9", "emulated_vram_mib=0",
-			      "emulated_vram_mib=4097" };
+			      "emulated_vram_mib=4097", "launch_timeout_ms=0" };
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	ASSERT_LE(0, fd);

@@ -432,6 +432,40 @@ TEST_F(q, a_bad_entry_pc_reports_err_pc)
 	EXPECT_EQ(0x1234, query.err_pc);
 }
 
+TEST_F(q, a_spinning_launch_times_out_resets_the_device_and_others_go_on)
+{
+	struct radiance_bo_create kc, bc;
+	struct queue a, b;
+	uint32_t *word;
+	uint8_t *blk;
+	int64_t resets = radiance_mem_stat("device_resets");
+	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+	int bo = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
+
+	ASSERT_LT(0, hk);
+	ASSERT_LT(0, bo);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
+	word = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, word);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
+	launch(&a, self->fd, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
+	nop(&a, 0);
+	queue_publish(&a);
+	usleep(20000);
+	/* Queued behind the spinning kernel on the one device. */
+	fill(&b, bo, 0, 4, 0x600d, 4);
+	queue_publish(&b);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&a));
+	EXPECT_EQ(ETIMEDOUT, a.ctl->error);
+	EXPECT_EQ(0, a.ctl->fault_index);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
+	EXPECT_EQ(0x600du, word[0]);
+	EXPECT_EQ(resets + 1, radiance_mem_stat("device_resets"));
+	queue_close(&a);
+	queue_close(&b);
+}
+
 TEST_F(q, a_write_index_past_the_ring_faults)
 {
 	struct queue q;

@@ -19,6 +19,8 @@
 #define RADIANCE_TEST_DEVICES 2
 /* ... and emulated_vram_mib=RADIANCE_TEST_VRAM_MIB. */
 #define RADIANCE_TEST_VRAM_MIB 64
+/* ... and launch_timeout_ms=RADIANCE_TEST_TIMEOUT_MS. */
+#define RADIANCE_TEST_TIMEOUT_MS 500
 
 static inline int radiance_open(int index)
 {
