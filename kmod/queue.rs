@@ -184,6 +184,14 @@ impl Queue {
         self.fail_signals(index, error);
     }
 
+    /// Destroyed: the packets the scheduler has not taken never run.
+    pub(crate) fn cancel_signals(&self) {
+        let state = self.state();
+        if !state.faulted {
+            self.fail_signals(state.submitted, ECANCELED.to_errno().unsigned_abs());
+        }
+    }
+
     /// Fails the semaphores of the SIGNAL_SEMAPHORE packets from `index`
     /// to the process's write index (at most one ring's worth).
     fn fail_signals(&self, index: u64, error: u32) {

@@ -202,9 +202,12 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Stops scheduling a queue; its commands in flight still complete.
+    /// Stops scheduling a queue; its commands in flight still complete, and
+    /// the semaphores its packets not yet taken were to signal fail with
+    /// ECANCELED.
     pub(crate) fn remove(&self, queue: &Arc<Queue>) {
         queue.destroy();
+        queue.cancel_signals();
         let mut state = self.state.lock();
         state.queues.retain(|q| !Arc::ptr_eq(q, queue));
         *queue.staged.lock() = None;

@@ -784,4 +784,19 @@ TEST(a_chain_across_4_queues_and_2_processes_completes_in_order)
 	close(fd);
 }
 
+TEST_F(q, destroying_a_queue_cancels_what_it_was_to_signal)
+{
+	struct queue a;
+	int s = sem_create(self->fd, 0), never = sem_create(self->fd, 0);
+
+	ASSERT_LT(0, never);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	sem_packet(&a, RADIANCE_PACKET_WAIT_SEMAPHORE, never, 1);
+	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 1);
+	queue_publish(&a);
+	usleep(20000);
+	queue_close(&a);
+	EXPECT_EQ(-ECANCELED, sem_wait_for(self->fd, s, 1));
+}
+
 TEST_HARNESS_MAIN
