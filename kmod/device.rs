@@ -129,6 +129,8 @@ impl Device {
         info.packet_size = PACKET_SIZE;
         info.doorbell_page_size = PAGE_SIZE as u32;
         info.features = 0;
+        info.builtins = hw.builtins;
+        info.pad2 = 0;
     }
 
     /// debugfs `mem`: one `key value` pair a line, for `radctl mem`.

@@ -29,16 +29,16 @@ use crate::{
 
 /// An ioctl argument struct of the uapi.
 trait IoctlArg: FromBytes + AsBytes + Default {
-    /// The smallest size of this struct ever released.
-    const MIN_SIZE: usize;
+    /// Every size of this struct ever released.
+    const SIZES: &'static [usize];
     /// Whether a failed call still writes the struct back (SEM_WAIT says
     /// which semaphore failed); others leave userspace's copy untouched.
     const COPY_BACK_ON_ERROR: bool = false;
 }
 
-/// Declares the uapi argument structs, with their first released sizes.
+/// Declares the uapi argument structs, with their released sizes.
 macro_rules! ioctl_args {
-    ($($ty:ty => $min:expr $(, copy_back_on_error: $copy:expr)?);* $(;)?) => {$(
+    ($($ty:ty => $sizes:expr $(, copy_back_on_error: $copy:expr)?);* $(;)?) => {$(
         // SAFETY: uapi structs are `repr(C)` with integer fields only and
         // explicit padding (uapi/tests/c_header.rs checks that the fields
         // cover every byte), so every bit pattern is valid, no byte is
@@ -47,31 +47,31 @@ macro_rules! ioctl_args {
         // SAFETY: as above.
         unsafe impl AsBytes for $ty {}
         impl IoctlArg for $ty {
-            const MIN_SIZE: usize = $min;
+            const SIZES: &'static [usize] = $sizes;
             $(const COPY_BACK_ON_ERROR: bool = $copy;)?
         }
     )*};
 }
 
 ioctl_args! {
-    uapi::GetInfo => uapi::min_size::GET_INFO;
-    uapi::BoCreate => uapi::min_size::BO_CREATE;
-    uapi::BoDestroy => uapi::min_size::BO_DESTROY;
-    uapi::BoInfo => uapi::min_size::BO_INFO;
-    uapi::BoExport => uapi::min_size::BO_EXPORT;
-    uapi::BoImport => uapi::min_size::BO_IMPORT;
-    uapi::SemCreate => uapi::min_size::SEM_CREATE;
-    uapi::SemDestroy => uapi::min_size::SEM_DESTROY;
-    uapi::SemSignal => uapi::min_size::SEM_SIGNAL;
-    uapi::SemQuery => uapi::min_size::SEM_QUERY;
-    uapi::SemFail => uapi::min_size::SEM_FAIL;
-    uapi::SemWait => uapi::min_size::SEM_WAIT, copy_back_on_error: true;
-    uapi::SemExportSyncFile => uapi::min_size::SEM_EXPORT_SYNC_FILE;
-    uapi::SemImportSyncFile => uapi::min_size::SEM_IMPORT_SYNC_FILE;
-    uapi::QueueCreate => uapi::min_size::QUEUE_CREATE;
+    uapi::GetInfo => uapi::sizes::GET_INFO;
+    uapi::BoCreate => uapi::sizes::BO_CREATE;
+    uapi::BoDestroy => uapi::sizes::BO_DESTROY;
+    uapi::BoInfo => uapi::sizes::BO_INFO;
+    uapi::BoExport => uapi::sizes::BO_EXPORT;
+    uapi::BoImport => uapi::sizes::BO_IMPORT;
+    uapi::SemCreate => uapi::sizes::SEM_CREATE;
+    uapi::SemDestroy => uapi::sizes::SEM_DESTROY;
+    uapi::SemSignal => uapi::sizes::SEM_SIGNAL;
+    uapi::SemQuery => uapi::sizes::SEM_QUERY;
+    uapi::SemFail => uapi::sizes::SEM_FAIL;
+    uapi::SemWait => uapi::sizes::SEM_WAIT, copy_back_on_error: true;
+    uapi::SemExportSyncFile => uapi::sizes::SEM_EXPORT_SYNC_FILE;
+    uapi::SemImportSyncFile => uapi::sizes::SEM_IMPORT_SYNC_FILE;
+    uapi::QueueCreate => uapi::sizes::QUEUE_CREATE;
     // Also QUEUE_KICK's argument.
-    uapi::QueueDestroy => uapi::min_size::QUEUE_DESTROY;
-    uapi::QueueQuery => uapi::min_size::QUEUE_QUERY;
+    uapi::QueueDestroy => uapi::sizes::QUEUE_DESTROY;
+    uapi::QueueQuery => uapi::sizes::QUEUE_QUERY;
 }
 
 // SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
@@ -112,7 +112,7 @@ fn call<T: IoctlArg>(cmd: IoctlCmd, arg: usize, handler: impl FnOnce(&mut T) -> 
     if cmd.dir != uapi::IOC_READ | uapi::IOC_WRITE {
         return Err(ENOTTY);
     }
-    if cmd.size < T::MIN_SIZE || cmd.size > size_of::<T>() {
+    if !T::SIZES.contains(&cmd.size) || cmd.size > size_of::<T>() {
         return Err(EINVAL);
     }
     let (mut reader, mut writer) = UserSlice::new(UserPtr::from_addr(arg), cmd.size).reader_writer();

@@ -161,6 +161,8 @@ impl Emu {
             warps_per_core: WARPS_PER_CORE,
             threads_per_warp: THREADS_PER_WARP,
             vram_size,
+            // All of them: FILL_U32, COPY_U32, VECADD_U32 and SPIN.
+            builtins: (1 << uapi::builtin::ALL.len()) - 1,
         };
         Ok(Arc::new(Self { desc, engine, faux }, GFP_KERNEL)?)
     }

@@ -37,6 +37,8 @@ pub(crate) struct HwDesc {
     pub(crate) threads_per_warp: u32,
     /// Bytes of VRAM.
     pub(crate) vram_size: u64,
+    /// GET_INFO's `builtins`: which `uapi::builtin` kernels it runs.
+    pub(crate) builtins: u32,
 }
 
 impl HwDesc {

@@ -77,6 +77,9 @@ TEST(get_info_reports_each_device)
 		EXPECT_EQ(64, info.packet_size);
 		EXPECT_EQ(getpagesize(), info.doorbell_page_size);
 		EXPECT_EQ(0, info.features);
+		/* FILL_U32, COPY_U32, VECADD_U32 and SPIN. */
+		EXPECT_EQ(0xf, info.builtins);
+		EXPECT_EQ(0, info.pad2);
 		close(fd);
 	}
 }
@@ -103,14 +106,30 @@ TEST_F(dev, bad_sizes_are_einval)
 {
 	/* Room for the largest size tried, so only the size is wrong. */
 	char buf[2 * sizeof(struct radiance_get_info)] = { 0 };
-	size_t sizes[] = { 0, 8, sizeof(struct radiance_get_info) - 1,
-			   sizeof(struct radiance_get_info) + 1,
-			   sizeof(struct radiance_get_info) + 8, sizeof(buf) };
+	/* Released sizes are 96 and 104: anything else is garbage. */
+	size_t sizes[] = { 0, 8, 95, 97, 100, 103, 105, 112, sizeof(buf) };
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, GET_INFO_SIZED(sizes[i]), buf))
 			TH_LOG("size %zu", sizes[i]);
 	}
+}
+
+TEST_F(dev, an_older_shorter_get_info_still_works)
+{
+	unsigned char buf[sizeof(struct radiance_get_info)];
+	struct radiance_get_info *info = (void *)buf;
+
+	memset(buf, 0xa5, sizeof(buf));
+	info->flags = 0;
+	info->pad0 = 0;
+	ASSERT_EQ(0, radiance_ioctl(self->fd, GET_INFO_SIZED(RADIANCE_GET_INFO_SIZE_V1), buf));
+	EXPECT_EQ(RADIANCE_ABI_MAJOR, info->abi_major);
+	EXPECT_EQ(RADIANCE_BACKEND_EMULATED, info->backend);
+	EXPECT_EQ(0, info->features);
+	/* Nothing past the caller's 96 bytes is written. */
+	for (size_t i = RADIANCE_GET_INFO_SIZE_V1; i < sizeof(buf); i++)
+		EXPECT_EQ(0xa5, buf[i]);
 }
 
 TEST_F(dev, reserved_fields_must_be_zero)

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 3
+#define RADIANCE_ABI_MINOR 4
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -48,7 +48,14 @@ struct radiance_get_info {
 	__u32 packet_size;
 	__u32 doorbell_page_size;
 	__u64 features;
+	/* ABI 1.4: bit i set: the i-th RADIANCE_BUILTIN_* (in the order
+	 * below) runs on this device. */
+	__u32 builtins;
+	__u32 pad2;
 };
+
+/* GET_INFO as released in ABI 1.0, which the kernel still accepts. */
+#define RADIANCE_GET_INFO_SIZE_V1 96
 
 /* Where a BO's memory lives. */
 #define RADIANCE_PLACEMENT_VRAM 1

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 3;
+pub const ABI_MINOR: u16 = 4;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -159,6 +159,10 @@ pub struct GetInfo {
     pub doorbell_page_size: u32,
     /// Out: `feature::*` bits; none are defined in ABI 1.0.
     pub features: u64,
+    /// Out (ABI 1.4): bit `i` set: [`builtin::ALL`]`[i]` runs on this device.
+    pub builtins: u32,
+    /// Out: zero.
+    pub pad2: u32,
 }
 
 /// Where a buffer object's memory lives.
@@ -742,49 +746,49 @@ pub const IOCTL_QUEUE_QUERY: u32 = iowr::<QueueQuery>(nr::QUEUE_QUERY);
 /// `RADIANCE_IOCTL_QUEUE_KICK`.
 pub const IOCTL_QUEUE_KICK: u32 = iowr::<QueueKick>(nr::QUEUE_KICK);
 
-/// Smallest argument size ever released for each ioctl: the kernel accepts
-/// sizes from this up to the current struct size.
-pub mod min_size {
-    /// [`super::GetInfo`] as released in ABI 1.0.
-    pub const GET_INFO: usize = 96;
+/// Every argument size ever released for each ioctl, oldest first (the
+/// last is the current struct): the kernel accepts exactly these, and
+/// zero-extends an older, shorter one.
+pub mod sizes {
+    /// [`super::GetInfo`] as released in ABI 1.0, and grown by `builtins`
+    /// in 1.4.
+    pub const GET_INFO: &[usize] = &[96, 104];
     /// [`super::BoCreate`] as released in ABI 1.1.
-    pub const BO_CREATE: usize = 40;
+    pub const BO_CREATE: &[usize] = &[40];
     /// [`super::BoDestroy`] as released in ABI 1.1.
-    pub const BO_DESTROY: usize = 8;
+    pub const BO_DESTROY: &[usize] = &[8];
     /// [`super::BoInfo`] as released in ABI 1.1.
-    pub const BO_INFO: usize = 40;
+    pub const BO_INFO: &[usize] = &[40];
     /// [`super::BoExport`] as released in ABI 1.1.
-    pub const BO_EXPORT: usize = 16;
+    pub const BO_EXPORT: &[usize] = &[16];
     /// [`super::BoImport`] as released in ABI 1.1.
-    pub const BO_IMPORT: usize = 24;
+    pub const BO_IMPORT: &[usize] = &[24];
     /// [`super::SemCreate`] as released in ABI 1.2.
-    pub const SEM_CREATE: usize = 24;
+    pub const SEM_CREATE: &[usize] = &[24];
     /// [`super::SemDestroy`] as released in ABI 1.2.
-    pub const SEM_DESTROY: usize = 8;
+    pub const SEM_DESTROY: &[usize] = &[8];
     /// [`super::SemSignal`] as released in ABI 1.2.
-    pub const SEM_SIGNAL: usize = 16;
+    pub const SEM_SIGNAL: &[usize] = &[16];
     /// [`super::SemQuery`] as released in ABI 1.2.
-    pub const SEM_QUERY: usize = 24;
+    pub const SEM_QUERY: &[usize] = &[24];
     /// [`super::SemFail`] as released in ABI 1.2.
-    pub const SEM_FAIL: usize = 8;
+    pub const SEM_FAIL: &[usize] = &[8];
     /// [`super::SemWait`] as released in ABI 1.2.
-    pub const SEM_WAIT: usize = 32;
+    pub const SEM_WAIT: &[usize] = &[32];
     /// [`super::SemExportSyncFile`] as released in ABI 1.2.
-    pub const SEM_EXPORT_SYNC_FILE: usize = 24;
+    pub const SEM_EXPORT_SYNC_FILE: &[usize] = &[24];
     /// [`super::SemImportSyncFile`] as released in ABI 1.2.
-    pub const SEM_IMPORT_SYNC_FILE: usize = 24;
+    pub const SEM_IMPORT_SYNC_FILE: &[usize] = &[24];
     /// [`super::QueueCreate`] as released in ABI 1.3.
-    pub const QUEUE_CREATE: usize = 32;
+    pub const QUEUE_CREATE: &[usize] = &[32];
     /// [`super::QueueDestroy`] as released in ABI 1.3.
-    pub const QUEUE_DESTROY: usize = 8;
+    pub const QUEUE_DESTROY: &[usize] = &[8];
     /// [`super::QueueQuery`] as released in ABI 1.3.
-    pub const QUEUE_QUERY: usize = 56;
-    /// [`super::QueueKick`] as released in ABI 1.3.
-    pub const QUEUE_KICK: usize = 8;
+    pub const QUEUE_QUERY: &[usize] = &[56];
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
-const _: () = assert!(core::mem::size_of::<GetInfo>() == 96);
+const _: () = assert!(core::mem::size_of::<GetInfo>() == 104);
 const _: () = assert!(core::mem::size_of::<BoCreate>() == 40);
 const _: () = assert!(core::mem::size_of::<BoDestroy>() == 8);
 const _: () = assert!(core::mem::size_of::<BoInfo>() == 40);
@@ -809,4 +813,4 @@ const _: () = assert!(core::mem::size_of::<CopyPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<SemaphorePacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchBlock>() == 40);
-const _: () = assert!(min_size::GET_INFO <= core::mem::size_of::<GetInfo>());
+const _: () = assert!(sizes::GET_INFO[sizes::GET_INFO.len() - 1] == core::mem::size_of::<GetInfo>());

@@ -47,7 +47,7 @@ fn facts() -> Vec<Fact> {
     abi_struct!(f, uapi::GetInfo, "radiance_get_info", [
         flags, pad0, abi_major, abi_minor, device_index, backend, pad1, name, cores,
         warps_per_core, threads_per_warp, max_queues, vram_size, packet_size,
-        doorbell_page_size, features,
+        doorbell_page_size, features, builtins, pad2,
     ]);
     abi_struct!(f, uapi::BoCreate, "radiance_bo_create", [
         size, placement, flags, handle, pad, device_address, mmap_offset,
@@ -136,6 +136,7 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_BACKEND_PCI", uapi::backend::PCI as u64),
         ("RADIANCE_BACKEND_PLATFORM", uapi::backend::PLATFORM as u64),
         ("RADIANCE_NAME_LEN", uapi::NAME_LEN as u64),
+        ("RADIANCE_GET_INFO_SIZE_V1", uapi::sizes::GET_INFO[0] as u64),
         ("RADIANCE_BUILTIN_FILL_U32", uapi::builtin::FILL_U32 as u64),
         ("RADIANCE_BUILTIN_COPY_U32", uapi::builtin::COPY_U32 as u64),
         ("RADIANCE_BUILTIN_VECADD_U32", uapi::builtin::VECADD_U32 as u64),

@@ -74,6 +74,8 @@ pub struct DeviceInfo {
     pub packet_size: u32,
     pub doorbell_page_size: u32,
     pub features: u64,
+    /// The `radiance_uapi::builtin` entry PCs the device runs.
+    pub builtins: Vec<u32>,
 }
 
 impl From<&uapi::GetInfo> for DeviceInfo {
@@ -93,6 +95,11 @@ impl From<&uapi::GetInfo> for DeviceInfo {
             packet_size: i.packet_size,
             doorbell_page_size: i.doorbell_page_size,
             features: i.features,
+            builtins: (0..)
+                .zip(uapi::builtin::ALL)
+                .filter(|(bit, _)| i.builtins & (1 << bit) != 0)
+                .map(|(_, pc)| pc)
+                .collect(),
         }
     }
 }
@@ -191,12 +198,14 @@ mod tests {
 
     #[test]
     fn decodes_info_name_and_backend() {
-        let mut raw = uapi::GetInfo { backend: uapi::backend::PCI, vram_size: 1 << 30, ..Default::default() };
+        let mut raw =
+            uapi::GetInfo { backend: uapi::backend::PCI, vram_size: 1 << 30, builtins: 0b0101, ..Default::default() };
         raw.name[..5].copy_from_slice(b"board");
         let info = DeviceInfo::from(&raw);
         assert_eq!(info.name, "board");
         assert_eq!(info.backend, BackendKind::Pci);
         assert_eq!(info.vram_size, 1 << 30);
+        assert_eq!(info.builtins, [uapi::builtin::FILL_U32, uapi::builtin::VECADD_U32]);
         raw.backend = 99;
         assert_eq!(DeviceInfo::from(&raw).backend, BackendKind::Other(99));
     }

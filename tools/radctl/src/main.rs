@@ -99,6 +99,7 @@ fn info(device: &str, as_json: bool) -> radiance::Result<()> {
         ["packet size", &format!("{} B", i.packet_size)],
         ["doorbell page", &format!("{} B", i.doorbell_page_size)],
         ["features", &format!("{:#x}", i.features)],
+        ["builtin kernels", &builtin_names(&i.builtins).join(", ")],
     ];
     print_pairs(&rows);
     Ok(())
@@ -171,7 +172,22 @@ fn info_json(path: &std::path::Path, i: &DeviceInfo) -> Value {
         "packet_size": i.packet_size,
         "doorbell_page_size": i.doorbell_page_size,
         "features": i.features,
+        "builtin_kernels": builtin_names(&i.builtins),
     })
+}
+
+/// The names of built-in kernel entry PCs.
+fn builtin_names(pcs: &[u32]) -> Vec<String> {
+    use radiance_uapi::builtin;
+    pcs.iter()
+        .map(|&pc| match pc {
+            builtin::FILL_U32 => "fill_u32".into(),
+            builtin::COPY_U32 => "copy_u32".into(),
+            builtin::VECADD_U32 => "vecadd_u32".into(),
+            builtin::SPIN => "spin".into(),
+            other => format!("{other:#x}"),
+        })
+        .collect()
 }
 
 fn mib(bytes: u64) -> String {
