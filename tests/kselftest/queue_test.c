@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -548,6 +549,47 @@ TEST(ten_thousand_packets_across_8_queues_in_2_processes)
 	EXPECT_EQ(0, mine);
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST(killing_a_process_mid_stream_leaves_nothing_behind)
+{
+	int ready[2], status;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = radiance_open(0);
+		int a = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 1 << 20, 0, NULL);
+		int b = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 1 << 20, 0, NULL);
+		struct queue q;
+
+		if (b < 0 || queue_open(fd, 1024, &q))
+			_exit(1);
+		/* Keeps streaming until killed. */
+		for (int i = 0;; i++) {
+			copy(&q, i % 2 ? a : b, 0, i % 2 ? b : a, 0, 1 << 20);
+			queue_publish(&q);
+			if (i == 50 && write(ready[1], "x", 1) != 1)
+				_exit(2);
+		}
+	}
+	{
+		char x;
+
+		ASSERT_EQ(1, read(ready[0], &x, 1));
+	}
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSIGNALED(status));
+	for (int i = 0; i < 1000 && (radiance_mem_stat("commands_in_flight") || radiance_mem_stat("vram_bos")); i++)
+		usleep(10000);
+	EXPECT_EQ(0, radiance_mem_stat("commands_in_flight"));
+	EXPECT_EQ(0, radiance_mem_stat("queues"));
+	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
+	EXPECT_EQ(0, radiance_mem_stat("host_pinned"));
+	EXPECT_EQ(0, radiance_mem_stat("open_files"));
 }
 
 TEST(closing_with_packets_in_flight_leaves_nothing_behind)
