@@ -111,6 +111,8 @@ const SEM_PAGE_PGOFF: u64 = 1;
 #[pin_data(PinnedDrop)]
 pub(crate) struct Context {
     device: Arc<Device>,
+    /// The process that opened it, for debugfs.
+    pub(crate) tgid: i32,
     #[pin]
     objects: Mutex<Objects>,
     /// Shared with imports in flight, which `Semaphores::close` ends.
@@ -450,6 +452,7 @@ impl MiscDevice for Context {
         Arc::pin_init(
             try_pin_init!(Self {
                 device,
+                tgid: kernel::current!().tgid_nr_ns(None),
                 objects <- new_mutex!(objects, "Context::objects"),
                 sems,
             }),

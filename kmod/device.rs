@@ -134,6 +134,7 @@ impl Device {
     }
 
     /// debugfs `mem`: one `key value` pair a line, for `radctl mem`.
+    /// (`queues` comes from the scheduler.)
     fn write_mem_stats(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.vram.stats();
         writeln!(f, "vram_total {}", s.total)?;
@@ -168,6 +169,8 @@ pub(crate) struct DeviceNode {
     misc: MiscDeviceRegistration<Context>,
     #[pin]
     mem_stats: debugfs::File<Arc<Device>>,
+    #[pin]
+    queues: debugfs::File<Arc<Device>>,
     _debugfs: debugfs::Dir,
     device: Arc<Device>,
 }
@@ -207,6 +210,9 @@ impl DeviceNode {
             try_pin_init!(Self {
                 mem_stats <- dir.read_callback_file(c"mem", device.clone(), &|d: &Arc<Device>, f| {
                     d.write_mem_stats(f)
+                }),
+                queues <- dir.read_callback_file(c"queues", device.clone(), &|d: &Arc<Device>, f| {
+                    d.scheduler.write_queues(f)
                 }),
                 _debugfs: dir,
                 device,

@@ -78,8 +78,8 @@ pub(crate) struct Queue {
     control: Page,
     #[pin]
     state: Mutex<QueueState>,
-    /// The scheduler's partly submitted packet. Lock order: `staged` after
-    /// the scheduler's state, never with `state`.
+    /// The scheduler's partly submitted packet. Lock order: see the
+    /// scheduler; `state` is innermost.
     #[pin]
     pub(crate) staged: Mutex<Option<Staged>>,
 }
@@ -105,6 +105,10 @@ impl Queue {
             }),
             GFP_KERNEL,
         )
+    }
+
+    pub(crate) fn ring_packets(&self) -> u32 {
+        self.ring_packets
     }
 
     pub(crate) fn ring_pages(&self) -> &[Page] {

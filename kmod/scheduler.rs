@@ -16,8 +16,9 @@
 //! the reset dropped are issued again, in order.
 //!
 //! Lock order: `Scheduler::state`, then `Queue::staged`, then a file's
-//! `Context::objects` (BO lookups), then VRAM and backend locks.
-//! `Queue::state` is only taken alone.
+//! `Context::objects` (BO lookups) or `Semaphores::table`, then VRAM and
+//! backend locks. `Queue::state` is innermost: taken under any of these,
+//! it is never held while taking another.
 
 use kernel::{
     bindings,
@@ -211,6 +212,31 @@ impl Scheduler {
         let mut state = self.state.lock();
         state.queues.retain(|q| !Arc::ptr_eq(q, queue));
         *queue.staged.lock() = None;
+    }
+
+    /// debugfs `queues`: one line of `key=value` pairs per queue.
+    pub(crate) fn write_queues(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let state = self.state.lock();
+        for q in state.queues.iter() {
+            let s = q.state();
+            writeln!(
+                f,
+                "pid={} queue={} ring={} submitted={} completed={} status={} error={} fault_index={} \
+                 err_code={} err_pc={:#x} err_thread={}",
+                q.ctx.tgid,
+                q.id,
+                q.ring_packets(),
+                s.submitted,
+                s.completed,
+                if s.faulted { "faulted" } else { "active" },
+                s.error,
+                s.fault_index,
+                s.err_code,
+                s.err_pc,
+                s.err_thread,
+            )?;
+        }
+        Ok(())
     }
 
     /// Scheduled queues, commands in flight and resets, for debugfs.

@@ -77,14 +77,18 @@ static void queue_put(struct queue *q, const void *packet)
 	q->written++;
 }
 
-/* Waits up to 10 s until every written packet completed or the queue
- * faulted; returns the queue status. */
+/* Waits up to 10 s until every written packet completed, or the queue
+ * faulted and the packets before the fault completed; returns the queue
+ * status. */
 static uint32_t queue_drain(struct queue *q)
 {
 	for (int i = 0; i < 100000; i++) {
-		if (atomic_load((_Atomic uint32_t *)&q->ctl->status) != RADIANCE_QUEUE_ACTIVE)
+		uint64_t done = atomic_load((_Atomic uint64_t *)&q->ctl->read_index);
+
+		if (atomic_load((_Atomic uint32_t *)&q->ctl->status) != RADIANCE_QUEUE_ACTIVE &&
+		    done == q->ctl->fault_index)
 			break;
-		if (atomic_load((_Atomic uint64_t *)&q->ctl->read_index) == q->written)
+		if (done == q->written)
 			break;
 		usleep(100);
 	}
@@ -465,6 +469,33 @@ TEST_F(q, a_spinning_launch_times_out_resets_the_device_and_others_go_on)
 	EXPECT_EQ(resets + 1, radiance_mem_stat("device_resets"));
 	queue_close(&a);
 	queue_close(&b);
+}
+
+TEST_F(q, radctl_queues_shows_every_queue_and_its_fault)
+{
+	struct radiance_packet bad = { 0 };
+	struct queue good, faulted;
+	char out[4096] = { 0 }, cmd[64];
+	FILE *p;
+	size_t n;
+
+	ASSERT_EQ(0, queue_open(self->fd, 32, &good));
+	ASSERT_EQ(0, queue_open(self->fd, 16, &faulted));
+	nop(&faulted, 0);
+	queue_put(&faulted, &bad);
+	queue_publish(&faulted);
+	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&faulted));
+	snprintf(cmd, sizeof(cmd), "%s queues kmod:0", getenv("RADCTL") ?: "/radctl");
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	EXPECT_EQ(0, pclose(p));
+	ASSERT_LT(0, n);
+	TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "0/32")) TH_LOG("the good queue, nothing in flight");
+	EXPECT_NE(NULL, strstr(out, "packet 1: Invalid argument")) TH_LOG("the fault");
+	queue_close(&good);
+	queue_close(&faulted);
 }
 
 TEST_F(q, a_write_index_past_the_ring_faults)

@@ -5,10 +5,12 @@
 mod bo;
 mod ioctl;
 mod mem_stats;
+mod queue_stats;
 mod semaphore;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;
+pub use queue_stats::QueueStats;
 pub use semaphore::Semaphore;
 
 use crate::{Error, Result};

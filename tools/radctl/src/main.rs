@@ -5,7 +5,7 @@
 //! (with a one-line message on stderr), 2 on bad usage.
 
 use clap::{Parser, Subcommand};
-use radiance::kmod::{self, DeviceInfo, MemStats};
+use radiance::kmod::{self, DeviceInfo, MemStats, QueueStats};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
@@ -29,6 +29,13 @@ enum Command {
         #[arg(default_value = "kmod:0")]
         device: String,
     },
+    /// List every process's queues on a device, with their faults (needs
+    /// debugfs).
+    Queues {
+        /// kmod:N, N, radianceN or a /dev path.
+        #[arg(default_value = "kmod:0")]
+        device: String,
+    },
     /// Show a device's VRAM and pinned host memory use (needs debugfs).
     Mem {
         /// kmod:N, N, radianceN or a /dev path.
@@ -43,6 +50,7 @@ fn main() -> ExitCode {
         Command::List => list(cli.json),
         Command::Info { device } => info(&device, cli.json),
         Command::Mem { device } => mem(&device, cli.json),
+        Command::Queues { device } => queues(&device, cli.json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -137,6 +145,53 @@ fn mem(device: &str, as_json: bool) -> radiance::Result<()> {
         ["pinned host memory", &format!("{} of {}", bytes(s.host_pinned), bytes(s.host_pinned_limit))],
         ["open files", &s.open_files.to_string()],
     ]);
+    Ok(())
+}
+
+fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
+    let dev = kmod::Device::open(device)?;
+    let queues = QueueStats::read(dev.info().index)?;
+    if as_json {
+        let list: Vec<Value> = queues
+            .iter()
+            .map(|q| {
+                json!({
+                    "pid": q.pid, "queue": q.queue, "ring": q.ring, "submitted": q.submitted,
+                    "completed": q.completed, "status": if q.faulted { "faulted" } else { "active" },
+                    "error": q.error, "fault_index": q.fault_index, "err_code": q.err_code,
+                    "err_pc": q.err_pc, "err_thread": q.err_thread,
+                })
+            })
+            .collect();
+        println!("{}", Value::Array(list));
+        return Ok(());
+    }
+    let rows: Vec<[String; 7]> = queues
+        .iter()
+        .map(|q| {
+            let fault = if q.faulted {
+                let errno = rustix::io::Errno::from_raw_os_error(q.error as i32);
+                let device = if q.err_code != 0 {
+                    format!(" (err_code {} pc {:#x} thread {})", q.err_code, q.err_pc, q.err_thread)
+                } else {
+                    String::new()
+                };
+                format!("packet {}: {errno}{device}", q.fault_index)
+            } else {
+                "-".into()
+            };
+            [
+                q.pid.to_string(),
+                q.queue.to_string(),
+                format!("{}/{}", q.submitted - q.completed, q.ring),
+                q.completed.to_string(),
+                (if q.faulted { "faulted" } else { "active" }).into(),
+                fault,
+                q.submitted.to_string(),
+            ]
+        })
+        .collect();
+    print_table(["PID", "QUEUE", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED"], &rows);
     Ok(())
 }
 

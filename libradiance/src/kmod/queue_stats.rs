@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! The queues of a device, as the module reports them in debugfs
+//! (`/sys/kernel/debug/radiance/radianceN/queues`): every process's queues.
+
+use crate::{Error, Result};
+
+/// One queue as the scheduler sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// The process that opened the file the queue belongs to.
+    pub pid: i32,
+    /// The queue's id in that file.
+    pub queue: u32,
+    /// Ring size in packets.
+    pub ring: u32,
+    /// Packets taken from the ring and packets completed.
+    pub submitted: u64,
+    pub completed: u64,
+    pub faulted: bool,
+    /// The fault: a positive errno, the packet index, and Gluon's
+    /// ERR_CODE, ERR_PC and ERR_THREAD for a device fault.
+    pub error: u32,
+    pub fault_index: u64,
+    pub err_code: u32,
+    pub err_pc: u32,
+    pub err_thread: u32,
+}
+
+impl QueueStats {
+    /// Reads device `index`'s queues; needs root and debugfs.
+    pub fn read(index: u32) -> Result<Vec<Self>> {
+        let path = format!("/sys/kernel/debug/radiance/radiance{index}/queues");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::io(format!("{path} (needs root and debugfs: mount -t debugfs none /sys/kernel/debug)"), &e))?;
+        text.lines().map(Self::parse).collect()
+    }
+
+    /// Parses one `key=value ...` line; every field must be there.
+    fn parse(line: &str) -> Result<Self> {
+        let get = |key: &str| {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+                .ok_or_else(|| Error::InvalidArgument(format!("debugfs queues: no `{key}` in {line:?}")))
+        };
+        let num = |key: &str| -> Result<u64> {
+            let v = get(key)?;
+            let parsed = match v.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => v.parse(),
+            };
+            parsed.map_err(|_| Error::InvalidArgument(format!("debugfs queues: bad {key}={v}")))
+        };
+        let small = |key: &str| -> Result<u32> {
+            u32::try_from(num(key)?).map_err(|_| Error::InvalidArgument(format!("debugfs queues: {key} too large")))
+        };
+        Ok(Self {
+            pid: get("pid")?.parse().map_err(|_| Error::InvalidArgument("debugfs queues: bad pid".into()))?,
+            queue: small("queue")?,
+            ring: small("ring")?,
+            submitted: num("submitted")?,
+            completed: num("completed")?,
+            faulted: get("status")? == "faulted",
+            error: small("error")?,
+            fault_index: num("fault_index")?,
+            err_code: small("err_code")?,
+            err_pc: small("err_pc")?,
+            err_thread: small("err_thread")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_faulted_queue() {
+        let line = "pid=42 queue=3 ring=16 submitted=5 completed=4 status=faulted error=5 fault_index=4 \
+                    err_code=1 err_pc=0x1234 err_thread=7";
+        let q = QueueStats::parse(line).unwrap();
+        assert_eq!((q.pid, q.queue, q.ring), (42, 3, 16));
+        assert_eq!((q.submitted, q.completed), (5, 4));
+        assert!(q.faulted);
+        assert_eq!((q.error, q.fault_index, q.err_code, q.err_pc, q.err_thread), (5, 4, 1, 0x1234, 7));
+    }
+
+    #[test]
+    fn a_missing_or_bad_field_is_an_error() {
+        assert!(QueueStats::parse("pid=1 queue=1").is_err());
+        let bad = "pid=1 queue=1 ring=x submitted=0 completed=0 status=active error=0 fault_index=0 \
+                   err_code=0 err_pc=0x0 err_thread=0";
+        assert!(QueueStats::parse(bad).unwrap_err().to_string().contains("ring"));
+    }
+}
