@@ -485,6 +485,28 @@ fn vram_addr(bo: &Bo, offset: u64) -> Result<u32> {
     u32::try_from(bo.device_address() + offset).map_err(|_| EINVAL)
 }
 
+/// COPY commands between host BO `host` and VRAM BO `vram` (direction
+/// `dir`), split where the host side's DMA segments end.
+fn host_copy(
+    commands: &mut KVec<Command>,
+    host: &Bo,
+    host_off: u64,
+    vram: &Bo,
+    vram_off: u64,
+    size: u64,
+    dir: CopyDir,
+) -> Result {
+    let mut done = 0;
+    host.host_pieces(host_off, size, &mut |dma, len| {
+        let host_addr = u32::try_from(dma).map_err(|_| EINVAL)?;
+        let dev = vram_addr(vram, vram_off + done)?;
+        let (src, dst) = if dir == CopyDir::HostToDevice { (host_addr, dev) } else { (dev, host_addr) };
+        commands.push(Command::Copy { src, dst, len: len as u32, dir }, GFP_KERNEL)?;
+        done += len;
+        Ok(())
+    })
+}
+
 /// Translates packet `index` of `queue` into Gluon commands: every handle
 /// must be an object of the queue's file and every range inside its BO.
 /// `None`: a WAIT_SEMAPHORE that is not satisfied yet. An error is the
@@ -561,27 +583,8 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
                         done += n;
                     }
                 }
-                // Split where the host side's DMA segments end.
-                (false, true) => {
-                    let mut done = 0;
-                    s.host_pieces(src_off, size, &mut |dma, len| {
-                        let host = u32::try_from(dma).map_err(|_| EINVAL)?;
-                        let dev = vram_addr(&d, dst_off + done)?;
-                        commands.push(Command::Copy { src: host, dst: dev, len: len as u32, dir: CopyDir::HostToDevice }, GFP_KERNEL)?;
-                        done += len;
-                        Ok(())
-                    })?;
-                }
-                (true, false) => {
-                    let mut done = 0;
-                    d.host_pieces(dst_off, size, &mut |dma, len| {
-                        let host = u32::try_from(dma).map_err(|_| EINVAL)?;
-                        let dev = vram_addr(&s, src_off + done)?;
-                        commands.push(Command::Copy { src: dev, dst: host, len: len as u32, dir: CopyDir::DeviceToHost }, GFP_KERNEL)?;
-                        done += len;
-                        Ok(())
-                    })?;
-                }
+                (false, true) => host_copy(&mut commands, &s, src_off, &d, dst_off, size, CopyDir::HostToDevice)?,
+                (true, false) => host_copy(&mut commands, &d, dst_off, &s, src_off, size, CopyDir::DeviceToHost)?,
                 // Gluon copies to or from VRAM only.
                 (false, false) => return Err(EINVAL),
             }

@@ -12,7 +12,12 @@ mkdir -p "$BUILD"
 
 log "host: cargo test"
 host_rc=0
-cargo test --workspace --manifest-path "$TOP/Cargo.toml" 2>&1 | tee "$BUILD/host-tests.log" || host_rc=$?
+# The C ABI test links the staticlib, which `cargo test` alone does not
+# build; --no-fail-fast so one failing test binary hides no other.
+{
+	cargo build --workspace --manifest-path "$TOP/Cargo.toml" &&
+		cargo test --workspace --no-fail-fast --manifest-path "$TOP/Cargo.toml"
+} 2>&1 | tee "$BUILD/host-tests.log" || host_rc=$?
 # Sum libtest's `test result:` lines.
 read -r host_pass host_fail host_skip < <(awk '
 	/^test result:/ { for (i = 1; i <= NF; i++) {

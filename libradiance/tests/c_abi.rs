@@ -11,7 +11,7 @@ use std::{collections::BTreeSet, path::PathBuf, process::Command};
 fn staticlib() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let lib = exe.parent().and_then(|deps| deps.parent()).unwrap().join("libradiance.a");
-    assert!(lib.exists(), "{} is missing", lib.display());
+    assert!(lib.exists(), "{} is missing: `cargo build -p libradiance` first (tools/test.sh does)", lib.display());
     lib
 }
 

@@ -657,41 +657,13 @@ static void sem_packet(struct queue *q, uint8_t kind, uint32_t handle, uint64_t 
 	queue_put(q, &p);
 }
 
-static int sem_create(int fd, uint64_t initial)
-{
-	struct radiance_sem_create c = { .initial = initial };
-	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &c);
-
-	return ret ? ret : (int)c.handle;
-}
-
-static int64_t sem_value(int fd, uint32_t handle)
-{
-	struct radiance_sem_query args = { .handle = handle };
-	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_QUERY, &args);
-
-	return ret ? ret : args.error ? -(int64_t)args.error : (int64_t)args.value;
-}
-
-/* Waits up to 10 s for a semaphore value; 0 or -errno. */
-static int sem_wait_for(int fd, uint32_t handle, uint64_t value)
-{
-	struct radiance_sem_wait_point p = { .handle = handle, .value = value };
-	struct radiance_sem_wait w = { .points = (uintptr_t)&p, .count = 1 };
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	w.deadline_ns = (t.tv_sec + 10) * 1000000000LL + t.tv_nsec;
-	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_WAIT, &w);
-}
-
 TEST_F(q, queue_a_signals_and_queue_b_waits)
 {
 	struct radiance_bo_create bc;
 	struct radiance_sem_signal sig;
 	struct queue a, b;
 	uint32_t *word;
-	int s = sem_create(self->fd, 0);
+	int s = radiance_sem_create(self->fd, 0);
 	int bo = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
 
 	ASSERT_LT(0, s);
@@ -713,7 +685,7 @@ TEST_F(q, queue_a_signals_and_queue_b_waits)
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&a));
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
 	EXPECT_EQ(2, word[0]) TH_LOG("B's fill ran after A's");
-	EXPECT_EQ(1, sem_value(self->fd, s));
+	EXPECT_EQ(1, radiance_sem_value(self->fd, s));
 	/* A host signal unblocks a queue too. */
 	sem_packet(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 5);
 	fill(&b, bo, 0, 4, 3, 4);
@@ -734,7 +706,7 @@ TEST_F(q, a_failed_semaphore_fails_dependent_queues_and_their_signals)
 {
 	struct radiance_sem_fail fail;
 	struct queue b;
-	int s = sem_create(self->fd, 0), t = sem_create(self->fd, 0);
+	int s = radiance_sem_create(self->fd, 0), t = radiance_sem_create(self->fd, 0);
 
 	ASSERT_LT(0, t);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
@@ -750,7 +722,7 @@ TEST_F(q, a_failed_semaphore_fails_dependent_queues_and_their_signals)
 	EXPECT_EQ(EHOSTDOWN, b.ctl->error);
 	EXPECT_EQ(0, b.ctl->fault_index);
 	/* The waiter of what B was to signal gets the original error. */
-	EXPECT_EQ(-EHOSTDOWN, sem_wait_for(self->fd, t, 1));
+	EXPECT_EQ(-EHOSTDOWN, radiance_sem_wait_for(self->fd, t, 1));
 	queue_close(&b);
 }
 
@@ -758,7 +730,7 @@ TEST_F(q, a_faulting_queue_fails_what_it_was_to_signal)
 {
 	struct radiance_packet bad = { 0 };
 	struct queue a;
-	int u = sem_create(self->fd, 0);
+	int u = radiance_sem_create(self->fd, 0);
 
 	ASSERT_LT(0, u);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
@@ -766,8 +738,8 @@ TEST_F(q, a_faulting_queue_fails_what_it_was_to_signal)
 	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, u, 1);
 	queue_publish(&a);
 	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&a));
-	EXPECT_EQ(-EINVAL, sem_wait_for(self->fd, u, 1));
-	EXPECT_EQ(-EINVAL, sem_value(self->fd, u));
+	EXPECT_EQ(-EINVAL, radiance_sem_wait_for(self->fd, u, 1));
+	EXPECT_EQ(-EINVAL, radiance_sem_value(self->fd, u));
 	queue_close(&a);
 }
 
@@ -791,7 +763,7 @@ static int chain_child(int sock)
 	struct queue q3, q4;
 	uint32_t *word;
 	int fd = radiance_open(0);
-	int s3 = sem_create(fd, 0), s4 = sem_create(fd, 0), s5 = sem_create(fd, 0);
+	int s3 = radiance_sem_create(fd, 0), s4 = radiance_sem_create(fd, 0), s5 = radiance_sem_create(fd, 0);
 	int bo = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
 
 	word = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, bc.mmap_offset);
@@ -809,7 +781,7 @@ static int chain_child(int sock)
 	imp.fd = radiance_recv_fd(sock);
 	if (imp.fd < 0 || radiance_ioctl(fd, RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE, &imp))
 		return 4;
-	if (sem_wait_for(fd, s5, 1))
+	if (radiance_sem_wait_for(fd, s5, 1))
 		return 5;
 	/* Stage 4 ran last. */
 	return word[0] == 4 ? 0 : 6;
@@ -820,7 +792,7 @@ TEST(a_chain_across_4_queues_and_2_processes_completes_in_order)
 	struct radiance_sem_export_sync_file exp = { .value = 1, .flags = RADIANCE_EXPORT_CLOEXEC };
 	struct radiance_bo_create bc;
 	int sv[2], status, fd = radiance_open(0);
-	int s1 = sem_create(fd, 0), s2 = sem_create(fd, 0);
+	int s1 = radiance_sem_create(fd, 0), s2 = radiance_sem_create(fd, 0);
 	int bo = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
 	struct queue q1, q2;
 	uint32_t *word;
@@ -860,7 +832,7 @@ TEST(a_chain_across_4_queues_and_2_processes_completes_in_order)
 TEST_F(q, destroying_a_queue_cancels_what_it_was_to_signal)
 {
 	struct queue a;
-	int s = sem_create(self->fd, 0), never = sem_create(self->fd, 0);
+	int s = radiance_sem_create(self->fd, 0), never = radiance_sem_create(self->fd, 0);
 
 	ASSERT_LT(0, never);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
@@ -869,7 +841,7 @@ TEST_F(q, destroying_a_queue_cancels_what_it_was_to_signal)
 	queue_publish(&a);
 	usleep(20000);
 	queue_close(&a);
-	EXPECT_EQ(-ECANCELED, sem_wait_for(self->fd, s, 1));
+	EXPECT_EQ(-ECANCELED, radiance_sem_wait_for(self->fd, s, 1));
 }
 
 TEST_HARNESS_MAIN

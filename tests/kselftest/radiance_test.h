@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "radiance.h"
 
@@ -72,6 +73,36 @@ static inline int64_t radiance_mem_stat(const char *key)
 			found = value;
 	fclose(f);
 	return found;
+}
+
+/* A new semaphore's handle, or -errno. */
+static inline int radiance_sem_create(int fd, uint64_t initial)
+{
+	struct radiance_sem_create args = { .initial = initial };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &args);
+
+	return ret ? ret : (int)args.handle;
+}
+
+/* The value, or -errno if the semaphore failed (or the query did). */
+static inline int64_t radiance_sem_value(int fd, uint32_t handle)
+{
+	struct radiance_sem_query args = { .handle = handle };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_QUERY, &args);
+
+	return ret ? ret : args.error ? -(int64_t)args.error : (int64_t)args.value;
+}
+
+/* Waits up to 10 s for a semaphore to reach `value`; 0 or -errno. */
+static inline int radiance_sem_wait_for(int fd, uint32_t handle, uint64_t value)
+{
+	struct radiance_sem_wait_point p = { .handle = handle, .value = value };
+	struct radiance_sem_wait w = { .points = (uintptr_t)&p, .count = 1 };
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	w.deadline_ns = (t.tv_sec + 10) * 1000000000LL + t.tv_nsec;
+	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_WAIT, &w);
 }
 
 /* Passes a file descriptor over a unix socket (SCM_RIGHTS). */

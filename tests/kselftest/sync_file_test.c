@@ -27,14 +27,6 @@ struct sw_sync_create_fence_data {
 #define SW_SYNC_IOC_CREATE_FENCE _IOWR('W', 0, struct sw_sync_create_fence_data)
 #define SW_SYNC_IOC_INC _IOW('W', 1, __u32)
 
-static int sem_create(int fd, uint64_t initial)
-{
-	struct radiance_sem_create args = { .initial = initial };
-	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &args);
-
-	return ret ? ret : (int)args.handle;
-}
-
 static int sem_signal(int fd, uint32_t handle, uint64_t value)
 {
 	struct radiance_sem_signal args = { .handle = handle, .value = value };
@@ -47,27 +39,6 @@ static int sem_fail(int fd, uint32_t handle, uint32_t error)
 	struct radiance_sem_fail args = { .handle = handle, .error = error };
 
 	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_FAIL, &args);
-}
-
-/* The value, or -errno if the semaphore failed (or the query did). */
-static int64_t sem_value(int fd, uint32_t handle)
-{
-	struct radiance_sem_query args = { .handle = handle };
-	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_QUERY, &args);
-
-	return ret ? ret : args.error ? -(int64_t)args.error : (int64_t)args.value;
-}
-
-/* Waits up to 5 s for the value; 0 or -errno. */
-static int sem_wait_for(int fd, uint32_t handle, uint64_t value)
-{
-	struct radiance_sem_wait_point p = { .handle = handle, .value = value };
-	struct timespec t;
-	struct radiance_sem_wait w = { .points = (uintptr_t)&p, .count = 1 };
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	w.deadline_ns = (t.tv_sec + 5) * 1000000000LL + t.tv_nsec;
-	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_WAIT, &w);
 }
 
 /* A sync_file fd, or -errno. */
@@ -123,7 +94,7 @@ FIXTURE_TEARDOWN(sync)
 
 TEST_F(sync, exported_fence_signals_when_the_value_is_reached)
 {
-	int h = sem_create(self->fd, 2);
+	int h = radiance_sem_create(self->fd, 2);
 	int reached, later;
 
 	ASSERT_LT(0, h);
@@ -147,7 +118,7 @@ TEST_F(sync, exported_fence_signals_when_the_value_is_reached)
 
 TEST_F(sync, exported_fence_carries_failure_and_cancellation)
 {
-	int h = sem_create(self->fd, 0), g = sem_create(self->fd, 0);
+	int h = radiance_sem_create(self->fd, 0), g = radiance_sem_create(self->fd, 0);
 	int failed, cancelled, after;
 	struct radiance_sem_destroy d = { .handle = g };
 
@@ -175,7 +146,7 @@ TEST_F(sync, exported_fence_carries_failure_and_cancellation)
 TEST(closing_the_file_cancels_a_waiter_in_another_process)
 {
 	int sv[2], status, fd = radiance_open(0);
-	int h = sem_create(fd, 0);
+	int h = radiance_sem_create(fd, 0);
 	int fence = export_point(fd, h, 1);
 	pid_t pid;
 
@@ -211,29 +182,29 @@ TEST(closing_the_file_cancels_a_waiter_in_another_process)
 
 TEST_F(sync, import_of_a_signalled_fence_advances_at_once)
 {
-	int a = sem_create(self->fd, 3), b = sem_create(self->fd, 10);
+	int a = radiance_sem_create(self->fd, 3), b = radiance_sem_create(self->fd, 10);
 	int fence = export_point(self->fd, a, 3);
 
 	ASSERT_LT(0, b);
 	ASSERT_LE(0, fence);
 	ASSERT_EQ(0, import_fence(self->fd, a, fence, 8));
-	EXPECT_EQ(0, sem_wait_for(self->fd, a, 8));
-	EXPECT_EQ(8, sem_value(self->fd, a));
+	EXPECT_EQ(0, radiance_sem_wait_for(self->fd, a, 8));
+	EXPECT_EQ(8, radiance_sem_value(self->fd, a));
 	/* Never lowers a value. */
 	ASSERT_EQ(0, import_fence(self->fd, b, fence, 4));
 	usleep(20 * 1000);
-	EXPECT_EQ(10, sem_value(self->fd, b));
+	EXPECT_EQ(10, radiance_sem_value(self->fd, b));
 	close(fence);
 }
 
 TEST_F(sync, import_of_a_pending_fence_advances_when_it_signals)
 {
-	int a = sem_create(self->fd, 0), b = sem_create(self->fd, 0);
+	int a = radiance_sem_create(self->fd, 0), b = radiance_sem_create(self->fd, 0);
 	int other = radiance_open(1);
 	int c, fence;
 
 	ASSERT_LE(0, other);
-	c = sem_create(other, 0);
+	c = radiance_sem_create(other, 0);
 	ASSERT_LT(0, c);
 	/* a:5 drives b (this file) and c (another device's file) to 7. */
 	fence = export_point(self->fd, a, 5);
@@ -242,10 +213,10 @@ TEST_F(sync, import_of_a_pending_fence_advances_when_it_signals)
 	ASSERT_EQ(0, import_fence(other, c, fence, 7));
 	close(fence);
 	usleep(20 * 1000);
-	EXPECT_EQ(0, sem_value(self->fd, b));
+	EXPECT_EQ(0, radiance_sem_value(self->fd, b));
 	ASSERT_EQ(0, sem_signal(self->fd, a, 5));
-	EXPECT_EQ(0, sem_wait_for(self->fd, b, 7));
-	EXPECT_EQ(0, sem_wait_for(other, c, 7));
+	EXPECT_EQ(0, radiance_sem_wait_for(self->fd, b, 7));
+	EXPECT_EQ(0, radiance_sem_wait_for(other, c, 7));
 	close(other);
 }
 
@@ -253,30 +224,30 @@ TEST_F(sync, import_of_a_sw_sync_fence)
 {
 	struct sw_sync_create_fence_data data = { .value = 1, .name = "radiance-test" };
 	int timeline = open("/sys/kernel/debug/sync/sw_sync", O_RDWR);
-	int h = sem_create(self->fd, 0);
+	int h = radiance_sem_create(self->fd, 0);
 	__u32 one = 1;
 
 	ASSERT_LE(0, timeline) TH_LOG("sw_sync: %s", strerror(errno));
 	ASSERT_EQ(0, ioctl(timeline, SW_SYNC_IOC_CREATE_FENCE, &data));
 	ASSERT_EQ(0, import_fence(self->fd, h, data.fence, 42));
 	usleep(20 * 1000);
-	EXPECT_EQ(0, sem_value(self->fd, h));
+	EXPECT_EQ(0, radiance_sem_value(self->fd, h));
 	ASSERT_EQ(0, ioctl(timeline, SW_SYNC_IOC_INC, &one));
-	EXPECT_EQ(0, sem_wait_for(self->fd, h, 42));
+	EXPECT_EQ(0, radiance_sem_wait_for(self->fd, h, 42));
 	close(data.fence);
 	close(timeline);
 }
 
 TEST_F(sync, import_of_a_failed_fence_fails_the_semaphore)
 {
-	int a = sem_create(self->fd, 0), b = sem_create(self->fd, 0);
+	int a = radiance_sem_create(self->fd, 0), b = radiance_sem_create(self->fd, 0);
 	int fence = export_point(self->fd, a, 1);
 
 	ASSERT_LE(0, fence);
 	ASSERT_EQ(0, import_fence(self->fd, b, fence, 1));
 	ASSERT_EQ(0, sem_fail(self->fd, a, ENOLINK));
-	EXPECT_EQ(-ENOLINK, sem_wait_for(self->fd, b, 1));
-	EXPECT_EQ(-ENOLINK, sem_value(self->fd, b));
+	EXPECT_EQ(-ENOLINK, radiance_sem_wait_for(self->fd, b, 1));
+	EXPECT_EQ(-ENOLINK, radiance_sem_value(self->fd, b));
 	close(fence);
 }
 
@@ -290,7 +261,7 @@ TEST(closing_with_a_pending_import_leaks_nothing)
 	ASSERT_EQ(0, ioctl(timeline, SW_SYNC_IOC_CREATE_FENCE, &data));
 	for (int i = 0; i < 100; i++) {
 		int fd = radiance_open(0);
-		int h = sem_create(fd, 0);
+		int h = radiance_sem_create(fd, 0);
 
 		ASSERT_EQ(0, import_fence(fd, h, data.fence, 1));
 		ASSERT_EQ(0, close(fd));
@@ -306,7 +277,7 @@ TEST_F(sync, bad_arguments)
 {
 	struct radiance_sem_export_sync_file exp = { 0 };
 	struct radiance_sem_import_sync_file imp = { 0 };
-	int h = sem_create(self->fd, 0);
+	int h = radiance_sem_create(self->fd, 0);
 	int fence = export_point(self->fd, h, 1);
 	int pipefd[2];
 
@@ -341,7 +312,7 @@ TEST(export_import_close_cycles_leak_nothing)
 {
 	for (int i = 0; i < 2000; i++) {
 		int fd = radiance_open(0);
-		int a = sem_create(fd, 0), b = sem_create(fd, 0);
+		int a = radiance_sem_create(fd, 0), b = radiance_sem_create(fd, 0);
 		int fence = export_point(fd, a, 1);
 
 		ASSERT_LE(0, fence);
