@@ -5,11 +5,13 @@
 mod bo;
 mod ioctl;
 mod mem_stats;
+mod queue;
 mod queue_stats;
 mod semaphore;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;
+pub use queue::{Queue, QueueFault};
 pub use queue_stats::QueueStats;
 pub use semaphore::Semaphore;
 

@@ -77,6 +77,11 @@ impl Device {
 }
 
 impl Semaphore {
+    /// The handle in its file, for queue packets.
+    pub(crate) fn handle(&self) -> u32 {
+        self.handle
+    }
+
     fn value_cell(&self) -> &AtomicU64 {
         // SAFETY: `at` is an 8-aligned offset inside the mapped page, which
         // lives as long as `self.values`; the kernel writes it atomically.

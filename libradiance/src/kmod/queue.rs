@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! A user-mode queue of a kmod device: packets are written straight into the
+//! mapped ring; `flush` publishes them and rings the doorbell only when the
+//! kernel's scheduler sleeps (`needs_kick`), so a busy queue costs no
+//! syscalls.
+
+use super::{ioctl, BufferObject, Device, Placement, Semaphore};
+use crate::{Error, Launch, Pattern, Result};
+use memmap2::{MmapMut, MmapOptions};
+use radiance_uapi as uapi;
+use std::{
+    os::fd::OwnedFd,
+    sync::{
+        atomic::{AtomicU32, AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+/// Why a queue stopped: what QUEUE_QUERY and the control block say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueFault {
+    /// The positive errno.
+    pub error: u32,
+    /// The packet that faulted.
+    pub packet: u64,
+    /// Gluon's ERR_CODE, ERR_PC and ERR_THREAD for a device fault.
+    pub err_code: u32,
+    pub err_pc: u32,
+    pub err_thread: u32,
+}
+
+/// A queue; destroyed when dropped (its packets in flight finish).
+pub struct Queue {
+    fd: Arc<OwnedFd>,
+    id: u32,
+    packets: u32,
+    ring: MmapMut,
+    control: MmapMut,
+    /// Packets written so far (published or not).
+    written: u64,
+    /// Staging host memory of UPDATE and LAUNCH packets, with the packet
+    /// index after which it may go.
+    staging: Vec<(u64, BufferObject)>,
+}
+
+impl Device {
+    /// A queue with a ring of `packets` packets (a power of two, 16 to
+    /// 65536).
+    pub fn create_queue(&self, packets: u32) -> Result<Queue> {
+        let mut args = uapi::QueueCreate { ring_packets: packets, ..Default::default() };
+        ioctl::queue_create(&*self.fd, &mut args).map_err(|e| Error::os("QUEUE_CREATE", e))?;
+        let map = |offset: u64, len: usize| {
+            // SAFETY: the ring and the control block are shared with the
+            // kernel, which this module only touches through volatile writes
+            // and atomics.
+            unsafe { MmapOptions::new().offset(offset).len(len).map_mut(self.fd.as_ref()) }
+                .map_err(|e| Error::io("mmap queue", &e))
+        };
+        let page = rustix::param::page_size();
+        let mapped = map(args.ring_offset, (packets as usize * uapi::PACKET_SIZE).next_multiple_of(page))
+            .and_then(|ring| Ok((ring, map(args.control_offset, page)?)));
+        let (ring, control) = match mapped {
+            Ok(maps) => maps,
+            Err(e) => {
+                // The queue exists: do not leave it behind.
+                let mut destroy = uapi::QueueDestroy { queue_id: args.queue_id, pad: 0 };
+                let _ = ioctl::queue_destroy(&*self.fd, &mut destroy);
+                return Err(e);
+            }
+        };
+        Ok(Queue { fd: self.fd.clone(), id: args.queue_id, packets, ring, control, written: 0, staging: Vec::new() })
+    }
+}
+
+impl Queue {
+    fn control_u64(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: `offset` is an 8-aligned field of the control block, in
+        // the mapping that lives as long as `self`.
+        unsafe { AtomicU64::from_ptr(self.control.as_ptr().add(offset).cast::<u64>().cast_mut()) }
+    }
+
+    fn control_u32(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: as in `control_u64`, for a 4-aligned field.
+        unsafe { AtomicU32::from_ptr(self.control.as_ptr().add(offset).cast::<u32>().cast_mut()) }
+    }
+
+    /// Packets the kernel has completed.
+    pub fn completed(&self) -> u64 {
+        self.control_u64(core::mem::offset_of!(uapi::QueueControl, read_index)).load(Ordering::Acquire)
+    }
+
+    /// The fault that stopped the queue, if any.
+    pub fn fault(&self) -> Option<QueueFault> {
+        use core::mem::offset_of;
+        let status = self.control_u32(offset_of!(uapi::QueueControl, status)).load(Ordering::Acquire);
+        (status == uapi::queue_status::FAULTED).then(|| QueueFault {
+            error: self.control_u32(offset_of!(uapi::QueueControl, error)).load(Ordering::Acquire),
+            packet: self.control_u64(offset_of!(uapi::QueueControl, fault_index)).load(Ordering::Acquire),
+            err_code: self.control_u32(offset_of!(uapi::QueueControl, err_code)).load(Ordering::Acquire),
+            err_pc: self.control_u32(offset_of!(uapi::QueueControl, err_pc)).load(Ordering::Acquire),
+            err_thread: self.control_u32(offset_of!(uapi::QueueControl, err_thread)).load(Ordering::Acquire),
+        })
+    }
+
+    fn fault_error(&self) -> Option<Error> {
+        self.fault().map(|f| Error::Os {
+            what: format!(
+                "queue {} faulted at packet {} (err_code {}, pc {:#x}, thread {})",
+                self.id, f.packet, f.err_code, f.err_pc, f.err_thread
+            ),
+            source: rustix::io::Errno::from_raw_os_error(f.error as i32),
+        })
+    }
+
+    /// Writes one packet, waiting for ring space (publishing what is
+    /// written so the kernel can make room).
+    fn put<T: Copy>(&mut self, packet: T) -> Result<()> {
+        const { assert!(size_of::<T>() == uapi::PACKET_SIZE) };
+        while self.written - self.completed() >= u64::from(self.packets) {
+            if let Some(e) = self.fault_error() {
+                return Err(e);
+            }
+            self.flush()?;
+            std::thread::yield_now();
+        }
+        let slot = (self.written % u64::from(self.packets)) as usize * uapi::PACKET_SIZE;
+        // SAFETY: the slot is 64 bytes inside the ring mapping; the kernel
+        // does not read it before `write_index` covers it (release store in
+        // `flush`). `T` is a 64-byte uapi packet of plain integers.
+        unsafe { std::ptr::write_volatile(self.ring.as_mut_ptr().add(slot).cast::<T>(), packet) };
+        self.written += 1;
+        let completed = self.completed();
+        self.staging.retain(|(last, _)| *last >= completed);
+        Ok(())
+    }
+
+    fn header(kind: u8, barrier: bool) -> uapi::PacketHeader {
+        let flags = if barrier { uapi::packet_flags::BARRIER } else { 0 };
+        uapi::PacketHeader { kind, flags, ..Default::default() }
+    }
+
+    /// Fills `size` bytes of `dst` from `offset` with `pattern`.
+    pub fn fill(&mut self, dst: &BufferObject, offset: u64, size: u64, pattern: Pattern) -> Result<()> {
+        let (pattern_size, value) = match pattern {
+            Pattern::U8(v) => (1, u32::from(v)),
+            Pattern::U16(v) => (2, u32::from(v)),
+            Pattern::U32(v) => (4, v),
+        };
+        self.put(uapi::FillPacket {
+            header: Self::header(uapi::packet_kind::FILL, false),
+            dst: dst.handle(),
+            pattern_size,
+            dst_offset: offset,
+            size,
+            pattern: value,
+            ..Default::default()
+        })
+    }
+
+    /// Copies `size` bytes between two buffer objects of the device.
+    pub fn copy(&mut self, src: &BufferObject, src_offset: u64, dst: &BufferObject, dst_offset: u64, size: u64) -> Result<()> {
+        self.put(uapi::CopyPacket {
+            header: Self::header(uapi::packet_kind::COPY, false),
+            src: src.handle(),
+            dst: dst.handle(),
+            src_offset,
+            dst_offset,
+            size,
+            ..Default::default()
+        })
+    }
+
+    /// Host memory holding `bytes`, kept until the next packet completes.
+    fn stage(&mut self, device: &Device, bytes: &[u8]) -> Result<BufferObject> {
+        let bo = device.create_bo(bytes.len() as u64, Placement::Host, true)?;
+        bo.map()?[..bytes.len()].copy_from_slice(bytes);
+        Ok(bo)
+    }
+
+    /// Writes `data` (copied now, through staging host memory) to `dst`.
+    pub fn update(&mut self, device: &Device, data: &[u8], dst: &BufferObject, offset: u64) -> Result<()> {
+        let staging = self.stage(device, data)?;
+        self.copy(&staging, 0, dst, offset, data.len() as u64)?;
+        self.staging.push((self.written, staging));
+        Ok(())
+    }
+
+    /// Launches a kernel; its launch block goes through staging memory.
+    pub fn launch(&mut self, device: &Device, launch: &Launch) -> Result<()> {
+        let dim = |v: u32| u16::try_from(v).map_err(|_| Error::InvalidArgument(format!("dimension {v} exceeds 65535")));
+        let head = uapi::LaunchBlock {
+            entry_pc: launch.entry_pc,
+            grid: [dim(launch.grid[0])?, dim(launch.grid[1])?, dim(launch.grid[2])?],
+            block: [dim(launch.block[0])?, dim(launch.block[1])?, dim(launch.block[2])?],
+            regs_per_thread: launch.regs_per_thread,
+            shmem_per_block: launch.shmem_per_block,
+            params_size: launch.params.len() as u32,
+            ..Default::default()
+        };
+        // SAFETY: `LaunchBlock` is a uapi struct of plain integers.
+        let head_bytes = unsafe {
+            std::slice::from_raw_parts(std::ptr::from_ref(&head).cast::<u8>(), size_of::<uapi::LaunchBlock>())
+        };
+        let block = [head_bytes, &launch.params].concat();
+        let staging = self.stage(device, &block)?;
+        self.put(uapi::LaunchPacket {
+            header: Self::header(uapi::packet_kind::LAUNCH, false),
+            block: staging.handle(),
+            block_offset: 0,
+            block_size: block.len() as u64,
+            ..Default::default()
+        })?;
+        self.staging.push((self.written, staging));
+        Ok(())
+    }
+
+    /// Everything after this starts only when everything before it ended.
+    pub fn barrier(&mut self) -> Result<()> {
+        self.put(uapi::Packet { header: Self::header(uapi::packet_kind::FENCE, true), ..Default::default() })
+    }
+
+    fn semaphore_packet(&mut self, kind: u8, sem: &Semaphore, value: u64) -> Result<()> {
+        self.put(uapi::SemaphorePacket {
+            header: Self::header(kind, false),
+            handle: sem.handle(),
+            value,
+            ..Default::default()
+        })
+    }
+
+    /// The queue goes no further until `sem` reaches `value`.
+    pub fn wait(&mut self, sem: &Semaphore, value: u64) -> Result<()> {
+        self.semaphore_packet(uapi::packet_kind::WAIT_SEMAPHORE, sem, value)
+    }
+
+    /// Raises `sem` to `value` when everything before has completed.
+    pub fn signal(&mut self, sem: &Semaphore, value: u64) -> Result<()> {
+        self.semaphore_packet(uapi::packet_kind::SIGNAL_SEMAPHORE, sem, value)
+    }
+
+    /// Publishes the packets written; kicks only if the scheduler sleeps.
+    pub fn flush(&mut self) -> Result<()> {
+        use core::mem::offset_of;
+        self.control_u64(offset_of!(uapi::QueueControl, write_index)).store(self.written, Ordering::SeqCst);
+        // Sequentially consistent against the kernel's fully ordered
+        // needs_kick update: either it sees our index or we see its flag.
+        if self.control_u32(offset_of!(uapi::QueueControl, needs_kick)).load(Ordering::SeqCst) != 0 {
+            let mut args = uapi::QueueDestroy { queue_id: self.id, pad: 0 };
+            ioctl::queue_kick(&*self.fd, &mut args).map_err(|e| Error::os("QUEUE_KICK", e))?;
+        }
+        Ok(())
+    }
+
+    /// Flushes and waits until every packet completed (or the queue
+    /// faulted: its error), polling with backoff; `deadline` None waits for
+    /// ever.
+    pub fn finish(&mut self, deadline: Option<Instant>) -> Result<()> {
+        self.flush()?;
+        let mut pause = Duration::from_micros(1);
+        while self.completed() < self.written {
+            if let Some(e) = self.fault_error() {
+                return Err(e);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Error::DeadlineExceeded);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+        self.staging.clear();
+        Ok(())
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        let mut args = uapi::QueueDestroy { queue_id: self.id, pad: 0 };
+        // Only a bad id can fail, and this one is ours.
+        let _ = ioctl::queue_destroy(&*self.fd, &mut args);
+    }
+}

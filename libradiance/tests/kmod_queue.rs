@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! libradiance's kmod queues against the real module: ignored on the build
+//! machine, run with `--ignored` inside the QEMU guest by tools/test.sh.
+
+use radiance::{
+    kmod::{Device, Placement},
+    Launch, Pattern,
+};
+use radiance_uapi::builtin;
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn update_fill_and_copy_round_trip() {
+    let dev = Device::open("kmod:0").unwrap();
+    let vram = dev.create_bo(8192, Placement::Vram, false).unwrap();
+    let host = dev.create_bo(8192, Placement::Host, true).unwrap();
+    let mut q = dev.create_queue(64).unwrap();
+    let data: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    q.fill(&vram, 0, 8192, Pattern::U16(0xa55a)).unwrap();
+    q.barrier().unwrap();
+    q.update(&dev, &data, &vram, 5).unwrap();
+    q.barrier().unwrap();
+    q.copy(&vram, 0, &host, 0, 8192).unwrap();
+    q.finish(None).unwrap();
+    let seen = host.map().unwrap();
+    assert_eq!(&seen[..4], &[0x5a, 0xa5, 0x5a, 0xa5]);
+    assert_eq!(&seen[5..3005], &data[..]);
+    assert_eq!(seen[3005], 0xa5, "the fill around the update");
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn vector_add_launch() {
+    let dev = Device::open("kmod:0").unwrap();
+    let n = 777u32;
+    let bos: Vec<_> = (0..3).map(|_| dev.create_bo(u64::from(n) * 4, Placement::Vram, true).unwrap()).collect();
+    let mut q = dev.create_queue(16).unwrap();
+    let a: Vec<u8> = (0..n).flat_map(|i| i.to_le_bytes()).collect();
+    let b: Vec<u8> = (0..n).flat_map(|i| (1000 * i).to_le_bytes()).collect();
+    q.update(&dev, &a, &bos[0], 0).unwrap();
+    q.update(&dev, &b, &bos[1], 0).unwrap();
+    q.barrier().unwrap();
+    let params = [bos[0].device_address() as u32, bos[1].device_address() as u32, bos[2].device_address() as u32, n]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let launch = Launch {
+        entry_pc: builtin::VECADD_U32,
+        grid: [4, 1, 1],
+        block: [256, 1, 1],
+        regs_per_thread: 8,
+        shmem_per_block: 0,
+        params,
+    };
+    q.launch(&dev, &launch).unwrap();
+    q.finish(None).unwrap();
+    let c = bos[2].map().unwrap();
+    for i in 0..n as usize {
+        let v = u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap());
+        assert_eq!(v, 1001 * i as u32, "element {i}");
+    }
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn semaphores_order_two_queues() {
+    let dev = Device::open("kmod:0").unwrap();
+    let word = dev.create_bo(4096, Placement::Vram, true).unwrap();
+    let s = dev.create_semaphore(0).unwrap();
+    let (mut first, mut second) = (dev.create_queue(16).unwrap(), dev.create_queue(16).unwrap());
+    second.wait(&s, 1).unwrap();
+    second.fill(&word, 0, 4, Pattern::U32(2)).unwrap();
+    second.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(second.completed(), 0, "waits for the semaphore");
+    first.fill(&word, 0, 4, Pattern::U32(1)).unwrap();
+    first.signal(&s, 1).unwrap();
+    first.finish(None).unwrap();
+    second.finish(None).unwrap();
+    assert_eq!(word.map().unwrap()[0], 2, "the second fill ran last");
+    assert_eq!(s.query().unwrap(), 1);
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn a_device_fault_is_an_error_with_its_pc() {
+    let dev = Device::open("kmod:0").unwrap();
+    let mut q = dev.create_queue(16).unwrap();
+    let launch = Launch { entry_pc: 0x4321, grid: [1; 3], block: [1; 3], regs_per_thread: 0, shmem_per_block: 0, params: vec![] };
+    q.launch(&dev, &launch).unwrap();
+    let err = q.finish(None).unwrap_err();
+    assert!(err.to_string().contains("pc 0x4321"), "{err}");
+    let fault = q.fault().unwrap();
+    assert_eq!((fault.packet, fault.err_pc, fault.err_code), (0, 0x4321, 1));
+}
