@@ -216,6 +216,11 @@ impl Queue {
         Ok(())
     }
 
+    /// A packet that does nothing but complete in order.
+    pub fn nop(&mut self) -> Result<()> {
+        self.put(uapi::Packet { header: Self::header(uapi::packet_kind::NOP, false), ..Default::default() })
+    }
+
     /// Everything after this starts only when everything before it ended.
     pub fn barrier(&mut self) -> Result<()> {
         self.put(uapi::Packet { header: Self::header(uapi::packet_kind::FENCE, true), ..Default::default() })

@@ -36,12 +36,55 @@ enum Command {
         #[arg(default_value = "kmod:0")]
         device: String,
     },
+    /// Submit work through a queue and check what comes back, for
+    /// debugging a device end to end.
+    Submit {
+        #[command(subcommand)]
+        what: Submit,
+        /// kmod:N, N, radianceN or a /dev path.
+        #[arg(long, default_value = "kmod:0", global = true)]
+        device: String,
+    },
     /// Show a device's VRAM and pinned host memory use (needs debugfs).
     Mem {
         /// kmod:N, N, radianceN or a /dev path.
         #[arg(default_value = "kmod:0")]
         device: String,
     },
+}
+
+#[derive(Subcommand)]
+enum Submit {
+    /// NOP packets.
+    Nop {
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+    },
+    /// Fill VRAM with a 32-bit pattern, copy it back to host memory, check.
+    Fill {
+        #[arg(long, default_value_t = 4096)]
+        bytes: u64,
+        #[arg(long, default_value_t = 0xdead_beef, value_parser = parse_u32)]
+        pattern: u32,
+    },
+    /// Copy host -> VRAM -> host and compare.
+    Copy {
+        #[arg(long, default_value_t = 1 << 20)]
+        bytes: u64,
+    },
+    /// Launch the built-in vector add over `count` elements and check them.
+    Launch {
+        #[arg(long, default_value_t = 1024)]
+        count: u32,
+    },
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    let parsed = match s.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    parsed.map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -51,6 +94,7 @@ fn main() -> ExitCode {
         Command::Info { device } => info(&device, cli.json),
         Command::Mem { device } => mem(&device, cli.json),
         Command::Queues { device } => queues(&device, cli.json),
+        Command::Submit { what, device } => submit(&device, what, cli.json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -192,6 +236,88 @@ fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
         })
         .collect();
     print_table(["PID", "QUEUE", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED"], &rows);
+    Ok(())
+}
+
+fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
+    use radiance::{kmod::Placement, Error, Launch, Pattern};
+    let dev = kmod::Device::open(device)?;
+    let mut q = dev.create_queue(1024)?;
+    let start = std::time::Instant::now();
+    let mismatch = |what: &str| Error::InvalidArgument(format!("{what}: the data read back differs"));
+    let (name, packets, bytes) = match what {
+        Submit::Nop { count } => {
+            for _ in 0..count {
+                q.nop()?;
+            }
+            q.finish(None)?;
+            ("nop", u64::from(count), 0)
+        }
+        Submit::Fill { bytes, pattern } => {
+            let (vram, host) = (dev.create_bo(bytes, Placement::Vram, false)?, dev.create_bo(bytes, Placement::Host, true)?);
+            q.fill(&vram, 0, bytes & !3, Pattern::U32(pattern))?;
+            q.barrier()?;
+            q.copy(&vram, 0, &host, 0, bytes & !3)?;
+            q.finish(None)?;
+            let map = host.map()?;
+            if !map[..(bytes & !3) as usize].chunks_exact(4).all(|w| w == pattern.to_le_bytes()) {
+                return Err(mismatch("fill"));
+            }
+            ("fill", 3, bytes)
+        }
+        Submit::Copy { bytes } => {
+            let vram = dev.create_bo(bytes, Placement::Vram, false)?;
+            let (src, dst) = (dev.create_bo(bytes, Placement::Host, true)?, dev.create_bo(bytes, Placement::Host, true)?);
+            let mut data = src.map()?;
+            for (i, b) in data.iter_mut().enumerate() {
+                *b = (i % 251) as u8;
+            }
+            q.copy(&src, 0, &vram, 0, bytes)?;
+            q.barrier()?;
+            q.copy(&vram, 0, &dst, 0, bytes)?;
+            q.finish(None)?;
+            let n = bytes as usize;
+            if dst.map()?[..n] != data[..n] {
+                return Err(mismatch("copy"));
+            }
+            ("copy", 3, 2 * bytes)
+        }
+        Submit::Launch { count } => {
+            let size = u64::from(count) * 4;
+            let bos = [0, 1, 2].map(|_| dev.create_bo(size, Placement::Vram, true));
+            let [a, b, c] = bos;
+            let (a, b, c) = (a?, b?, c?);
+            for (bo, scale) in [(&a, 1u32), (&b, 3)] {
+                for (i, w) in bo.map()?.chunks_exact_mut(4).enumerate() {
+                    w.copy_from_slice(&(i as u32 * scale).to_le_bytes());
+                }
+            }
+            let addr = |bo: &kmod::BufferObject| bo.device_address() as u32;
+            let params = [addr(&a), addr(&b), addr(&c), count].iter().flat_map(|v| v.to_le_bytes()).collect();
+            let blocks = count.div_ceil(256);
+            let launch = Launch {
+                entry_pc: radiance_uapi::builtin::VECADD_U32,
+                grid: [blocks, 1, 1],
+                block: [256, 1, 1],
+                regs_per_thread: 8,
+                shmem_per_block: 0,
+                params,
+            };
+            q.launch(&dev, &launch)?;
+            q.finish(None)?;
+            let ok = c.map()?.chunks_exact(4).take(count as usize).enumerate().all(|(i, w)| w == (4 * i as u32).to_le_bytes());
+            if !ok {
+                return Err(mismatch("launch"));
+            }
+            ("launch", 1, size * 3)
+        }
+    };
+    let elapsed = start.elapsed();
+    if as_json {
+        println!("{}", json!({ "submitted": name, "packets": packets, "bytes": bytes, "ok": true, "seconds": elapsed.as_secs_f64() }));
+    } else {
+        println!("{name}: {packets} packet(s), {bytes} bytes checked, ok in {:.3} ms", elapsed.as_secs_f64() * 1e3);
+    }
     Ok(())
 }
 
