@@ -624,8 +624,24 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
             // In order after everything before it on the queue.
             commands.push(Command::Fence, GFP_KERNEL)?;
         }
-        // Kept for READ_COUNTER and TIMESTAMP.
-        6 | 7 => return Err(EOPNOTSUPP),
+        packet_kind::READ_COUNTER | packet_kind::TIMESTAMP => {
+            let (dst, counter, offset) = (lo(body[0]), hi(body[0]), body[1]);
+            if !zero_from(2) || offset % 8 != 0 {
+                return Err(EINVAL);
+            }
+            let counter = match (h.kind, counter) {
+                (packet_kind::TIMESTAMP, 0) => uapi::counter::CLOCK_NS,
+                (packet_kind::READ_COUNTER, c) if c < uapi::counter::COUNT => c,
+                _ => return Err(EINVAL),
+            };
+            let bo = queue.ctx.bo(dst)?;
+            in_bo(&bo, offset, 8)?;
+            // Counts everything before it, even on a device that executes
+            // out of order.
+            commands.push(Command::Fence, GFP_KERNEL)?;
+            commands.push(Command::ReadCounter { counter, dst: vram_addr(&bo, offset)? }, GFP_KERNEL)?;
+            bos.push(bo, GFP_KERNEL)?;
+        }
         _ => return Err(EINVAL),
     }
     Ok(Some(Staged { packet: index, commands, next: 0, bos, signal }))

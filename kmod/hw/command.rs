@@ -22,6 +22,8 @@ pub(crate) enum Command {
     /// Fill `len` VRAM bytes at `dst` with the 4-byte little-endian
     /// `pattern`, phase-aligned to `dst`.
     Memset { dst: u32, pattern: u32, len: u32 },
+    /// Write device counter `counter` (a little-endian u64) to VRAM `dst`.
+    ReadCounter { counter: u32, dst: u32 },
     /// Wait for every earlier command.
     Fence,
 }
@@ -41,6 +43,7 @@ mod opcode {
     pub(super) const LAUNCH_KERNEL: u8 = 1;
     pub(super) const COPY: u8 = 2;
     pub(super) const MEMSET: u8 = 3;
+    pub(super) const READ_COUNTER: u8 = 4;
     pub(super) const FENCE: u8 = 5;
 }
 
@@ -88,6 +91,11 @@ impl Command {
                 put(12, len);
                 opcode::MEMSET
             }
+            Self::ReadCounter { counter, dst } => {
+                put(4, counter);
+                put(8, dst);
+                opcode::READ_COUNTER
+            }
             Self::Fence => opcode::FENCE,
         };
         b[0] = op;
@@ -111,6 +119,7 @@ impl Command {
                 dir.map(|dir| Self::Copy { src: u32_at(b, 4), dst: u32_at(b, 8), len: u32_at(b, 12), dir })
             }
             opcode::MEMSET => Some(Self::Memset { dst: u32_at(b, 4), pattern: u32_at(b, 8), len: u32_at(b, 12) }),
+            opcode::READ_COUNTER => Some(Self::ReadCounter { counter: u32_at(b, 4), dst: u32_at(b, 8) }),
             opcode::FENCE => Some(Self::Fence),
             _ => None,
         };

@@ -39,6 +39,7 @@ use kernel::{
         atomic::{
             Acquire,
             Atomic,
+            Relaxed,
             Release, //
         },
         Arc,
@@ -106,6 +107,9 @@ struct Engine {
     /// 1 while a reset is under way: the running kernel stops and the rest
     /// of the FIFO is dropped.
     abort: Atomic<i32>,
+    /// READ_COUNTER's counters: commands executed, threads run.
+    commands: Atomic<i64>,
+    threads: Atomic<i64>,
     #[pin]
     work: Work<Engine>,
 }
@@ -150,6 +154,8 @@ impl Emu {
                 fifos <- new_mutex!(fifos, "Emu::fifos"),
                 irq <- new_mutex!(None, "Emu::irq"),
                 abort: Atomic::new(0),
+                commands: Atomic::new(0),
+                threads: Atomic::new(0),
                 work <- new_work!("Emu::work"),
             }),
             GFP_KERNEL,
@@ -324,6 +330,19 @@ impl Engine {
                 }
             },
             Command::LaunchKernel { host_addr, size, gpu_addr } => self.launch(host_addr, size, gpu_addr),
+            Command::ReadCounter { counter, dst } => {
+                let value = match counter {
+                    uapi::counter::COMMANDS => self.commands.load(Relaxed),
+                    uapi::counter::THREADS => self.threads.load(Relaxed),
+                    // SAFETY: `ktime_get` has no preconditions.
+                    uapi::counter::CLOCK_NS => unsafe { bindings::ktime_get() },
+                    _ => return Err(Fault(err::BAD_COMMAND, 0, 0)),
+                };
+                if dst % 8 != 0 {
+                    return Err(Fault(err::BAD_ADDRESS, 0, 0));
+                }
+                self.write_vram(dst.into(), value.to_le_bytes().as_ptr(), 8).map_err(bad_address)
+            }
         }
     }
 
@@ -357,6 +376,7 @@ impl Engine {
         };
         // A thread's fault names the PC and the thread, as hardware does.
         let at = |t: u64| move |_| Fault(err::BAD_ADDRESS, entry_pc, t as u32);
+        self.threads.fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
         match entry_pc {
             uapi::builtin::FILL_U32 => {
                 let (dst, value, count) = (param(0)?, param(1)?, param(2)?);
@@ -430,6 +450,7 @@ impl WorkItem for Engine {
                 Some(cmd) => this.execute(cmd),
                 None => Err(Fault(err::BAD_COMMAND, 0, 0)),
             };
+            this.commands.fetch_add(1, Relaxed);
             if this.abort.load(Acquire) != 0 {
                 // Reset while it ran: it never completed.
                 break;

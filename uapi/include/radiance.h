@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 4
+#define RADIANCE_ABI_MINOR 5
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -245,6 +245,8 @@ struct radiance_queue_query {
 #define RADIANCE_PACKET_FILL 3
 #define RADIANCE_PACKET_COPY 4
 #define RADIANCE_PACKET_LAUNCH 5
+#define RADIANCE_PACKET_READ_COUNTER 6
+#define RADIANCE_PACKET_TIMESTAMP 7
 #define RADIANCE_PACKET_WAIT_SEMAPHORE 8
 #define RADIANCE_PACKET_SIGNAL_SEMAPHORE 9
 #define RADIANCE_PACKET_BARRIER (1u << 0)
@@ -289,6 +291,20 @@ struct radiance_launch_packet {
 	__u64 block_offset;
 	__u64 block_size;
 	__u64 reserved[4];
+};
+
+/* Device counters for READ_COUNTER (TIMESTAMP reads the clock). */
+#define RADIANCE_COUNTER_COMMANDS 0
+#define RADIANCE_COUNTER_THREADS 1
+#define RADIANCE_COUNTER_CLOCK_NS 2
+
+/* READ_COUNTER and TIMESTAMP: a u64 into VRAM BO dst at dst_offset. */
+struct radiance_counter_packet {
+	struct radiance_packet_header header;
+	__u32 dst;
+	__u32 counter;		/* RADIANCE_COUNTER_*; zero for TIMESTAMP */
+	__u64 dst_offset;	/* 8-aligned */
+	__u64 reserved[5];
 };
 
 /* WAIT_SEMAPHORE: go no further until the semaphore reaches value (a failed

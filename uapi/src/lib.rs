@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 4;
+pub const ABI_MINOR: u16 = 5;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -551,8 +551,11 @@ pub mod packet_kind {
     pub const COPY: u8 = 4;
     /// [`super::LaunchPacket`].
     pub const LAUNCH: u8 = 5;
-    // 6 READ_COUNTER and 7 TIMESTAMP are kept for packets that come next;
-    // today they fault the queue with EOPNOTSUPP.
+    /// [`super::CounterPacket`]: a device counter into VRAM.
+    pub const READ_COUNTER: u8 = 6;
+    /// [`super::CounterPacket`] (`counter` zero): the device clock, in
+    /// nanoseconds, into VRAM.
+    pub const TIMESTAMP: u8 = 7;
     /// [`super::SemaphorePacket`]: the queue goes no further until the
     /// semaphore reaches the value; a failed semaphore faults the queue
     /// with its error.
@@ -636,6 +639,32 @@ pub struct LaunchPacket {
     pub block_offset: u64,
     pub block_size: u64,
     pub reserved: [u64; 4],
+}
+
+/// Device counters READ_COUNTER reads.
+pub mod counter {
+    /// Commands the device has executed.
+    pub const COMMANDS: u32 = 0;
+    /// Threads of launched kernels the device has run.
+    pub const THREADS: u32 = 1;
+    /// The device clock, in nanoseconds (what TIMESTAMP reads).
+    pub const CLOCK_NS: u32 = 2;
+    /// Counters there are.
+    pub const COUNT: u32 = 3;
+}
+
+/// READ_COUNTER and TIMESTAMP: the device writes a little-endian u64 at
+/// `dst_offset` (8-aligned) of VRAM BO `dst`, after everything before it
+/// on the queue.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterPacket {
+    pub header: PacketHeader,
+    pub dst: u32,
+    /// One of [`counter`] (zero for TIMESTAMP).
+    pub counter: u32,
+    pub dst_offset: u64,
+    pub reserved: [u64; 5],
 }
 
 /// WAIT_SEMAPHORE and SIGNAL_SEMAPHORE: a semaphore of the queue's file.
@@ -812,5 +841,6 @@ const _: () = assert!(core::mem::size_of::<FillPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<CopyPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<SemaphorePacket>() == PACKET_SIZE);
+const _: () = assert!(core::mem::size_of::<CounterPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchBlock>() == 40);
 const _: () = assert!(sizes::GET_INFO[sizes::GET_INFO.len() - 1] == core::mem::size_of::<GetInfo>());

@@ -89,7 +89,13 @@ fn facts() -> Vec<Fact> {
         params_size, pad1,
     ]);
     abi_struct!(f, uapi::SemaphorePacket, "radiance_semaphore_packet", [header, handle, pad, value, reserved]);
+    abi_struct!(f, uapi::CounterPacket, "radiance_counter_packet", [header, dst, counter, dst_offset, reserved]);
     let consts: &[(&str, u64)] = &[
+        ("RADIANCE_PACKET_READ_COUNTER", uapi::packet_kind::READ_COUNTER as u64),
+        ("RADIANCE_PACKET_TIMESTAMP", uapi::packet_kind::TIMESTAMP as u64),
+        ("RADIANCE_COUNTER_COMMANDS", uapi::counter::COMMANDS as u64),
+        ("RADIANCE_COUNTER_THREADS", uapi::counter::THREADS as u64),
+        ("RADIANCE_COUNTER_CLOCK_NS", uapi::counter::CLOCK_NS as u64),
         ("RADIANCE_PACKET_WAIT_SEMAPHORE", uapi::packet_kind::WAIT_SEMAPHORE as u64),
         ("RADIANCE_PACKET_SIGNAL_SEMAPHORE", uapi::packet_kind::SIGNAL_SEMAPHORE as u64),
         ("RADIANCE_IOCTL_QUEUE_CREATE", uapi::IOCTL_QUEUE_CREATE as u64),
