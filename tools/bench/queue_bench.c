@@ -105,6 +105,7 @@ int main(void)
 	struct radiance_queue_query query = { 0 };
 	struct queue q, a, b;
 	double t, submit, null, trip, copy_ns, memcpy_ns, edge;
+	long burst_kicks;
 	const size_t size = 8 << 20;
 	struct radiance_bo_create hc, vc;
 
@@ -123,6 +124,7 @@ int main(void)
 	}
 	publish(&q);
 	submit = (now_ns() - t) / PACKETS;
+	burst_kicks = q.kicks;
 	drain(&q);
 	query.queue_id = q.id;
 	t = now_ns();
@@ -195,7 +197,7 @@ int main(void)
 		edge = (now_ns() - t) / EDGES;
 	}
 
-	printf("queue packets: %d NOPs in bursts of 64, %ld kicks\n", PACKETS, q.kicks);
+	printf("queue packets: %d NOPs in bursts of 64, %ld kicks\n", PACKETS, burst_kicks);
 	printf("  per packet submitted        %8.0f ns\n", submit);
 	printf("  null ioctl (QUEUE_QUERY)    %8.0f ns  (packet / ioctl = %.3f)\n", null, submit / null);
 	printf("  NOP round trip              %8.0f ns  (%.1f null ioctls)\n", trip, trip / null);
