@@ -420,6 +420,7 @@ impl Context {
             let _ = self.remove_queue(id);
         }
         self.device.count_sems(-(self.sems.count() as i64));
+        self.device.untrack_semaphores(&self.sems);
         self.sems.close();
     }
 
@@ -446,18 +447,24 @@ impl MiscDevice for Context {
             next_queue_id: 1,
             next_pgoff: SEM_PAGE_PGOFF + 1,
         };
-        // Counted before anything can fail: dropping a half-made context
-        // closes the file again.
-        let sems = Arc::pin_init(Semaphores::new(device.scheduler().clone())?, GFP_KERNEL)?;
-        Arc::pin_init(
+        // Until the context exists (its drop closes the file), a failure
+        // below must undo the count itself.
+        let counted = device.clone();
+        let undo = kernel::types::ScopeGuard::new(move || counted.close_file());
+        let tgid = kernel::current!().tgid_nr_ns(None);
+        let sems = Arc::pin_init(Semaphores::new(device.scheduler().clone(), tgid)?, GFP_KERNEL)?;
+        let ctx = Arc::pin_init(
             try_pin_init!(Self {
                 device,
-                tgid: kernel::current!().tgid_nr_ns(None),
+                tgid,
                 objects <- new_mutex!(objects, "Context::objects"),
                 sems,
             }),
             GFP_KERNEL,
-        )
+        )?;
+        undo.dismiss();
+        ctx.device.track_semaphores(ctx.sems.clone())?;
+        Ok(ctx)
     }
 
     fn ioctl(ctx: ArcBorrow<'_, Self>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {

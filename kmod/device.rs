@@ -23,6 +23,7 @@ use crate::{
     context::Context,
     hw::Gluon,
     scheduler::Scheduler,
+    semaphore::Semaphores,
     uapi,
     vram::Vram, //
 };
@@ -60,6 +61,10 @@ pub(crate) struct Device {
     /// Live semaphores of all files, for leak checks.
     #[pin]
     sems: Mutex<i64>,
+    /// Every open file's semaphores, for debugfs. Lock order: before a
+    /// file's `Semaphores::table`.
+    #[pin]
+    sem_tables: Mutex<KVec<Arc<Semaphores>>>,
     /// Most bytes of host memory pinned for HOST BOs at once.
     pinned_limit: u64,
     #[pin]
@@ -92,6 +97,22 @@ impl Device {
     /// Undoes [`Device::open_file`] when the file's context goes.
     pub(crate) fn close_file(&self) {
         *self.open_files.lock() -= 1;
+    }
+
+    /// Lists a new file's semaphores in debugfs.
+    pub(crate) fn track_semaphores(&self, sems: Arc<Semaphores>) -> Result {
+        self.sem_tables.lock().push(sems, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Undoes [`Device::track_semaphores`] when the file closes.
+    pub(crate) fn untrack_semaphores(&self, sems: &Arc<Semaphores>) {
+        self.sem_tables.lock().retain(|s| !Arc::ptr_eq(s, sems));
+    }
+
+    /// debugfs `semaphores`: every open file's semaphores.
+    fn write_semaphores(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.sem_tables.lock().iter().try_for_each(|s| s.write_list(f))
     }
 
     /// Counts semaphores created (`delta` > 0) or gone.
@@ -171,6 +192,8 @@ pub(crate) struct DeviceNode {
     mem_stats: debugfs::File<Arc<Device>>,
     #[pin]
     queues: debugfs::File<Arc<Device>>,
+    #[pin]
+    semaphores: debugfs::File<Arc<Device>>,
     _debugfs: debugfs::Dir,
     device: Arc<Device>,
 }
@@ -198,6 +221,7 @@ impl DeviceNode {
                 exclusive,
                 open_files <- new_mutex!(0, "Device::open_files"),
                 sems <- new_mutex!(0, "Device::sems"),
+                sem_tables <- new_mutex!(KVec::new(), "Device::sem_tables"),
                 pinned_limit,
                 pinned <- new_mutex!(0, "Device::pinned"),
             }),
@@ -213,6 +237,9 @@ impl DeviceNode {
                 }),
                 queues <- dir.read_callback_file(c"queues", device.clone(), &|d: &Arc<Device>, f| {
                     d.scheduler.write_queues(f)
+                }),
+                semaphores <- dir.read_callback_file(c"semaphores", device.clone(), &|d: &Arc<Device>, f| {
+                    d.write_semaphores(f)
                 }),
                 _debugfs: dir,
                 device,

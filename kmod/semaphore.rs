@@ -58,6 +58,8 @@ struct Sem {
     fence_context: u64,
     /// Exported fences waiting for their value, unordered.
     pending: KVec<(u64, Fence)>,
+    /// Host SEM_WAITs sleeping on it, for debugfs.
+    waiters: u32,
 }
 
 impl Sem {
@@ -150,10 +152,12 @@ pub(crate) struct Semaphores {
     page: Page,
     /// Woken on every change: queues may wait on these semaphores.
     scheduler: Arc<Scheduler>,
+    /// The process that opened the file, for debugfs.
+    tgid: i32,
 }
 
 impl Semaphores {
-    pub(crate) fn new(scheduler: Arc<Scheduler>) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(scheduler: Arc<Scheduler>, tgid: i32) -> Result<impl PinInit<Self, Error>> {
         let page = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
         let table = Table { sems: RBTree::new(), closed: false, next_handle: 1, slots: [0; SLOTS / 64] };
         Ok(try_pin_init!(Self {
@@ -163,6 +167,7 @@ impl Semaphores {
             imports_done <- new_condvar!("Semaphores::imports_done"),
             page,
             scheduler,
+            tgid,
         }? Error))
     }
 
@@ -193,7 +198,8 @@ impl Semaphores {
         }
         let slot = table.take_slot()?;
         table.next_handle += 1;
-        let sem = Sem { value: initial, error: 0, slot, fence_context: Fence::new_context(), pending: KVec::new() };
+        let sem =
+            Sem { value: initial, error: 0, slot, fence_context: Fence::new_context(), pending: KVec::new(), waiters: 0 };
         table.sems.insert(node.into_node(handle, sem));
         self.publish(slot, initial);
         Ok((handle, slot))
@@ -405,22 +411,31 @@ impl Semaphores {
         for p in points {
             table.get(p.handle)?;
         }
-        loop {
+        // Counted as waiters while here, for debugfs.
+        let count = |table: &mut Table, up: bool| {
+            for p in points {
+                if let Ok(sem) = table.get_mut(p.handle) {
+                    sem.waiters = if up { sem.waiters + 1 } else { sem.waiters.saturating_sub(1) };
+                }
+            }
+        };
+        count(&mut table, true);
+        let result = loop {
             match Self::check(&table, points, any) {
                 Check::Done(i) => {
                     *index = i;
-                    return Ok(());
+                    break Ok(());
                 }
                 Check::Failed(i, error) => {
                     *index = i;
-                    return Err(Error::from_errno(-(error as i32)));
+                    break Err(Error::from_errno(-(error as i32)));
                 }
                 Check::Pending => {}
             }
             // SAFETY: `ktime_get` has no preconditions.
             let remaining = deadline_ns.saturating_sub(unsafe { bindings::ktime_get() });
             if remaining <= 0 {
-                return Err(ETIME);
+                break Err(ETIME);
             }
             // Rounded up, so a wake-up by timeout is never early; the loop
             // rechecks the clock anyway.
@@ -428,9 +443,28 @@ impl Semaphores {
             if let CondVarTimeoutResult::Signal { .. } =
                 self.changed.wait_interruptible_timeout(&mut table, msecs_to_jiffies(ms))
             {
-                return Err(ERESTARTSYS);
+                break Err(ERESTARTSYS);
             }
+        };
+        count(&mut table, false);
+        result
+    }
+
+    /// debugfs `semaphores`: one line of `key=value` pairs per semaphore.
+    pub(crate) fn write_list(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let table = self.table.lock();
+        for (handle, sem) in table.sems.iter() {
+            writeln!(
+                f,
+                "pid={} sem={handle} value={} error={} waiters={} fences={}",
+                self.tgid,
+                sem.value,
+                sem.error,
+                sem.waiters,
+                sem.pending.len()
+            )?;
         }
+        Ok(())
     }
 
     /// Live semaphores, for debugfs.

@@ -70,3 +70,22 @@ fn wait_any_says_which() {
     let err = dev.wait_semaphores(&[(&a, 1), (&b, 3)], false, Some(Instant::now())).unwrap_err();
     assert!(matches!(err, radiance::Error::DeadlineExceeded), "{err}");
 }
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn sync_files_carry_points_between_devices() {
+    use std::os::fd::AsFd;
+    let (a, b) = (Device::open("kmod:0").unwrap(), Device::open("kmod:1").unwrap());
+    let (src, dst) = (a.create_semaphore(0).unwrap(), b.create_semaphore(0).unwrap());
+    let fence = src.export_sync_file(3).unwrap();
+    dst.import_sync_file(fence.as_fd(), 10).unwrap();
+    assert_eq!(dst.query().unwrap(), 0, "not before the point is reached");
+    src.signal(3).unwrap();
+    dst.wait(&b, 10, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+    // A failure travels the same way.
+    let (src2, dst2) = (a.create_semaphore(0).unwrap(), b.create_semaphore(0).unwrap());
+    dst2.import_sync_file(src2.export_sync_file(1).unwrap().as_fd(), 1).unwrap();
+    src2.fail(Errno::NOLINK).unwrap();
+    let err = dst2.wait(&b, 1, Some(Instant::now() + Duration::from_secs(5))).unwrap_err();
+    assert!(err.to_string().contains(&Errno::NOLINK.to_string()), "{err}");
+}

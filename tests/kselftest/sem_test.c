@@ -395,6 +395,36 @@ TEST_F(sem, bad_arguments)
 	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, 0));
 }
 
+TEST_F(sem, radctl_sems_shows_values_waiters_and_failures)
+{
+	int ok = sem_create(self->fd, 41, NULL), bad = sem_create(self->fd, 0, NULL);
+	char out[4096] = { 0 }, cmd[64];
+	pid_t pid;
+	FILE *p;
+	int status;
+
+	ASSERT_LT(0, bad);
+	ASSERT_EQ(0, sem_fail(self->fd, bad, EPIPE));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(wait_one(self->fd, ok, 42, INT64_MAX) ? 1 : 0);
+	usleep(50 * 1000);
+	snprintf(cmd, sizeof(cmd), "%s sems kmod:0", getenv("RADCTL") ?: "/radctl");
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	ASSERT_LT(0, fread(out, 1, sizeof(out) - 1, p));
+	EXPECT_EQ(0, pclose(p));
+	TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, " 41 ")) TH_LOG("the value");
+	EXPECT_NE(NULL, strstr(out, "failed: Broken pipe"));
+	/* One waiter, sleeping on the live semaphore. */
+	EXPECT_NE(NULL, strstr(out, "41     1")) TH_LOG("its waiter");
+	ASSERT_EQ(0, sem_signal(self->fd, ok, 42));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
 TEST(handles_belong_to_their_file_and_close_frees)
 {
 	int a = radiance_open(0), b = radiance_open(0);

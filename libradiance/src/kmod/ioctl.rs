@@ -34,6 +34,8 @@ radiance_ioctl!(sem_signal, uapi::IOCTL_SEM_SIGNAL, uapi::SemSignal);
 radiance_ioctl!(sem_query, uapi::IOCTL_SEM_QUERY, uapi::SemQuery);
 radiance_ioctl!(sem_fail, uapi::IOCTL_SEM_FAIL, uapi::SemFail);
 radiance_ioctl!(sem_wait, uapi::IOCTL_SEM_WAIT, uapi::SemWait);
+radiance_ioctl!(sem_export_sync_file, uapi::IOCTL_SEM_EXPORT_SYNC_FILE, uapi::SemExportSyncFile);
+radiance_ioctl!(sem_import_sync_file, uapi::IOCTL_SEM_IMPORT_SYNC_FILE, uapi::SemImportSyncFile);
 radiance_ioctl!(queue_create, uapi::IOCTL_QUEUE_CREATE, uapi::QueueCreate);
 radiance_ioctl!(queue_destroy, uapi::IOCTL_QUEUE_DESTROY, uapi::QueueDestroy);
 radiance_ioctl!(queue_kick, uapi::IOCTL_QUEUE_KICK, uapi::QueueDestroy);

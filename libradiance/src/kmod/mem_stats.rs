@@ -4,7 +4,6 @@
 //! (`/sys/kernel/debug/radiance/radianceN/mem`).
 
 use crate::{Error, Result};
-use std::path::PathBuf;
 
 /// Memory use of one device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -27,11 +26,7 @@ pub struct MemStats {
 impl MemStats {
     /// Reads device `index`'s statistics; needs root and debugfs.
     pub fn read(index: u32) -> Result<Self> {
-        let path = PathBuf::from(format!("/sys/kernel/debug/radiance/radiance{index}/mem"));
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            Error::io(format!("{} (needs root and debugfs: mount -t debugfs none /sys/kernel/debug)", path.display()), &e)
-        })?;
-        Self::parse(&text)
+        Self::parse(&super::debugfs::read(index, "mem")?)
     }
 
     /// Parses `key value` lines; every field must be there.

@@ -3,16 +3,19 @@
 //! The kmod backend: `/dev/radianceN`, driven through radiance.ko's ioctls.
 
 mod bo;
+mod debugfs;
 mod ioctl;
 mod mem_stats;
 mod queue;
 mod queue_stats;
+mod sem_stats;
 mod semaphore;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;
 pub use queue::{Queue, QueueFault};
 pub use queue_stats::QueueStats;
+pub use sem_stats::SemStats;
 pub use semaphore::Semaphore;
 
 use crate::{Error, Result};

@@ -3,7 +3,8 @@
 //! The queues of a device, as the module reports them in debugfs
 //! (`/sys/kernel/debug/radiance/radianceN/queues`): every process's queues.
 
-use crate::{Error, Result};
+use super::debugfs;
+use crate::Result;
 
 /// One queue as the scheduler sees it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,42 +31,25 @@ pub struct QueueStats {
 impl QueueStats {
     /// Reads device `index`'s queues; needs root and debugfs.
     pub fn read(index: u32) -> Result<Vec<Self>> {
-        let path = format!("/sys/kernel/debug/radiance/radiance{index}/queues");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| Error::io(format!("{path} (needs root and debugfs: mount -t debugfs none /sys/kernel/debug)"), &e))?;
-        text.lines().map(Self::parse).collect()
+        debugfs::read(index, "queues")?.lines().map(Self::parse).collect()
     }
 
     /// Parses one `key=value ...` line; every field must be there.
     fn parse(line: &str) -> Result<Self> {
-        let get = |key: &str| {
-            line.split_whitespace()
-                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-                .ok_or_else(|| Error::InvalidArgument(format!("debugfs queues: no `{key}` in {line:?}")))
-        };
-        let num = |key: &str| -> Result<u64> {
-            let v = get(key)?;
-            let parsed = match v.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16),
-                None => v.parse(),
-            };
-            parsed.map_err(|_| Error::InvalidArgument(format!("debugfs queues: bad {key}={v}")))
-        };
-        let small = |key: &str| -> Result<u32> {
-            u32::try_from(num(key)?).map_err(|_| Error::InvalidArgument(format!("debugfs queues: {key} too large")))
-        };
+        let f = |key| debugfs::field::<u64>(line, key);
+        let g = |key| debugfs::field::<u32>(line, key);
         Ok(Self {
-            pid: get("pid")?.parse().map_err(|_| Error::InvalidArgument("debugfs queues: bad pid".into()))?,
-            queue: small("queue")?,
-            ring: small("ring")?,
-            submitted: num("submitted")?,
-            completed: num("completed")?,
-            faulted: get("status")? == "faulted",
-            error: small("error")?,
-            fault_index: num("fault_index")?,
-            err_code: small("err_code")?,
-            err_pc: small("err_pc")?,
-            err_thread: small("err_thread")?,
+            pid: debugfs::field(line, "pid")?,
+            queue: g("queue")?,
+            ring: g("ring")?,
+            submitted: f("submitted")?,
+            completed: f("completed")?,
+            faulted: debugfs::text_field(line, "status")? == "faulted",
+            error: g("error")?,
+            fault_index: f("fault_index")?,
+            err_code: g("err_code")?,
+            err_pc: g("err_pc")?,
+            err_thread: g("err_thread")?,
         })
     }
 }

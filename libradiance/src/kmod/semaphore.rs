@@ -9,7 +9,7 @@ use memmap2::{Mmap, MmapOptions};
 use radiance_uapi as uapi;
 use rustix::{io::Errno, time::ClockId};
 use std::{
-    os::fd::OwnedFd,
+    os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd},
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc,
@@ -128,6 +128,32 @@ impl Semaphore {
             std::hint::spin_loop();
         }
         device.wait_semaphores(&[(self, value)], false, deadline).map(drop)
+    }
+}
+
+impl Semaphore {
+    /// A close-on-exec sync_file whose fence signals when the value reaches
+    /// `value`, signals with the error if the semaphore fails, and with
+    /// ECANCELED if it goes first: how a point crosses to other processes
+    /// and drivers.
+    pub fn export_sync_file(&self, value: u64) -> Result<OwnedFd> {
+        let mut args = uapi::SemExportSyncFile {
+            handle: self.handle,
+            flags: uapi::export_flags::CLOEXEC,
+            value,
+            ..Default::default()
+        };
+        ioctl::sem_export_sync_file(&*self.fd, &mut args).map_err(|e| Error::os("SEM_EXPORT_SYNC_FILE", e))?;
+        // SAFETY: the kernel just gave us this new descriptor; we own it.
+        Ok(unsafe { OwnedFd::from_raw_fd(args.fd) })
+    }
+
+    /// Advances the value to `value` when `sync_file`'s fence signals (or
+    /// fails the semaphore with the fence's error).
+    pub fn import_sync_file(&self, sync_file: BorrowedFd<'_>, value: u64) -> Result<()> {
+        let mut args =
+            uapi::SemImportSyncFile { handle: self.handle, fd: sync_file.as_raw_fd(), value, ..Default::default() };
+        ioctl::sem_import_sync_file(&*self.fd, &mut args).map_err(|e| Error::os("SEM_IMPORT_SYNC_FILE", e))
     }
 }
 

@@ -5,7 +5,7 @@
 //! (with a one-line message on stderr), 2 on bad usage.
 
 use clap::{Parser, Subcommand};
-use radiance::kmod::{self, DeviceInfo, MemStats, QueueStats};
+use radiance::kmod::{self, DeviceInfo, MemStats, QueueStats, SemStats};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
@@ -32,6 +32,13 @@ enum Command {
     /// List every process's queues on a device, with their faults (needs
     /// debugfs).
     Queues {
+        /// kmod:N, N, radianceN or a /dev path.
+        #[arg(default_value = "kmod:0")]
+        device: String,
+    },
+    /// List every process's semaphores on a device: value, waiters, failure
+    /// (needs debugfs).
+    Sems {
         /// kmod:N, N, radianceN or a /dev path.
         #[arg(default_value = "kmod:0")]
         device: String,
@@ -94,6 +101,7 @@ fn main() -> ExitCode {
         Command::Info { device } => info(&device, cli.json),
         Command::Mem { device } => mem(&device, cli.json),
         Command::Queues { device } => queues(&device, cli.json),
+        Command::Sems { device } => sems(&device, cli.json),
         Command::Submit { what, device } => submit(&device, what, cli.json),
     };
     match result {
@@ -236,6 +244,37 @@ fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
         })
         .collect();
     print_table(["PID", "QUEUE", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED"], &rows);
+    Ok(())
+}
+
+fn sems(device: &str, as_json: bool) -> radiance::Result<()> {
+    let dev = kmod::Device::open(device)?;
+    let sems = SemStats::read(dev.info().index)?;
+    if as_json {
+        let list: Vec<Value> = sems
+            .iter()
+            .map(|s| {
+                json!({
+                    "pid": s.pid, "handle": s.handle, "value": s.value, "error": s.error,
+                    "waiters": s.waiters, "fences": s.fences,
+                })
+            })
+            .collect();
+        println!("{}", Value::Array(list));
+        return Ok(());
+    }
+    let rows: Vec<[String; 6]> = sems
+        .iter()
+        .map(|s| {
+            let state = match s.error {
+                0 => "ok".to_owned(),
+                e => format!("failed: {}", rustix::io::Errno::from_raw_os_error(e as i32)),
+            };
+            let value = if s.error == 0 { s.value.to_string() } else { "-".into() };
+            [s.pid.to_string(), s.handle.to_string(), value, s.waiters.to_string(), s.fences.to_string(), state]
+        })
+        .collect();
+    print_table(["PID", "SEM", "VALUE", "WAITERS", "FENCES", "STATE"], &rows);
     Ok(())
 }
 
