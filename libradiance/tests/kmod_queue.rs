@@ -94,3 +94,23 @@ fn a_device_fault_is_an_error_with_its_pc() {
     let fault = q.fault().unwrap();
     assert_eq!((fault.packet, fault.err_pc, fault.err_code), (0, 0x4321, 1));
 }
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn ops_with_wait_and_signal_lists() {
+    let dev = Device::open("kmod:0").unwrap();
+    let word = dev.create_bo(4096, Placement::Vram, true).unwrap();
+    let (go, also_go) = (dev.create_semaphore(0).unwrap(), dev.create_semaphore(5).unwrap());
+    let (done, done_too) = (dev.create_semaphore(0).unwrap(), dev.create_semaphore(0).unwrap());
+    let mut q = dev.create_queue(16).unwrap();
+    q.with_semaphores(&[(&go, 1), (&also_go, 5)], &[(&done, 7), (&done_too, 1)], |q| {
+        q.fill(&word, 0, 4, Pattern::U32(0x1234))
+    })
+    .unwrap();
+    q.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(done.query().unwrap(), 0, "waits for every semaphore of the list");
+    go.signal(1).unwrap();
+    dev.wait_semaphores(&[(&done, 7), (&done_too, 1)], false, None).unwrap();
+    assert_eq!(u32::from_le_bytes(word.map().unwrap()[..4].try_into().unwrap()), 0x1234);
+}

@@ -245,6 +245,26 @@ impl Queue {
         self.semaphore_packet(uapi::packet_kind::SIGNAL_SEMAPHORE, sem, value)
     }
 
+    /// Runs `op` (any of the methods above) after every `(semaphore, value)`
+    /// of `waits` is reached, and raises every one of `signals` once it and
+    /// everything before it completed — the HAL's wait and signal lists, as
+    /// WAIT_SEMAPHORE and SIGNAL_SEMAPHORE packets around it.
+    pub fn with_semaphores(
+        &mut self,
+        waits: &[(&Semaphore, u64)],
+        signals: &[(&Semaphore, u64)],
+        op: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        for (sem, value) in waits {
+            self.wait(sem, *value)?;
+        }
+        op(self)?;
+        for (sem, value) in signals {
+            self.signal(sem, *value)?;
+        }
+        Ok(())
+    }
+
     /// Publishes the packets written; kicks only if the scheduler sleeps.
     pub fn flush(&mut self) -> Result<()> {
         use core::mem::offset_of;
