@@ -137,6 +137,41 @@ impl Bo {
         }
     }
 
+    /// Copies `dst.len()` bytes at `offset` of a host BO (allocated here,
+    /// not imported) into `dst`: the kernel reading what a process wrote.
+    pub(crate) fn read_host(&self, offset: u64, dst: &mut [u8]) -> Result {
+        self.host_bytes(offset, dst.len(), |page, at, done, n| {
+            // SAFETY: `dst` has room for `done + n` bytes; the process may
+            // write the page meanwhile, which only changes the bytes copied.
+            unsafe { page.read_raw(dst.as_mut_ptr().add(done), at, n) }
+        })
+    }
+
+    /// Copies `src` to `offset` of a host BO (allocated here).
+    pub(crate) fn write_host(&self, offset: u64, src: &[u8]) -> Result {
+        self.host_bytes(offset, src.len(), |page, at, done, n| {
+            // SAFETY: `src` has `done + n` bytes; no Rust code reads these
+            // bytes of the page meanwhile.
+            unsafe { page.write_raw(src.as_ptr().add(done), at, n) }
+        })
+    }
+
+    /// Calls `each(page, offset in page, bytes so far, bytes)` over `len`
+    /// bytes at `offset` of a host BO's pages.
+    fn host_bytes(&self, offset: u64, len: usize, mut each: impl FnMut(&Page, usize, usize, usize) -> Result) -> Result {
+        let Memory::Host(host) = &self.memory else { return Err(EINVAL) };
+        in_range(offset, len as u64, self.size)?;
+        let mut done = 0;
+        while done < len {
+            let at = offset as usize + done;
+            let n = (PAGE_SIZE - at % PAGE_SIZE).min(len - done);
+            let page = host.pages().get(at / PAGE_SIZE).ok_or(EINVAL)?;
+            each(page, at % PAGE_SIZE, done, n)?;
+            done += n;
+        }
+        Ok(())
+    }
+
     /// Raw pointers to pages `first .. first + count`, for C.
     pub(crate) fn page_ptrs(&self, first: usize, count: usize) -> Result<KVec<*mut bindings::page>> {
         let mut ptrs = KVec::with_capacity(count, GFP_KERNEL)?;
@@ -158,6 +193,14 @@ impl Bo {
             user_addr += PAGE_SIZE;
             Ok(())
         })
+    }
+}
+
+/// EINVAL unless `[offset, offset + len)` lies within `size` bytes.
+fn in_range(offset: u64, len: u64, size: u64) -> Result {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(EINVAL),
     }
 }
 

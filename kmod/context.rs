@@ -120,6 +120,10 @@ pub(crate) struct Context {
 }
 
 impl Context {
+    pub(crate) fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
     /// GET_INFO.
     pub(crate) fn get_info(&self, info: &mut uapi::GetInfo) -> Result {
         if info.flags != 0 || info.pad0 != 0 {

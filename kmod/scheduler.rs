@@ -23,6 +23,7 @@
 use kernel::{
     bindings,
     new_mutex,
+    page::PAGE_SIZE,
     prelude::*,
     sync::{
         atomic::{
@@ -485,6 +486,26 @@ fn vram_addr(bo: &Bo, offset: u64) -> Result<u32> {
     u32::try_from(bo.device_address() + offset).map_err(|_| EINVAL)
 }
 
+/// The one DMA address of `[offset, offset + size)` of a host BO: Gluon
+/// reaches launch blocks and printf output in one piece.
+fn single_dma_address(bo: &Bo, offset: u64, size: u64) -> Result<u32> {
+    let mut pieces = KVec::new();
+    bo.host_pieces(offset, size, &mut |dma, _| Ok(pieces.push(dma, GFP_KERNEL)?))?;
+    let [addr] = pieces[..] else { return Err(EINVAL) };
+    u32::try_from(addr).map_err(|_| EINVAL)
+}
+
+/// The `limit` of a launch block's printf ring (right after the params),
+/// if the block holds the ring header and `limit` bytes after it.
+fn printf_ring_limit(block: &[u8]) -> Option<u32> {
+    let word = |at: usize| Some(u32::from_le_bytes(block.get(at..at + 4)?.try_into().ok()?));
+    let ring = size_of::<uapi::LaunchBlock>()
+        .checked_add(usize::try_from(word(28)?).ok()?)?
+        .checked_add(usize::try_from(word(32)?).ok()?)?;
+    let limit = word(ring + 12)?;
+    (ring + size_of::<uapi::PrintfRing>() + limit as usize <= block.len()).then_some(limit)
+}
+
 /// COPY commands between host BO `host` and VRAM BO `vram` (direction
 /// `dir`), split where the host side's DMA segments end.
 fn host_copy(
@@ -593,21 +614,44 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
         }
         packet_kind::LAUNCH => {
             let (block, pad, offset, size) = (lo(body[0]), hi(body[0]), body[1], body[2]);
-            if pad != 0 || !zero_from(3) {
+            let (printf, pad2, printf_offset, printf_size) = (lo(body[3]), hi(body[3]), body[4], body[5]);
+            if pad != 0 || pad2 != 0 || !zero_from(6) {
                 return Err(EINVAL);
             }
             let bo = queue.ctx.bo(block)?;
             in_bo(&bo, offset, size)?;
-            if size < size_of::<uapi::LaunchBlock>() as u64 || size > 64 * 1024 {
+            let size = usize::try_from(size)?;
+            if size < size_of::<uapi::LaunchBlock>() || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
                 return Err(EINVAL);
             }
-            // Gluon DMAs the block in one piece: it must not cross a segment.
-            let mut pieces = KVec::new();
-            bo.host_pieces(offset, size, &mut |dma, _| Ok(pieces.push(dma, GFP_KERNEL)?))?;
-            let [host] = pieces[..] else { return Err(EINVAL) };
-            let host_addr = u32::try_from(host).map_err(|_| EINVAL)?;
+            // The device reads a copy the process can no longer change, with
+            // the printf address set here: a process never names a DMA
+            // address itself.
+            let mut copy = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+            bo.read_host(offset, &mut copy)?;
+            let printf_addr = if printf == 0 {
+                if printf_offset != 0 || printf_size != 0 {
+                    return Err(EINVAL);
+                }
+                0
+            } else {
+                let out = queue.ctx.bo(printf)?;
+                in_bo(&out, printf_offset, printf_size)?;
+                let limit = printf_ring_limit(&copy).ok_or(EINVAL)?;
+                if printf_size < 4 + u64::from(limit) {
+                    return Err(EINVAL);
+                }
+                let addr = single_dma_address(&out, printf_offset, printf_size)?;
+                bos.push(out, GFP_KERNEL)?;
+                addr
+            };
+            copy.get_mut(24..28).ok_or(EINVAL)?.copy_from_slice(&printf_addr.to_le_bytes());
+            let staging = Bo::new_host(queue.ctx.device().clone(), PAGE_SIZE as u64, uapi::bo_flags::MAPPABLE)?;
+            staging.write_host(0, &copy)?;
+            let host_addr = single_dma_address(&staging, 0, size as u64)?;
             commands.push(Command::LaunchKernel { host_addr, size: size as u32, gpu_addr: LAUNCH_SLOT }, GFP_KERNEL)?;
             bos.push(bo, GFP_KERNEL)?;
+            bos.push(staging, GFP_KERNEL)?;
         }
         packet_kind::WAIT_SEMAPHORE | packet_kind::SIGNAL_SEMAPHORE => {
             let (handle, pad, value) = (lo(body[0]), hi(body[0]), body[1]);

@@ -20,6 +20,7 @@
 //! params from the launch block as the hardware would; any other PC is
 //! answered with a bad-PC error. `SPIN` runs until the device is reset.
 
+use core::fmt::Write;
 use kernel::{
     bindings,
     device::{
@@ -167,7 +168,7 @@ impl Emu {
             warps_per_core: WARPS_PER_CORE,
             threads_per_warp: THREADS_PER_WARP,
             vram_size,
-            // All of them: FILL_U32, COPY_U32, VECADD_U32 and SPIN.
+            // All of them.
             builtins: (1 << uapi::builtin::ALL.len()) - 1,
         };
         Ok(Arc::new(Self { desc, engine, faux }, GFP_KERNEL)?)
@@ -193,6 +194,44 @@ fn set_dma_mask_32(dev: &Device) -> Result {
         (*dev).dma_mask = &raw mut (*dev).coherent_dma_mask;
         to_result(bindings::dma_set_mask(dev, u64::from(u32::MAX)))?;
         to_result(bindings::dma_set_coherent_mask(dev, u64::from(u32::MAX)))
+    }
+}
+
+/// A launch being run: where its params and printf ring are.
+struct Launch {
+    entry_pc: u32,
+    threads: u64,
+    /// VRAM address of the params; the printf ring follows them.
+    params: u32,
+    params_size: u32,
+    /// VRAM address just past the launch block.
+    end: u32,
+}
+
+/// One line of printf text.
+struct LineBuf {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Default for LineBuf {
+    fn default() -> Self {
+        Self { bytes: [0; 64], len: 0 }
+    }
+}
+
+impl LineBuf {
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl core::fmt::Write for LineBuf {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        self.bytes.get_mut(self.len..end).ok_or(core::fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
@@ -346,7 +385,8 @@ impl Engine {
         }
     }
 
-    /// LAUNCH_KERNEL: DMA the launch block into VRAM, then run it.
+    /// LAUNCH_KERNEL: DMA the launch block into VRAM, run it, then drain
+    /// its printf ring to the host.
     fn launch(&self, host_addr: u32, size: u32, gpu_addr: u32) -> Result<(), Fault> {
         let head = size_of::<uapi::LaunchBlock>() as u32;
         if size < head || size > MAX_LAUNCH_BLOCK {
@@ -364,20 +404,38 @@ impl Engine {
         let threads = (0..6).map(half).map(u64::from).product::<u64>();
         let binary_size = word(28)?;
         let params_size = word(32)?;
-        let params = gpu_addr + head + binary_size;
         if u64::from(head) + u64::from(binary_size) + u64::from(params_size) > u64::from(size) {
             return Err(Fault(err::BAD_LAUNCH, entry_pc, 0));
         }
+        let launch = Launch {
+            entry_pc,
+            threads,
+            params: gpu_addr + head + binary_size,
+            params_size,
+            end: gpu_addr + size,
+        };
+        self.threads.fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
+        let result = self.run_builtin(&launch);
+        // What the kernel printed reaches the host even if it faulted.
+        let printf_host_addr = word(24)?;
+        if printf_host_addr != 0 {
+            self.drain_printf(&launch, printf_host_addr).map_err(|_| Fault(err::DMA, entry_pc, 0))?;
+        }
+        result
+    }
+
+    /// Runs a built-in kernel over its grid.
+    fn run_builtin(&self, l: &Launch) -> Result<(), Fault> {
         let param = |i: u32| {
-            if (i + 1) * 4 > params_size {
-                return Err(Fault(err::BAD_LAUNCH, entry_pc, 0));
+            if (i + 1) * 4 > l.params_size {
+                return Err(Fault(err::BAD_LAUNCH, l.entry_pc, 0));
             }
-            word(params - gpu_addr + i * 4)
+            self.read_u32(l.params + i * 4).map_err(|_| Fault(err::BAD_LAUNCH, l.entry_pc, 0))
         };
         // A thread's fault names the PC and the thread, as hardware does.
-        let at = |t: u64| move |_| Fault(err::BAD_ADDRESS, entry_pc, t as u32);
-        self.threads.fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
-        match entry_pc {
+        let at = |t: u64| move |_| Fault(err::BAD_ADDRESS, l.entry_pc, t as u32);
+        let threads = l.threads;
+        match l.entry_pc {
             uapi::builtin::FILL_U32 => {
                 let (dst, value, count) = (param(0)?, param(1)?, param(2)?);
                 for t in 0..threads.min(count.into()) {
@@ -401,6 +459,15 @@ impl Engine {
                     self.write_u32(c.wrapping_add(off), x.wrapping_add(y)).map_err(at(t))?;
                 }
             }
+            uapi::builtin::PRINTF_U32 => {
+                let (value, count) = (param(0)?, param(1)?);
+                for t in 0..threads.min(count.into()) {
+                    let mut line = LineBuf::default();
+                    // A 64-byte line always holds this text.
+                    let _ = writeln!(line, "thread {t}: {}", value.wrapping_add(t as u32));
+                    self.printf(l, line.as_bytes()).map_err(at(t))?;
+                }
+            }
             uapi::builtin::SPIN => {
                 // Runs until a reset; its response never comes.
                 while self.abort.load(Acquire) == 0 {
@@ -410,6 +477,36 @@ impl Engine {
             pc => return Err(Fault(err::BAD_PC, pc, 0)),
         }
         Ok(())
+    }
+
+    /// A kernel's printf: appends `text` to the launch's ring (dropping what
+    /// does not fit, as the ring's limit says).
+    fn printf(&self, l: &Launch, text: &[u8]) -> Result {
+        let ring = l.params + l.params_size;
+        let (head, limit) = (self.read_u32(ring + 4)?, self.read_u32(ring + 12)?);
+        let data = ring + size_of::<uapi::PrintfRing>() as u32;
+        if u64::from(data) + u64::from(limit) > u64::from(l.end) {
+            return Err(EINVAL);
+        }
+        let n = (text.len() as u32).min(limit.saturating_sub(head));
+        self.write_vram(u64::from(data + head), text.as_ptr(), n as usize)?;
+        self.write_u32(ring + 4, head + n)
+    }
+
+    /// Drains a launch's printf ring to host `addr`: a little-endian u32
+    /// byte count, then the text.
+    fn drain_printf(&self, l: &Launch, addr: u32) -> Result {
+        let ring = l.params + l.params_size;
+        let (head, tail, limit) = (self.read_u32(ring + 4)?, self.read_u32(ring + 8)?, self.read_u32(ring + 12)?);
+        let len = head.min(limit).saturating_sub(tail);
+        let data = ring + size_of::<uapi::PrintfRing>() as u32 + tail;
+        let host = HostMap::new(addr, 4 + len).map_err(|_| EINVAL)?;
+        // SAFETY: `host` maps `4 + len` bytes of the host buffer the kernel
+        // checked holds them.
+        unsafe { core::ptr::copy_nonoverlapping(len.to_le_bytes().as_ptr(), host.0, 4) };
+        // SAFETY: as above, from byte 4.
+        self.read_vram(data.into(), unsafe { host.0.add(4) }, len as usize)?;
+        self.write_u32(ring + 8, tail + len)
     }
 
     /// The next command header, if any.

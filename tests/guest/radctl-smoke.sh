@@ -16,7 +16,7 @@ check() {
 }
 # Each case is a small shell function, so `check` sees one command.
 list_shows_both() { o=$(/radctl list) && echo "$o" && [ "$(echo "$o" | grep -c '^/dev/radiance[01] ')" = 2 ]; }
-info_text() { o=$(/radctl info kmod:1) && echo "$o" && echo "$o" | grep -q '^vram  *64 MiB$' && echo "$o" | grep -q '^index  *1$' && echo "$o" | grep -q '^builtin kernels  *fill_u32, copy_u32, vecadd_u32, spin$'; }
+info_text() { o=$(/radctl info kmod:1) && echo "$o" && echo "$o" | grep -q '^vram  *64 MiB$' && echo "$o" | grep -q '^index  *1$' && echo "$o" | grep -q '^builtin kernels  *fill_u32, copy_u32, vecadd_u32, spin, printf_u32$'; }
 info_json() { o=$(/radctl info --json 0) && echo "$o" && echo "$o" | grep -q '"vram_bytes":67108864' && echo "$o" | grep -q '"backend":"emulated"'; }
 # 64 MiB less the 64 KiB the driver keeps for the device.
 mem_text() { o=$(/radctl mem kmod:1) && echo "$o" && echo "$o" | grep -q '^vram total  *67043328 B' && echo "$o" | grep -q '^free blocks  *1$'; }

@@ -77,8 +77,8 @@ TEST(get_info_reports_each_device)
 		EXPECT_EQ(64, info.packet_size);
 		EXPECT_EQ(getpagesize(), info.doorbell_page_size);
 		EXPECT_EQ(0, info.features);
-		/* FILL_U32, COPY_U32, VECADD_U32 and SPIN. */
-		EXPECT_EQ(0xf, info.builtins);
+		/* FILL_U32, COPY_U32, VECADD_U32, SPIN and PRINTF_U32. */
+		EXPECT_EQ(0x1f, info.builtins);
 		EXPECT_EQ(0, info.pad2);
 		close(fd);
 	}

@@ -548,6 +548,55 @@ TEST_F(q, timestamps_and_counters_land_in_vram_in_order)
 	expect_fault(_metadata, self->fd, &bad, EINVAL, NULL);
 }
 
+TEST_F(q, device_printf_is_drained_to_host_memory)
+{
+	struct radiance_bo_create kc, oc;
+	struct radiance_launch_block b = {
+		.entry_pc = RADIANCE_BUILTIN_PRINTF_U32, .grid = { 2, 1, 1 }, .block = { 4, 1, 1 }, .params_size = 8,
+	};
+	struct radiance_printf_ring ring = { .limit = 512 };
+	uint32_t params[2] = { 7, 5 };
+	struct radiance_launch_packet p = { .header = { .kind = RADIANCE_PACKET_LAUNCH } };
+	const char *want = "thread 0: 7\nthread 1: 8\nthread 2: 9\nthread 3: 10\nthread 4: 11\n";
+	struct queue q;
+	uint8_t *blk, *out;
+	uint32_t len;
+	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+	int ho = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &oc);
+
+	ASSERT_LT(0, hk);
+	ASSERT_LT(0, ho);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
+	out = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, oc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, out);
+	/* A DMA address of the process's choosing is overwritten. */
+	b.printf_host_addr = 0x1000;
+	memcpy(blk, &b, sizeof(b));
+	memcpy(blk + sizeof(b), params, sizeof(params));
+	memcpy(blk + sizeof(b) + sizeof(params), &ring, sizeof(ring));
+	p.block = hk;
+	p.block_size = sizeof(b) + sizeof(params) + sizeof(ring) + ring.limit;
+	p.printf = ho;
+	p.printf_offset = 100;
+	p.printf_size = 4 + ring.limit;
+	memset(out, 0xee, 4096);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	queue_put(&q, &p);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	memcpy(&len, out + 100, 4);
+	ASSERT_EQ(strlen(want), len);
+	EXPECT_EQ(0, memcmp(want, out + 104, len));
+	EXPECT_EQ(0xee, out[104 + len]) TH_LOG("nothing past the text");
+	/* A printf buffer smaller than the ring can hold is refused. */
+	p.printf_size = 4 + ring.limit - 1;
+	queue_put(&q, &p);
+	queue_publish(&q);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(EINVAL, q.ctl->error);
+	queue_close(&q);
+}
+
 TEST_F(q, a_write_index_past_the_ring_faults)
 {
 	struct queue q;

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 5
+#define RADIANCE_ABI_MINOR 6
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -29,6 +29,7 @@
 #define RADIANCE_BUILTIN_COPY_U32 0xFFFF0100u
 #define RADIANCE_BUILTIN_VECADD_U32 0xFFFF0200u
 #define RADIANCE_BUILTIN_SPIN 0xFFFF0300u
+#define RADIANCE_BUILTIN_PRINTF_U32 0xFFFF0400u
 
 /* flags and pad0 are inputs and must be zero; the rest is output. */
 struct radiance_get_info {
@@ -284,13 +285,28 @@ struct radiance_copy_packet {
 	__u64 reserved[3];
 };
 
+/* The block (within one page) is copied by the kernel, which sets its
+ * printf_host_addr to printf_offset of HOST BO printf (0: none): the device
+ * drains the printf ring there as a u32 byte count and the text. */
 struct radiance_launch_packet {
 	struct radiance_packet_header header;
 	__u32 block;		/* HOST BO holding the launch block */
 	__u32 pad;
 	__u64 block_offset;
 	__u64 block_size;
-	__u64 reserved[4];
+	__u32 printf;		/* HOST BO for printf output, or 0 */
+	__u32 pad2;
+	__u64 printf_offset;
+	__u64 printf_size;	/* at least 4 + the ring's limit, within a page */
+	__u64 reserved;
+};
+
+/* The printf ring, right after the params in the launch block. */
+struct radiance_printf_ring {
+	__u32 lock;
+	__u32 head;
+	__u32 tail;
+	__u32 limit;		/* bytes of text after this header */
 };
 
 /* Device counters for READ_COUNTER (TIMESTAMP reads the clock). */

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 5;
+pub const ABI_MINOR: u16 = 6;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -114,8 +114,11 @@ pub mod builtin {
     pub const VECADD_U32: u32 = 0xFFFF_0200;
     /// Never completes: for timeout and reset tests. No params.
     pub const SPIN: u32 = 0xFFFF_0300;
+    /// Thread `t < count` prints `thread <t>: <value + t>` and a newline
+    /// into the launch's printf ring. Params: `value, count`.
+    pub const PRINTF_U32: u32 = 0xFFFF_0400;
     /// Every built-in entry PC.
-    pub const ALL: [u32; 4] = [FILL_U32, COPY_U32, VECADD_U32, SPIN];
+    pub const ALL: [u32; 5] = [FILL_U32, COPY_U32, VECADD_U32, SPIN, PRINTF_U32];
 }
 
 /// Length of [`GetInfo::name`], including the terminating NUL.
@@ -628,8 +631,14 @@ pub struct CopyPacket {
 }
 
 /// LAUNCH: runs the kernel described by the launch block at `block_offset`
-/// of HOST BO `block` (`block_size` bytes: a [`LaunchBlock`], then the
-/// binary, then the params), which must lie in one DMA segment.
+/// of HOST BO `block` (`block_size` bytes, within one page: a
+/// [`LaunchBlock`], then the binary, the params, and the printf ring).
+///
+/// The kernel copies the block and sets its `printf_host_addr` itself: to
+/// the device address of `printf_offset` in HOST BO `printf` (ABI 1.6; 0:
+/// no printf), where the device drains the ring after the launch as a
+/// little-endian u32 byte count and the text. That range must hold
+/// `4 + limit` bytes within one page.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LaunchPacket {
@@ -638,7 +647,23 @@ pub struct LaunchPacket {
     pub pad: u32,
     pub block_offset: u64,
     pub block_size: u64,
-    pub reserved: [u64; 4],
+    /// A HOST BO handle, or 0.
+    pub printf: u32,
+    pub pad2: u32,
+    pub printf_offset: u64,
+    pub printf_size: u64,
+    pub reserved: u64,
+}
+
+/// The printf ring of a launch block, right after the params: the device's
+/// kernels append text at `head`; it holds `limit` bytes after this header.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrintfRing {
+    pub lock: u32,
+    pub head: u32,
+    pub tail: u32,
+    pub limit: u32,
 }
 
 /// Device counters READ_COUNTER reads.
@@ -843,4 +868,5 @@ const _: () = assert!(core::mem::size_of::<LaunchPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<SemaphorePacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<CounterPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchBlock>() == 40);
+const _: () = assert!(core::mem::size_of::<PrintfRing>() == 16);
 const _: () = assert!(sizes::GET_INFO[sizes::GET_INFO.len() - 1] == core::mem::size_of::<GetInfo>());

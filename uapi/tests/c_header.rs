@@ -83,7 +83,10 @@ fn facts() -> Vec<Fact> {
         header, dst, pattern_size, dst_offset, size, pattern, pad, reserved,
     ]);
     abi_struct!(f, uapi::CopyPacket, "radiance_copy_packet", [header, src, dst, src_offset, dst_offset, size, reserved]);
-    abi_struct!(f, uapi::LaunchPacket, "radiance_launch_packet", [header, block, pad, block_offset, block_size, reserved]);
+    abi_struct!(f, uapi::LaunchPacket, "radiance_launch_packet", [
+        header, block, pad, block_offset, block_size, printf, pad2, printf_offset, printf_size, reserved,
+    ]);
+    abi_struct!(f, uapi::PrintfRing, "radiance_printf_ring", [lock, head, tail, limit]);
     abi_struct!(f, uapi::LaunchBlock, "radiance_launch_block", [
         entry_pc, grid, block, regs_per_thread, flags, pad, shmem_per_block, printf_host_addr, binary_size,
         params_size, pad1,
@@ -147,6 +150,7 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_BUILTIN_COPY_U32", uapi::builtin::COPY_U32 as u64),
         ("RADIANCE_BUILTIN_VECADD_U32", uapi::builtin::VECADD_U32 as u64),
         ("RADIANCE_BUILTIN_SPIN", uapi::builtin::SPIN as u64),
+        ("RADIANCE_BUILTIN_PRINTF_U32", uapi::builtin::PRINTF_U32 as u64),
     ];
     for &(name, rust) in consts {
         f.push(Fact { c_expr: format!("(unsigned long long)({name})"), rust });

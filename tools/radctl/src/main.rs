@@ -405,6 +405,7 @@ fn builtin_names(pcs: &[u32]) -> Vec<String> {
             builtin::COPY_U32 => "copy_u32".into(),
             builtin::VECADD_U32 => "vecadd_u32".into(),
             builtin::SPIN => "spin".into(),
+            builtin::PRINTF_U32 => "printf_u32".into(),
             other => format!("{other:#x}"),
         })
         .collect()
