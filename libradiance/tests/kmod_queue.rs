@@ -114,3 +114,20 @@ fn ops_with_wait_and_signal_lists() {
     dev.wait_semaphores(&[(&done, 7), (&done_too, 1)], false, None).unwrap();
     assert_eq!(u32::from_le_bytes(word.map().unwrap()[..4].try_into().unwrap()), 0x1234);
 }
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn device_printf_reaches_the_caller() {
+    let dev = Device::open("kmod:0").unwrap();
+    let mut q = dev.create_queue(16).unwrap();
+    let params = [100u32, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let launch =
+        Launch { entry_pc: builtin::PRINTF_U32, grid: [1; 3], block: [8, 1, 1], regs_per_thread: 0, shmem_per_block: 0, params };
+    let printf = q.launch_with_printf(&dev, &launch, 256).unwrap();
+    q.finish(None).unwrap();
+    assert_eq!(printf.text().unwrap(), "thread 0: 100\nthread 1: 101\nthread 2: 102\n");
+    // A ring too small keeps what fits.
+    let printf = q.launch_with_printf(&dev, &launch, 20).unwrap();
+    q.finish(None).unwrap();
+    assert_eq!(printf.text().unwrap(), "thread 0: 100\nthread");
+}

@@ -13,7 +13,7 @@ mod semaphore;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;
-pub use queue::{Queue, QueueFault};
+pub use queue::{Printf, Queue, QueueFault};
 pub use queue_stats::QueueStats;
 pub use sem_stats::SemStats;
 pub use semaphore::Semaphore;

@@ -189,6 +189,19 @@ impl Queue {
 
     /// Launches a kernel; its launch block goes through staging memory.
     pub fn launch(&mut self, device: &Device, launch: &Launch) -> Result<()> {
+        self.launch_block(device, launch, None).map(drop)
+    }
+
+    /// Launches a kernel with a printf ring of `limit` bytes; the text it
+    /// prints can be read from the result once the launch completed.
+    pub fn launch_with_printf(&mut self, device: &Device, launch: &Launch, limit: u32) -> Result<Printf> {
+        let out = self.launch_block(device, launch, Some(limit))?;
+        out.map(|bo| Printf { bo }).ok_or_else(|| Error::InvalidArgument("no printf buffer".into()))
+    }
+
+    /// Writes the launch block (with a printf ring of `limit` bytes, and a
+    /// host buffer for its text, if asked) and the LAUNCH packet.
+    fn launch_block(&mut self, device: &Device, launch: &Launch, limit: Option<u32>) -> Result<Option<BufferObject>> {
         let dim = |v: u32| u16::try_from(v).map_err(|_| Error::InvalidArgument(format!("dimension {v} exceeds 65535")));
         let head = uapi::LaunchBlock {
             entry_pc: launch.entry_pc,
@@ -199,21 +212,28 @@ impl Queue {
             params_size: launch.params.len() as u32,
             ..Default::default()
         };
-        // SAFETY: `LaunchBlock` is a uapi struct of plain integers.
-        let head_bytes = unsafe {
-            std::slice::from_raw_parts(std::ptr::from_ref(&head).cast::<u8>(), size_of::<uapi::LaunchBlock>())
-        };
-        let block = [head_bytes, &launch.params].concat();
+        let ring = uapi::PrintfRing { limit: limit.unwrap_or(0), ..Default::default() };
+        let mut block = [as_bytes(&head), &launch.params].concat();
+        if limit.is_some() {
+            block.extend_from_slice(as_bytes(&ring));
+            block.resize(block.len() + ring.limit as usize, 0);
+        }
         let staging = self.stage(device, &block)?;
+        let out = match limit {
+            Some(limit) => Some(device.create_bo(4 + u64::from(limit), Placement::Host, true)?),
+            None => None,
+        };
         self.put(uapi::LaunchPacket {
             header: Self::header(uapi::packet_kind::LAUNCH, false),
             block: staging.handle(),
             block_offset: 0,
             block_size: block.len() as u64,
+            printf: out.as_ref().map_or(0, BufferObject::handle),
+            printf_size: out.as_ref().map_or(0, |_| 4 + u64::from(ring.limit)),
             ..Default::default()
         })?;
         self.staging.push((self.written, staging));
-        Ok(())
+        Ok(out)
     }
 
     /// A packet that does nothing but complete in order.
@@ -296,6 +316,28 @@ impl Queue {
         }
         self.staging.clear();
         Ok(())
+    }
+}
+
+/// The bytes of a uapi struct (plain integers, no padding).
+fn as_bytes<T: Copy>(value: &T) -> &[u8] {
+    // SAFETY: only used for `repr(C)` uapi structs of integers without
+    // padding (checked by uapi/tests/c_header.rs), so every byte is set.
+    unsafe { std::slice::from_raw_parts(std::ptr::from_ref(value).cast::<u8>(), size_of::<T>()) }
+}
+
+/// Where a launch's printf text lands.
+pub struct Printf {
+    bo: BufferObject,
+}
+
+impl Printf {
+    /// The text the launch printed (once it completed).
+    pub fn text(&self) -> Result<String> {
+        let map = self.bo.map()?;
+        let len = u32::from_le_bytes([map[0], map[1], map[2], map[3]]) as usize;
+        let text = map.get(4..4 + len).ok_or_else(|| Error::InvalidArgument(format!("printf length {len}")))?;
+        Ok(String::from_utf8_lossy(text).into_owned())
     }
 }
 

@@ -84,6 +84,12 @@ enum Submit {
         #[arg(long, default_value_t = 1024)]
         count: u32,
     },
+    /// Launch the built-in printf over `count` threads and print what the
+    /// device printed.
+    Printf {
+        #[arg(long, default_value_t = 4)]
+        count: u32,
+    },
 }
 
 fn parse_u32(s: &str) -> Result<u32, String> {
@@ -349,6 +355,26 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
                 return Err(mismatch("launch"));
             }
             ("launch", 1, size * 3)
+        }
+        Submit::Printf { count } => {
+            let params = [0u32, count].iter().flat_map(|v| v.to_le_bytes()).collect();
+            let launch = Launch {
+                entry_pc: radiance_uapi::builtin::PRINTF_U32,
+                grid: [count.div_ceil(64), 1, 1],
+                block: [64, 1, 1],
+                regs_per_thread: 8,
+                shmem_per_block: 0,
+                params,
+            };
+            // Room for every line of up to 24 bytes, within one page.
+            let limit = (count * 24).min(3000);
+            let printf = q.launch_with_printf(&dev, &launch, limit)?;
+            q.finish(None)?;
+            let text = printf.text()?;
+            if !as_json {
+                print!("{text}");
+            }
+            ("printf", 1, text.len() as u64)
         }
     };
     let elapsed = start.elapsed();
