@@ -61,8 +61,8 @@ impl Device {
             // A malformed name is the caller's mistake; say so first.
             kmod::resolve(uri)?;
             return unavailable(
-                "the kmod HAL backend needs queues and semaphores from the kernel (issues 4 and 5); \
-                 only GET_INFO (radiance::kmod::Device) works today",
+                "the kmod HAL backend is not written yet (issue 6); radiance::kmod has the device's \
+                 buffer objects, semaphores and queues",
             );
         }
         if uri.starts_with("cuda:") {
@@ -151,7 +151,7 @@ mod tests {
     fn uris_without_a_backend_say_why() {
         let kmod = open_error("kmod:0");
         assert_eq!(kmod.status(), StatusCode::Unimplemented);
-        assert!(kmod.to_string().contains("issues 4 and 5"), "{kmod}");
+        assert!(kmod.to_string().contains("radiance::kmod"), "{kmod}");
         assert_eq!(open_error("/dev/radiance1").status(), StatusCode::Unimplemented);
         assert_eq!(open_error("hsa:0").status(), StatusCode::Unimplemented);
         assert_eq!(open_error("kmod:x").status(), StatusCode::InvalidArgument);
