@@ -15,6 +15,7 @@ mod device;
 mod dma_buf;
 mod dma_fence;
 mod driver;
+mod fifo;
 mod host_mem;
 mod hw;
 mod ioctl;

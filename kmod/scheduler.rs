@@ -50,6 +50,7 @@ use kernel::{
 
 use crate::{
     bo::Bo,
+    fifo::Fifo,
     hw::{
         command::{
             Command,
@@ -99,8 +100,7 @@ struct InFlight {
 struct State {
     queues: KVec<Arc<Queue>>,
     cursor: usize,
-    in_flight: KVec<InFlight>,
-    head: usize,
+    in_flight: Fifo<InFlight>,
     next_id: u8,
     /// When the oldest command in flight became the oldest (ns, monotonic).
     head_since: i64,
@@ -154,8 +154,7 @@ impl Scheduler {
         let state = State {
             queues: KVec::new(),
             cursor: 0,
-            in_flight: KVec::with_capacity(MAX_IN_FLIGHT, GFP_KERNEL)?,
-            head: 0,
+            in_flight: Fifo::with_capacity(MAX_IN_FLIGHT)?,
             next_id: 0,
             head_since: 0,
             resets: 0,
@@ -243,7 +242,7 @@ impl Scheduler {
     /// Scheduled queues, commands in flight and resets, for debugfs.
     pub(crate) fn counts(&self) -> (usize, usize, u64) {
         let state = self.state.lock();
-        (state.queues.len(), state.in_flight.len() - state.head, state.resets)
+        (state.queues.len(), state.in_flight.len(), state.resets)
     }
 
     /// Device teardown: disconnects the interrupt (breaking the cycle
@@ -265,7 +264,7 @@ impl Scheduler {
     fn check_overdue(this: &Arc<Self>) {
         let mut state = this.state.lock();
         this.take_responses(&mut state);
-        if state.in_flight.len() == state.head {
+        if state.in_flight.is_empty() {
             return;
         }
         let timeout = i64::from(this.timeout_ms) * 1_000_000;
@@ -277,31 +276,28 @@ impl Scheduler {
         }
         this.hw.reset();
         state.resets += 1;
-        let mut entries = core::mem::take(&mut state.in_flight);
-        let head = core::mem::replace(&mut state.head, 0);
-        pr_warn!("command {} overdue: device reset {}\n", entries.get(head).map_or(0, |e| e.id), state.resets);
-        let mut guilty = None;
-        for (i, e) in entries.drain_all().enumerate() {
-            if i < head {
-                continue;
+        pr_warn!("command {} overdue: device reset {}\n", state.in_flight.front().map_or(0, |e| e.id), state.resets);
+        // The reset dropped every command in flight: the oldest's queue is
+        // guilty and loses its commands; the others' are issued again.
+        let State { in_flight, next_id, .. } = &mut *state;
+        let mut guilty: Option<Arc<Queue>> = None;
+        in_flight.retain_pending(|e| match &guilty {
+            None => {
+                e.queue.fault(e.packet, ETIMEDOUT.to_errno().unsigned_abs(), 0, 0, 0);
+                guilty = Some(e.queue.clone());
+                false
             }
-            match &guilty {
-                None => {
-                    e.queue.fault(e.packet, ETIMEDOUT.to_errno().unsigned_abs(), 0, 0, 0);
-                    guilty = Some(e.queue.clone());
+            Some(q) if Arc::ptr_eq(q, &e.queue) => false,
+            Some(_) => {
+                // The FIFO was emptied and takes at most MAX_IN_FLIGHT.
+                let issued = this.hw.push_command(&e.cmd.encode(*next_id)).is_ok();
+                if issued {
+                    e.id = *next_id;
+                    *next_id = next_id.wrapping_add(1);
                 }
-                // The guilty queue's later commands go with it.
-                Some(q) if Arc::ptr_eq(q, &e.queue) => {}
-                Some(_) => {
-                    let id = state.next_id;
-                    // The FIFO was emptied and holds at most MAX_IN_FLIGHT.
-                    if this.hw.push_command(&e.cmd.encode(id)).is_ok() {
-                        state.next_id = id.wrapping_add(1);
-                        let _ = state.in_flight.push(InFlight { id, ..e }, GFP_KERNEL);
-                    }
-                }
+                issued
             }
-        }
+        });
         state.head_since = now_ns();
         drop(state);
         Self::kick(this);
@@ -311,7 +307,7 @@ impl Scheduler {
     fn take_responses(&self, state: &mut State) {
         while let Some(raw) = self.hw.pop_response() {
             let response = Response::decode(&raw);
-            let Some(done) = state.in_flight.get(state.head) else {
+            let Some(done) = state.in_flight.front() else {
                 pr_err!("response {} with nothing in flight\n", response.id);
                 continue;
             };
@@ -334,13 +330,10 @@ impl Scheduler {
                     done.queue.ctx.sems.signal_from_queue(handle, value);
                 }
             }
-            state.head += 1;
+            // Once all are taken, the finished entries are dropped: their
+            // queues and BOs may go then.
+            state.in_flight.advance();
             state.head_since = now_ns();
-        }
-        if state.head == state.in_flight.len() {
-            // Drops the finished entries: their queues and BOs may go now.
-            state.in_flight.clear();
-            state.head = 0;
         }
     }
 
@@ -354,7 +347,7 @@ impl Scheduler {
         }
         let Some(staged) = &mut *slot else { return false };
         let mut pushed = false;
-        while staged.next < staged.commands.len() && state.in_flight.len() - state.head < MAX_IN_FLIGHT {
+        while staged.next < staged.commands.len() && state.in_flight.len() < MAX_IN_FLIGHT {
             let id = state.next_id;
             let last = staged.next + 1 == staged.commands.len();
             if self.hw.push_command(&staged.commands[staged.next].encode(id)).is_err() {
@@ -364,11 +357,11 @@ impl Scheduler {
             let signal = if last { staged.signal } else { None };
             let cmd = staged.commands[staged.next];
             let entry = InFlight { id, cmd, queue: queue.clone(), packet: staged.packet, last, _bos: bos, signal };
-            if state.in_flight.len() == state.head {
+            if state.in_flight.is_empty() {
                 state.head_since = now_ns();
             }
             // Capacity for MAX_IN_FLIGHT was reserved: this cannot fail.
-            let _ = state.in_flight.push(entry, GFP_KERNEL);
+            let _ = state.in_flight.push(entry);
             state.next_id = id.wrapping_add(1);
             staged.next += 1;
             pushed = true;
@@ -431,7 +424,7 @@ impl WorkItem for Scheduler {
             if this.submit(&mut state) {
                 continue;
             }
-            if state.in_flight.len() > state.head {
+            if !state.in_flight.is_empty() {
                 // The interrupt brings the scheduler back; the watchdog
                 // makes sure it does.
                 let delay = msecs_to_jiffies(this.timeout_ms);

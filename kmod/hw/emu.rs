@@ -70,7 +70,10 @@ use super::{
     HwDesc,
     Interrupt, //
 };
-use crate::uapi;
+use crate::{
+    fifo::Fifo,
+    uapi, //
+};
 
 /// The emulated compute shape, a small Radiance configuration.
 const CORES: u32 = 4;
@@ -85,11 +88,8 @@ const MAX_LAUNCH_BLOCK: u32 = 64 * 1024;
 
 /// The FIFOs between the driver and the command processor.
 struct Fifos {
-    commands: KVec<[u8; 16]>,
-    responses: KVec<[u8; 16]>,
-    /// Read positions; the vectors are cleared when fully read.
-    command_head: usize,
-    response_head: usize,
+    commands: Fifo<[u8; 16]>,
+    responses: Fifo<[u8; 16]>,
 }
 
 /// The command processor and its memory.
@@ -142,12 +142,7 @@ impl Emu {
         for _ in 0..pages {
             vram.push(None, GFP_KERNEL)?;
         }
-        let fifos = Fifos {
-            commands: KVec::with_capacity(FIFO_DEPTH, GFP_KERNEL)?,
-            responses: KVec::with_capacity(FIFO_DEPTH, GFP_KERNEL)?,
-            command_head: 0,
-            response_head: 0,
-        };
+        let fifos = Fifos { commands: Fifo::with_capacity(FIFO_DEPTH)?, responses: Fifo::with_capacity(FIFO_DEPTH)? };
         let engine = Arc::pin_init(
             pin_init!(Engine {
                 vram_size,
@@ -511,14 +506,7 @@ impl Engine {
 
     /// The next command header, if any.
     fn next_command(&self) -> Option<[u8; 16]> {
-        let mut f = self.fifos.lock();
-        let cmd = *f.commands.get(f.command_head)?;
-        f.command_head += 1;
-        if f.command_head == f.commands.len() {
-            f.commands.clear();
-            f.command_head = 0;
-        }
-        Some(cmd)
+        self.fifos.lock().commands.pop()
     }
 
     fn post(&self, response: Response) {
@@ -526,7 +514,7 @@ impl Engine {
             let mut f = self.fifos.lock();
             // The driver keeps at most FIFO_DEPTH commands in flight, so
             // this never grows past the capacity reserved in `new`.
-            let _ = f.responses.push(response.encode(), GFP_KERNEL);
+            let _ = f.responses.push(response.encode());
         }
         if let Some(irq) = &*self.irq.lock() {
             irq.raise();
@@ -603,10 +591,10 @@ impl Gluon for Emu {
     fn push_command(&self, header: &[u8; 16]) -> Result {
         {
             let mut f = self.engine.fifos.lock();
-            if f.commands.len() - f.command_head >= FIFO_DEPTH {
+            if f.commands.len() >= FIFO_DEPTH {
                 return Err(EBUSY);
             }
-            f.commands.push(*header, GFP_KERNEL)?;
+            f.commands.push(*header)?;
         }
         // Already queued or running: it will see the new command.
         let _ = workqueue::system_unbound().enqueue(self.engine.clone());
@@ -614,14 +602,7 @@ impl Gluon for Emu {
     }
 
     fn pop_response(&self) -> Option<[u8; 16]> {
-        let mut f = self.engine.fifos.lock();
-        let r = *f.responses.get(f.response_head)?;
-        f.response_head += 1;
-        if f.response_head == f.responses.len() {
-            f.responses.clear();
-            f.response_head = 0;
-        }
-        Some(r)
+        self.engine.fifos.lock().responses.pop()
     }
 
     fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>) {
@@ -636,9 +617,7 @@ impl Gluon for Emu {
         {
             let mut f = engine.fifos.lock();
             f.commands.clear();
-            f.command_head = 0;
             f.responses.clear();
-            f.response_head = 0;
         }
         engine.abort.store(0, Release);
     }
