@@ -137,6 +137,15 @@ impl Bo {
         }
     }
 
+    /// EINVAL unless `[offset, offset + len)` is a non-empty range inside
+    /// the BO.
+    pub(crate) fn check_range(&self, offset: u64, len: u64) -> Result {
+        match offset.checked_add(len) {
+            Some(end) if len > 0 && end <= self.size => Ok(()),
+            _ => Err(EINVAL),
+        }
+    }
+
     /// Copies `dst.len()` bytes at `offset` of a host BO (allocated here,
     /// not imported) into `dst`: the kernel reading what a process wrote.
     pub(crate) fn read_host(&self, offset: u64, dst: &mut [u8]) -> Result {
@@ -160,7 +169,7 @@ impl Bo {
     /// bytes at `offset` of a host BO's pages.
     fn host_bytes(&self, offset: u64, len: usize, mut each: impl FnMut(&Page, usize, usize, usize) -> Result) -> Result {
         let Memory::Host(host) = &self.memory else { return Err(EINVAL) };
-        in_range(offset, len as u64, self.size)?;
+        self.check_range(offset, len as u64)?;
         let mut done = 0;
         while done < len {
             let at = offset as usize + done;
@@ -193,14 +202,6 @@ impl Bo {
             user_addr += PAGE_SIZE;
             Ok(())
         })
-    }
-}
-
-/// EINVAL unless `[offset, offset + len)` lies within `size` bytes.
-fn in_range(offset: u64, len: u64, size: u64) -> Result {
-    match offset.checked_add(len) {
-        Some(end) if end <= size => Ok(()),
-        _ => Err(EINVAL),
     }
 }
 

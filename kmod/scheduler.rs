@@ -464,14 +464,6 @@ fn translate_marking_waits(scheduler: &Scheduler, queue: &Queue, index: u64) -> 
     translate(queue, index)
 }
 
-/// Checks that `[offset, offset + size)` lies in `bo`.
-fn in_bo(bo: &Bo, offset: u64, size: u64) -> Result {
-    match offset.checked_add(size) {
-        Some(end) if size > 0 && end <= bo.size() => Ok(()),
-        _ => Err(EINVAL),
-    }
-}
-
 fn vram_addr(bo: &Bo, offset: u64) -> Result<u32> {
     if bo.placement() != uapi::placement::VRAM {
         return Err(EINVAL);
@@ -557,7 +549,7 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
                 return Err(EINVAL);
             }
             let bo = queue.ctx.bo(dst)?;
-            in_bo(&bo, offset, size)?;
+            bo.check_range(offset, size)?;
             let pattern = match pattern_size {
                 1 if pattern <= 0xff => pattern * 0x0101_0101,
                 2 if pattern <= 0xffff => pattern * 0x0001_0001,
@@ -581,8 +573,8 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
                 return Err(EINVAL);
             }
             let (s, d) = (queue.ctx.bo(src)?, queue.ctx.bo(dst)?);
-            in_bo(&s, src_off, size)?;
-            in_bo(&d, dst_off, size)?;
+            s.check_range(src_off, size)?;
+            d.check_range(dst_off, size)?;
             if Arc::ptr_eq(&s, &d) && src_off < dst_off + size && dst_off < src_off + size {
                 return Err(EINVAL);
             }
@@ -612,7 +604,7 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
                 return Err(EINVAL);
             }
             let bo = queue.ctx.bo(block)?;
-            in_bo(&bo, offset, size)?;
+            bo.check_range(offset, size)?;
             let size = usize::try_from(size)?;
             if size < size_of::<uapi::LaunchBlock>() || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
                 return Err(EINVAL);
@@ -629,7 +621,7 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
                 0
             } else {
                 let out = queue.ctx.bo(printf)?;
-                in_bo(&out, printf_offset, printf_size)?;
+                out.check_range(printf_offset, printf_size)?;
                 let limit = printf_ring_limit(&copy).ok_or(EINVAL)?;
                 if printf_size < 4 + u64::from(limit) {
                     return Err(EINVAL);
@@ -672,7 +664,7 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
                 _ => return Err(EINVAL),
             };
             let bo = queue.ctx.bo(dst)?;
-            in_bo(&bo, offset, 8)?;
+            bo.check_range(offset, 8)?;
             // Counts everything before it, even on a device that executes
             // out of order.
             commands.push(Command::Fence, GFP_KERNEL)?;
