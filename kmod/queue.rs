@@ -23,6 +23,7 @@ use kernel::{
             Full,
             Release, //
         },
+        barrier::smp_mb,
         Arc,
         Mutex,
     },
@@ -54,6 +55,19 @@ pub(crate) struct QueueState {
     pub(crate) err_thread: u32,
     /// QUEUE_DESTROY or close: the scheduler drops it.
     pub(crate) destroyed: bool,
+    /// Packets before this one are skipped with `skip_error` (a failed
+    /// WAIT_SEMAPHORE with SKIP_ON_FAILURE); see [`Queue::skipping`].
+    skip_until: u64,
+    skip_error: u32,
+}
+
+/// What a packet's completion does to a semaphore.
+#[derive(Clone, Copy)]
+pub(crate) enum SemUpdate {
+    /// A SIGNAL_SEMAPHORE: raise `handle` to `value`.
+    Signal { handle: u32, value: u64 },
+    /// A skipped SIGNAL_SEMAPHORE: fail `handle` with the positive errno.
+    Fail { handle: u32, error: u32 },
 }
 
 /// Commands of one packet that did not all fit in the device at once.
@@ -63,8 +77,8 @@ pub(crate) struct Staged {
     pub(crate) next: usize,
     /// BOs the commands use, kept alive until the packet completes.
     pub(crate) bos: KVec<Arc<crate::bo::Bo>>,
-    /// A SIGNAL_SEMAPHORE's (handle, value), applied on completion.
-    pub(crate) signal: Option<(u32, u64)>,
+    /// Applied when the packet completes.
+    pub(crate) update: Option<SemUpdate>,
 }
 
 /// One user-mode queue.
@@ -185,15 +199,36 @@ impl Queue {
             state.err_thread = err_thread;
             self.publish(&state);
         }
+        // Pairs with the process's store of its write index before it reads
+        // the status: either we see packets it wrote after this fault and
+        // fail their signals, or it sees the fault and fails them itself.
+        smp_mb(Full);
         self.fail_signals(index, error);
     }
 
-    /// Destroyed: the packets the scheduler has not taken never run.
+    /// Destroyed: nothing that has not completed counts any more, not even
+    /// packets in flight (a launch that never ends is still cancelled).
+    /// Their signals may still complete later; a failure sticks.
     pub(crate) fn cancel_signals(&self) {
         let state = self.state();
         if !state.faulted {
-            self.fail_signals(state.submitted, ECANCELED.to_errno().unsigned_abs());
+            self.fail_signals(state.completed, ECANCELED.to_errno().unsigned_abs());
         }
+    }
+
+    /// A WAIT_SEMAPHORE at `index` with SKIP_ON_FAILURE found its semaphore
+    /// failed with `error`: it and the `count` packets after it are
+    /// skipped.
+    pub(crate) fn start_skip(&self, index: u64, count: u32, error: u32) {
+        let mut state = self.state.lock();
+        state.skip_until = index + 1 + u64::from(count);
+        state.skip_error = error;
+    }
+
+    /// The error packet `index` is skipped with, if it is.
+    pub(crate) fn skipping(&self, index: u64) -> Option<u32> {
+        let state = self.state.lock();
+        (index < state.skip_until).then_some(state.skip_error)
     }
 
     /// Fails the semaphores of the SIGNAL_SEMAPHORE packets from `index`

@@ -62,8 +62,10 @@ use crate::{
     },
     queue::{
         Queue,
+        SemUpdate,
         Staged, //
     },
+    semaphore::WaitState,
     uapi::{
         self,
         packet_kind, //
@@ -93,8 +95,8 @@ struct InFlight {
     last: bool,
     /// What the packet's commands touch, alive until it completes.
     _bos: KVec<Arc<Bo>>,
-    /// A SIGNAL_SEMAPHORE's (handle, value), on the last command.
-    signal: Option<(u32, u64)>,
+    /// The packet's semaphore update, on the last command.
+    update: Option<SemUpdate>,
 }
 
 struct State {
@@ -323,12 +325,17 @@ impl Scheduler {
                     response.err_thread,
                 );
             } else if done.last {
-                done.queue.complete(done.packet);
                 // Not from the fault on: `fault` failed this semaphore.
+                // Before the read index moves: a process that sees the
+                // packet completed sees what it did to its semaphore.
                 let s = done.queue.state();
-                if let (Some((handle, value)), false) = (done.signal, s.faulted && done.packet >= s.fault_index) {
-                    done.queue.ctx.sems.signal_from_queue(handle, value);
+                let sems = &done.queue.ctx.sems;
+                match (done.update, s.faulted && done.packet >= s.fault_index) {
+                    (Some(SemUpdate::Signal { handle, value }), false) => sems.signal_from_queue(handle, value),
+                    (Some(SemUpdate::Fail { handle, error }), false) => sems.fail_from_queue(handle, error),
+                    _ => {}
                 }
+                done.queue.complete(done.packet);
             }
             // Once all are taken, the finished entries are dropped: their
             // queues and BOs may go then.
@@ -354,9 +361,9 @@ impl Scheduler {
                 break;
             }
             let bos = if last { core::mem::take(&mut staged.bos) } else { KVec::new() };
-            let signal = if last { staged.signal } else { None };
+            let update = if last { staged.update } else { None };
             let cmd = staged.commands[staged.next];
-            let entry = InFlight { id, cmd, queue: queue.clone(), packet: staged.packet, last, _bos: bos, signal };
+            let entry = InFlight { id, cmd, queue: queue.clone(), packet: staged.packet, last, _bos: bos, update };
             if state.in_flight.is_empty() {
                 state.head_since = now_ns();
             }
@@ -381,12 +388,18 @@ impl Scheduler {
             if queue.staged.lock().is_none() {
                 let Some(index) = queue.pending() else { continue };
                 match translate_marking_waits(self, &queue, index) {
-                    Ok(Some(staged)) => {
+                    Ok(Translated::Run(staged)) => {
                         queue.mark_submitted(index);
                         *queue.staged.lock() = Some(staged);
                     }
                     // Waiting on a semaphore: its signal wakes us.
-                    Ok(None) => continue,
+                    Ok(Translated::Blocked) => continue,
+                    // Translated again next turn, as the first packet skipped.
+                    Ok(Translated::Skip { count, error }) => {
+                        queue.start_skip(index, count, error);
+                        progressed = true;
+                        continue;
+                    }
                     Err(e) => {
                         queue.fault(index, e.to_errno().unsigned_abs(), 0, 0, 0);
                         continue;
@@ -450,13 +463,13 @@ impl Scheduler {
     /// Whether `queue` has a packet that can be taken now (not one waiting
     /// on a semaphore).
     fn runnable(&self, queue: &Queue) -> bool {
-        queue.pending().is_some_and(|index| !matches!(translate_marking_waits(self, queue, index), Ok(None)))
+        queue.pending().is_some_and(|index| !matches!(translate_marking_waits(self, queue, index), Ok(Translated::Blocked)))
     }
 }
 
 /// [`translate`], with `blocked` set first: a packet that turns out to
 /// wait on a semaphore is then woken by the semaphore's change.
-fn translate_marking_waits(scheduler: &Scheduler, queue: &Queue, index: u64) -> Result<Option<Staged>> {
+fn translate_marking_waits(scheduler: &Scheduler, queue: &Queue, index: u64) -> Result<Translated> {
     let is_wait = queue.packet(index).is_ok_and(|p| p.header.kind == packet_kind::WAIT_SEMAPHORE);
     if is_wait {
         scheduler.blocked.xchg(1, Full);
@@ -513,27 +526,50 @@ fn host_copy(
     })
 }
 
+/// What a packet of a queue turned into.
+enum Translated {
+    /// Commands to run.
+    Run(Staged),
+    /// A WAIT_SEMAPHORE that is not satisfied yet.
+    Blocked,
+    /// A WAIT_SEMAPHORE with SKIP_ON_FAILURE on a semaphore that failed
+    /// with the positive errno `error`: skip it and `count` more packets.
+    Skip { count: u32, error: u32 },
+}
+
 /// Translates packet `index` of `queue` into Gluon commands: every handle
 /// must be an object of the queue's file and every range inside its BO.
-/// `None`: a WAIT_SEMAPHORE that is not satisfied yet. An error is the
-/// queue's fault.
-fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
+/// An error is the queue's fault.
+fn translate(queue: &Queue, index: u64) -> Result<Translated> {
     let packet = queue.packet(index)?;
     let h = packet.header;
+    let skip_flag = h.flags & uapi::packet_flags::SKIP_ON_FAILURE != 0;
     if h.reserved != 0 || h.pad != 0 || h.flags & !uapi::packet_flags::ALL != 0 {
+        return Err(EINVAL);
+    }
+    if skip_flag && h.kind != packet_kind::WAIT_SEMAPHORE {
         return Err(EINVAL);
     }
     let mut commands = KVec::new();
     let mut bos = KVec::new();
-    let mut signal = None;
+    let mut update = None;
+    let body = packet.body;
+    let lo = |w: u64| w as u32;
+    let hi = |w: u64| (w >> 32) as u32;
+    if let Some(error) = queue.skipping(index) {
+        // Skipped packets run nothing but still complete in order; a
+        // skipped signal fails its semaphore then.
+        if h.kind == packet_kind::SIGNAL_SEMAPHORE {
+            update = Some(SemUpdate::Fail { handle: lo(body[0]), error });
+        }
+        commands.push(Command::Fence, GFP_KERNEL)?;
+        return Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, update }));
+    }
     if h.flags & uapi::packet_flags::BARRIER != 0 {
         commands.push(Command::Fence, GFP_KERNEL)?;
     }
-    let body = packet.body;
     // Words of the body a packet kind does not use must be zero.
     let zero_from = |word: usize| body.get(word..).is_some_and(|rest| rest.iter().all(|&w| w == 0));
-    let lo = |w: u64| w as u32;
-    let hi = |w: u64| (w >> 32) as u32;
     match h.kind {
         packet_kind::NOP | packet_kind::FENCE => {
             if !zero_from(0) {
@@ -639,16 +675,20 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
             bos.push(staging, GFP_KERNEL)?;
         }
         packet_kind::WAIT_SEMAPHORE | packet_kind::SIGNAL_SEMAPHORE => {
-            let (handle, pad, value) = (lo(body[0]), hi(body[0]), body[1]);
-            if pad != 0 || !zero_from(2) {
+            let (handle, skip, value) = (lo(body[0]), hi(body[0]), body[1]);
+            if (skip != 0 && !skip_flag) || !zero_from(2) {
                 return Err(EINVAL);
             }
-            let reached = queue.ctx.sems.reached(handle, value)?;
-            if h.kind == packet_kind::WAIT_SEMAPHORE && !reached {
-                return Ok(None);
-            }
-            if h.kind == packet_kind::SIGNAL_SEMAPHORE {
-                signal = Some((handle, value));
+            let state = queue.ctx.sems.wait_state(handle, value)?;
+            if h.kind == packet_kind::WAIT_SEMAPHORE {
+                match state {
+                    WaitState::Pending => return Ok(Translated::Blocked),
+                    WaitState::Failed(error) if skip_flag => return Ok(Translated::Skip { count: skip, error }),
+                    WaitState::Failed(error) => return Err(Error::from_errno(-(error as i32))),
+                    WaitState::Reached => {}
+                }
+            } else {
+                update = Some(SemUpdate::Signal { handle, value });
             }
             // In order after everything before it on the queue.
             commands.push(Command::Fence, GFP_KERNEL)?;
@@ -673,5 +713,5 @@ fn translate(queue: &Queue, index: u64) -> Result<Option<Staged>> {
         }
         _ => return Err(EINVAL),
     }
-    Ok(Some(Staged { packet: index, commands, next: 0, bos, signal }))
+    Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, update }))
 }

@@ -123,6 +123,14 @@ impl Table {
     }
 }
 
+/// Where a semaphore stands against a value a queue waits for.
+pub(crate) enum WaitState {
+    Reached,
+    Pending,
+    /// Failed with this positive errno.
+    Failed(u32),
+}
+
 /// The outcome of checking a wait's points once.
 enum Check {
     /// Satisfied; the index for an ANY wait (0 for ALL).
@@ -238,15 +246,16 @@ impl Semaphores {
         Scheduler::semaphore_changed(&self.scheduler);
     }
 
-    /// For a WAIT_SEMAPHORE packet: whether `handle` has reached `value`;
-    /// its error if it failed, ENOENT if there is no such semaphore.
-    pub(crate) fn reached(&self, handle: u32, value: u64) -> Result<bool> {
+    /// For a queue packet: where `handle` stands against `value`; ENOENT if
+    /// there is no such semaphore.
+    pub(crate) fn wait_state(&self, handle: u32, value: u64) -> Result<WaitState> {
         let table = self.table.lock();
         let sem = table.get(handle)?;
-        match sem.failure() {
-            Some(e) => Err(e),
-            None => Ok(sem.value >= value),
-        }
+        Ok(match sem.error {
+            0 if sem.value >= value => WaitState::Reached,
+            0 => WaitState::Pending,
+            error => WaitState::Failed(error),
+        })
     }
 
     /// A SIGNAL_SEMAPHORE packet completed. A value at or below the current

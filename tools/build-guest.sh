@@ -20,15 +20,16 @@ cp "$BUILD"/kselftest/*_test "$TOP"/tests/guest/radctl-smoke.sh "$stage/"
 
 # Static, so the guest needs no libc of its own. An explicit --target keeps
 # crt-static away from build scripts and proc macros.
-log "guest: building static radctl, the demo and libradiance's kmod tests"
+log "guest: building static radctl, the demo, the conformance suite and libradiance's kmod tests"
 target=x86_64-unknown-linux-gnu
 static_cargo() {
 	RUSTFLAGS="-C target-feature=+crt-static" cargo "$@" -q --release --target "$target" \
 		--manifest-path "$TOP/Cargo.toml"
 }
-static_cargo build -p radctl >&2
+static_cargo build -p radctl -p radiance-cts >&2
 static_cargo build -p libradiance --example kmod_buffers >&2
-cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/examples/kmod_buffers" "$stage/"
+cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/radiance-cts" \
+	"$TOP/target/$target/release/examples/kmod_buffers" "$stage/"
 # Test binaries' paths have a hash in them: ask cargo for them.
 for test in kmod_bo kmod_sem kmod_queue; do
 	bin=$(static_cargo test --no-run -p libradiance --test "$test" --message-format=json |

@@ -47,19 +47,9 @@ mod opcode {
     pub(super) const FENCE: u8 = 5;
 }
 
-/// `ERR_CODE` values of a response.
-pub(crate) mod err {
-    /// The entry PC holds no kernel.
-    pub(crate) const BAD_PC: u8 = 1;
-    /// A thread touched an address outside VRAM.
-    pub(crate) const BAD_ADDRESS: u8 = 2;
-    /// The command header is malformed.
-    pub(crate) const BAD_COMMAND: u8 = 3;
-    /// A DMA transfer failed.
-    pub(crate) const DMA: u8 = 4;
-    /// The launch block is malformed.
-    pub(crate) const BAD_LAUNCH: u8 = 5;
-}
+/// `ERR_CODE` values of a response: part of the ABI, since queue faults
+/// report them to processes.
+pub(crate) use crate::uapi::gluon_err as err;
 
 fn u32_at(b: &[u8; 16], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])

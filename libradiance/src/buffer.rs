@@ -150,6 +150,12 @@ impl Buffer {
         BufferRef { buffer: self, offset }
     }
 
+    /// Whether `other` is this buffer (a clone of it). Device addresses do
+    /// not tell: imported memory may have none.
+    pub(crate) fn is(&self, other: &Buffer) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.inner), Arc::as_ptr(&other.inner))
+    }
+
     /// Fails unless `length` bytes at `offset` lie inside the buffer.
     pub(crate) fn check_range(&self, offset: u64, length: u64) -> Result<()> {
         match offset.checked_add(length) {

@@ -102,8 +102,7 @@ impl Command {
         source.buffer.device().check_same(target.buffer.device(), "the copy target")?;
         source.buffer.check_range(source.offset, length)?;
         target.buffer.check_range(target.offset, length)?;
-        let same = source.buffer.device_address() == target.buffer.device_address();
-        if same && source.offset < target.offset + length && target.offset < source.offset + length {
+        if source.buffer.is(target.buffer) && source.offset < target.offset + length && target.offset < source.offset + length {
             return Err(Error::InvalidArgument("copy source and target overlap".into()));
         }
         Ok(Self(Op::Copy {

@@ -33,6 +33,11 @@ pub struct DeviceInfo {
     /// Whether launches of the `radiance_uapi::builtin` entry PCs run the
     /// built-in kernels.
     pub builtin_kernels: bool,
+    /// Whether a kernel that touches memory outside every buffer, or past
+    /// the end of the one it was given, faults. Radiance has no GPU virtual
+    /// memory: on `kmod` such a kernel faults only outside VRAM, and
+    /// otherwise corrupts whatever lies there.
+    pub memory_protection: bool,
 }
 
 /// An open device. Clones share it; it lives as long as any clone or any
@@ -49,21 +54,17 @@ impl std::fmt::Debug for Device {
 }
 
 impl Device {
-    /// Opens a device by URI: `host` (the CPU reference backend); `kmod:N` or
-    /// `/dev/radianceN`, `cuda:N` and `hsa:N` are recognised and report that
-    /// this build cannot drive them yet.
+    /// Opens a device by URI: `host` (the CPU reference backend), `kmod:N`
+    /// or `/dev/radianceN` (radiance.ko), `cuda:N` (the NVIDIA driver);
+    /// `hsa:N` is recognised and reports that this build cannot drive it
+    /// yet.
     pub fn open(uri: &str) -> Result<Self> {
         let unavailable = |why| Err(Error::BackendUnavailable { uri: uri.to_owned(), why });
         if uri == "host" {
             return Ok(Self { inner: Arc::new(host::HostDevice::new(uri)) });
         }
         if uri.starts_with("kmod:") || uri.starts_with("/dev/") {
-            // A malformed name is the caller's mistake; say so first.
-            kmod::resolve(uri)?;
-            return unavailable(
-                "the kmod HAL backend is not written yet (issue 6); radiance::kmod has the device's \
-                 buffer objects, semaphores and queues",
-            );
+            return Ok(Self { inner: Arc::new(kmod::hal::KmodDevice::open(uri)?) });
         }
         if uri.starts_with("cuda:") {
             return Ok(Self { inner: Arc::new(cuda::CudaDevice::open(uri)?) });
@@ -149,10 +150,9 @@ mod tests {
 
     #[test]
     fn uris_without_a_backend_say_why() {
-        let kmod = open_error("kmod:0");
-        assert_eq!(kmod.status(), StatusCode::Unimplemented);
-        assert!(kmod.to_string().contains("radiance::kmod"), "{kmod}");
-        assert_eq!(open_error("/dev/radiance1").status(), StatusCode::Unimplemented);
+        // No device node by that name on any machine.
+        let missing = open_error("kmod:4000000000");
+        assert_eq!(missing.status(), StatusCode::NotFound, "{missing}");
         assert_eq!(open_error("hsa:0").status(), StatusCode::Unimplemented);
         assert_eq!(open_error("kmod:x").status(), StatusCode::InvalidArgument);
         let unknown = open_error("vulkan:0");

@@ -3,6 +3,7 @@
 //! The library's one error type, and the IREE-like status code each error
 //! maps to (what the C ABI returns).
 
+use rustix::io::Errno;
 use std::path::PathBuf;
 
 /// IREE's `iree_status_code_t`, which the C ABI returns as its status.
@@ -58,7 +59,73 @@ impl StatusCode {
     pub fn from_raw(raw: u32) -> Option<Self> {
         Self::ALL.get(raw as usize).copied()
     }
+
+    /// The errno that carries this code through the kernel, where a
+    /// semaphore's failure is a positive errno (SEM_FAIL):
+    /// [`StatusCode::from_errno`] maps it back to this code.
+    pub fn errno(self) -> Errno {
+        ERRNOS.iter().find(|(code, _)| *code == self).map_or(Errno::PROTO, |(_, e)| *e)
+    }
+
+    /// The code an errno stands for: the inverse of [`StatusCode::errno`],
+    /// and absl's `ErrnoToStatusCode` for the errnos system calls return,
+    /// except that EIO is [`StatusCode::Aborted`]: the kernel module fails
+    /// work with EIO when the device faulted.
+    pub fn from_errno(errno: Errno) -> Self {
+        ERRNOS.iter().chain(ERRNO_ALIASES).find(|(_, e)| *e == errno).map_or(Self::Unknown, |(code, _)| *code)
+    }
 }
+
+/// One errno per code, both ways (`Ok` has none: it is no failure).
+const ERRNOS: &[(StatusCode, Errno)] = &[
+    (StatusCode::Cancelled, Errno::CANCELED),
+    (StatusCode::Unknown, Errno::PROTO),
+    (StatusCode::InvalidArgument, Errno::INVAL),
+    (StatusCode::DeadlineExceeded, Errno::TIMEDOUT),
+    (StatusCode::NotFound, Errno::NOENT),
+    (StatusCode::AlreadyExists, Errno::EXIST),
+    (StatusCode::PermissionDenied, Errno::PERM),
+    (StatusCode::ResourceExhausted, Errno::NOMEM),
+    (StatusCode::FailedPrecondition, Errno::PIPE),
+    (StatusCode::Aborted, Errno::IO),
+    (StatusCode::OutOfRange, Errno::RANGE),
+    (StatusCode::Unimplemented, Errno::OPNOTSUPP),
+    (StatusCode::Internal, Errno::NOTRECOVERABLE),
+    (StatusCode::Unavailable, Errno::AGAIN),
+    (StatusCode::DataLoss, Errno::BADMSG),
+    (StatusCode::Unauthenticated, Errno::KEYREJECTED),
+    (StatusCode::Deferred, Errno::INPROGRESS),
+    (StatusCode::Incompatible, Errno::PROTONOSUPPORT),
+];
+
+/// Other errnos system calls return, and their codes.
+const ERRNO_ALIASES: &[(StatusCode, Errno)] = &[
+    (StatusCode::InvalidArgument, Errno::NOTTY),
+    (StatusCode::InvalidArgument, Errno::FAULT),
+    (StatusCode::InvalidArgument, Errno::TOOBIG),
+    (StatusCode::InvalidArgument, Errno::NAMETOOLONG),
+    (StatusCode::DeadlineExceeded, Errno::TIME),
+    (StatusCode::NotFound, Errno::NODEV),
+    (StatusCode::NotFound, Errno::NXIO),
+    (StatusCode::NotFound, Errno::SRCH),
+    (StatusCode::AlreadyExists, Errno::ALREADY),
+    (StatusCode::PermissionDenied, Errno::ACCESS),
+    (StatusCode::PermissionDenied, Errno::ROFS),
+    (StatusCode::ResourceExhausted, Errno::NOSPC),
+    (StatusCode::ResourceExhausted, Errno::MFILE),
+    (StatusCode::ResourceExhausted, Errno::NFILE),
+    (StatusCode::ResourceExhausted, Errno::NOBUFS),
+    (StatusCode::FailedPrecondition, Errno::BADF),
+    (StatusCode::FailedPrecondition, Errno::NOTEMPTY),
+    (StatusCode::FailedPrecondition, Errno::SHUTDOWN),
+    (StatusCode::OutOfRange, Errno::OVERFLOW),
+    (StatusCode::OutOfRange, Errno::FBIG),
+    (StatusCode::Unimplemented, Errno::NOSYS),
+    (StatusCode::Unavailable, Errno::BUSY),
+    (StatusCode::Unavailable, Errno::INTR),
+    (StatusCode::Unavailable, Errno::HOSTDOWN),
+    (StatusCode::Aborted, Errno::DEADLK),
+];
 
 /// Everything that can go wrong in libradiance.
 ///
@@ -138,7 +205,6 @@ impl Error {
 
     /// The IREE status code for this error.
     pub fn status(&self) -> StatusCode {
-        use rustix::io::Errno;
         match self {
             Self::NoDevices | Self::DeviceNotFound(_) => StatusCode::NotFound,
             Self::BadDeviceName(_) => StatusCode::InvalidArgument,
@@ -152,18 +218,7 @@ impl Error {
             // The grid was killed, as IREE reports a device-side abort.
             Self::DeviceFault { .. } => StatusCode::Aborted,
             Self::Status { code, .. } => *code,
-            Self::Os { source, .. } => match *source {
-                Errno::INVAL | Errno::NOTTY => StatusCode::InvalidArgument,
-                Errno::NOENT | Errno::NODEV | Errno::NXIO => StatusCode::NotFound,
-                Errno::NOMEM | Errno::NOSPC => StatusCode::ResourceExhausted,
-                Errno::ACCESS | Errno::PERM => StatusCode::PermissionDenied,
-                Errno::BUSY | Errno::AGAIN => StatusCode::Unavailable,
-                Errno::TIME | Errno::TIMEDOUT => StatusCode::DeadlineExceeded,
-                Errno::CANCELED => StatusCode::Cancelled,
-                Errno::EXIST => StatusCode::AlreadyExists,
-                Errno::RANGE | Errno::OVERFLOW => StatusCode::OutOfRange,
-                _ => StatusCode::Unknown,
-            },
+            Self::Os { source, .. } => StatusCode::from_errno(*source),
         }
     }
 }
@@ -178,5 +233,19 @@ mod tests {
             assert_eq!(StatusCode::from_raw(raw).map(|c| c as u32), Some(raw));
         }
         assert_eq!(StatusCode::from_raw(19), None);
+    }
+
+    #[test]
+    fn every_failure_code_survives_the_kernel_errno() {
+        for code in &StatusCode::ALL[1..] {
+            assert_eq!(StatusCode::from_errno(code.errno()), *code, "{code:?} as {:?}", code.errno());
+        }
+        assert_eq!(StatusCode::from_errno(Errno::NOTTY), StatusCode::InvalidArgument);
+        assert_eq!(StatusCode::from_errno(Errno::IO), StatusCode::Aborted);
+        assert_eq!(StatusCode::from_errno(Errno::XDEV), StatusCode::Unknown);
+        // Each errno means one code.
+        for (i, (_, a)) in ERRNOS.iter().chain(ERRNO_ALIASES).enumerate() {
+            assert!(ERRNOS.iter().chain(ERRNO_ALIASES).skip(i + 1).all(|(_, b)| a != b), "{a:?} twice");
+        }
     }
 }

@@ -90,7 +90,7 @@ fn a_device_fault_is_an_error_with_its_pc() {
     let launch = Launch { entry_pc: 0x4321, grid: [1; 3], block: [1; 3], regs_per_thread: 0, shmem_per_block: 0, params: vec![] };
     q.launch(&dev, &launch).unwrap();
     let err = q.finish(None).unwrap_err();
-    assert!(err.to_string().contains("pc 0x4321"), "{err}");
+    assert!(err.to_string().contains("pc 0x00004321"), "{err}");
     let fault = q.fault().unwrap();
     assert_eq!((fault.packet, fault.err_pc, fault.err_code), (0, 0x4321, 1));
 }

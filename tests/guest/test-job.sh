@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Runs inside the QEMU guest (as /job): loads radiance.ko, runs every
-# kselftest and the radctl smoke tests, unloads the module. Each prints KTAP;
+# kselftest, libradiance's kmod tests, the HAL conformance suite against
+# kmod:0 and the radctl smoke tests, unloads the module. Each prints KTAP;
 # the host turns the console into pass/fail (tools/run-qemu.sh).
 set -u
 
@@ -15,6 +16,7 @@ done
 for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue; do
 	/libtest-ktap.sh "$t" --ignored
 done
+/radiance-cts --device kmod:0
 /radctl-smoke.sh
 
 # A clean unload: the console is checked for splats afterwards.

@@ -394,6 +394,11 @@ TEST_F(q, each_bad_packet_faults_only_its_queue)
 	expect_fault(_metadata, self->fd, &raw, EINVAL, NULL);
 	raw.header.flags = 0x80;
 	expect_fault(_metadata, self->fd, &raw, EINVAL, NULL);
+	/* SKIP_ON_FAILURE belongs to WAIT_SEMAPHORE only. */
+	raw.body[6] = 0;
+	raw.header.flags = RADIANCE_PACKET_SKIP_ON_FAILURE;
+	expect_fault(_metadata, self->fd, &raw, EINVAL, NULL);
+	raw.header.flags = 0;
 	/* A handle that is no BO of this file. */
 	f.dst = v + 100;
 	expect_fault(_metadata, self->fd, &f, ENOENT, NULL);
@@ -825,6 +830,66 @@ TEST_F(q, a_failed_semaphore_fails_dependent_queues_and_their_signals)
 	queue_close(&b);
 }
 
+static void skip_wait(struct queue *q, uint32_t handle, uint64_t value, uint32_t skip)
+{
+	struct radiance_semaphore_packet p = {
+		.header = { .kind = RADIANCE_PACKET_WAIT_SEMAPHORE, .flags = RADIANCE_PACKET_SKIP_ON_FAILURE },
+		.handle = handle, .skip = skip, .value = value,
+	};
+
+	queue_put(q, &p);
+}
+
+TEST_F(q, a_failed_wait_with_skip_fails_only_its_submission)
+{
+	struct radiance_semaphore_packet no_flag = {
+		.header = { .kind = RADIANCE_PACKET_WAIT_SEMAPHORE }, .skip = 1, .value = 1,
+	};
+	struct radiance_bo_create bc;
+	struct radiance_sem_fail fail;
+	struct queue b;
+	uint32_t *word;
+	int s = radiance_sem_create(self->fd, 0), t = radiance_sem_create(self->fd, 0);
+	int u = radiance_sem_create(self->fd, 0);
+	int bo = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &bc);
+
+	ASSERT_LT(0, u);
+	ASSERT_LT(0, bo);
+	no_flag.handle = u;
+	word = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, word);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
+	/* Submission 1: wait s, wait s again, fill word 1, signal t. Only its
+	 * first packet is published when s fails: the skip covers packets the
+	 * process writes afterwards. */
+	skip_wait(&b, s, 1, 3);
+	queue_publish(&b);
+	usleep(20000);
+	fail.handle = s;
+	fail.error = EHOSTDOWN;
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_FAIL, &fail));
+	usleep(20000);
+	skip_wait(&b, s, 1, 2);
+	fill(&b, bo, 4, 4, 0xbad, 4);
+	sem_packet(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, t, 1);
+	/* Submission 2 runs. */
+	fill(&b, bo, 0, 4, 0x600d, 4);
+	sem_packet(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, u, 1);
+	queue_publish(&b);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
+	EXPECT_EQ(6, b.ctl->read_index);
+	EXPECT_EQ(0, word[1]) TH_LOG("a skipped fill ran");
+	EXPECT_EQ(0x600du, word[0]);
+	EXPECT_EQ(-EHOSTDOWN, radiance_sem_wait_for(self->fd, t, 1));
+	EXPECT_EQ(1, radiance_sem_value(self->fd, u));
+	/* A skip count without the flag is refused. */
+	queue_put(&b, &no_flag);
+	queue_publish(&b);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&b));
+	EXPECT_EQ(EINVAL, b.ctl->error);
+	queue_close(&b);
+}
+
 TEST_F(q, a_faulting_queue_fails_what_it_was_to_signal)
 {
 	struct radiance_packet bad = { 0 };
@@ -940,6 +1005,28 @@ TEST_F(q, destroying_a_queue_cancels_what_it_was_to_signal)
 	queue_publish(&a);
 	usleep(20000);
 	queue_close(&a);
+	EXPECT_EQ(-ECANCELED, radiance_sem_wait_for(self->fd, s, 1));
+}
+
+TEST_F(q, destroying_a_queue_cancels_a_launch_in_flight)
+{
+	struct radiance_bo_create kc;
+	struct queue a;
+	uint8_t *blk;
+	int s = radiance_sem_create(self->fd, 0);
+	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+
+	ASSERT_LT(0, hk);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, blk);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	launch(&a, self->fd, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
+	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 1);
+	queue_publish(&a);
+	usleep(20000);
+	EXPECT_EQ(0, radiance_sem_value(self->fd, s));
+	queue_close(&a);
+	/* Cancelled now, not timed out when the watchdog resets the device. */
 	EXPECT_EQ(-ECANCELED, radiance_sem_wait_for(self->fd, s, 1));
 }
 

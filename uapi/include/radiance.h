@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 6
+#define RADIANCE_ABI_MINOR 7
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -199,6 +199,13 @@ struct radiance_sem_import_sync_file {
 #define RADIANCE_QUEUE_ACTIVE 0
 #define RADIANCE_QUEUE_FAULTED 1
 
+/* Gluon ERR_CODE values of a device fault (err_code). */
+#define RADIANCE_GLUON_ERR_BAD_PC 1	 /* the entry PC holds no kernel */
+#define RADIANCE_GLUON_ERR_BAD_ADDRESS 2 /* an address outside VRAM */
+#define RADIANCE_GLUON_ERR_BAD_COMMAND 3 /* a malformed command header */
+#define RADIANCE_GLUON_ERR_DMA 4	 /* a DMA transfer failed */
+#define RADIANCE_GLUON_ERR_BAD_LAUNCH 5	 /* a malformed launch block */
+
 struct radiance_queue_control {
 	__u64 write_index;	/* process */
 	__u64 read_index;	/* kernel: packets completed */
@@ -251,10 +258,16 @@ struct radiance_queue_query {
 #define RADIANCE_PACKET_WAIT_SEMAPHORE 8
 #define RADIANCE_PACKET_SIGNAL_SEMAPHORE 9
 #define RADIANCE_PACKET_BARRIER (1u << 0)
+/*
+ * WAIT_SEMAPHORE only (ABI 1.7): a failed semaphore does not fault the
+ * queue; this packet and the `skip` packets after it complete without
+ * running, and their SIGNAL_SEMAPHOREs fail with the same error.
+ */
+#define RADIANCE_PACKET_SKIP_ON_FAILURE (1u << 1)
 
 struct radiance_packet_header {
 	__u8 kind;		/* RADIANCE_PACKET_* */
-	__u8 flags;		/* RADIANCE_PACKET_BARRIER */
+	__u8 flags;		/* RADIANCE_PACKET_BARRIER, _SKIP_ON_FAILURE */
 	__u16 reserved;
 	__u32 pad;
 };
@@ -329,7 +342,7 @@ struct radiance_counter_packet {
 struct radiance_semaphore_packet {
 	struct radiance_packet_header header;
 	__u32 handle;		/* a semaphore of the queue's file */
-	__u32 pad;
+	__u32 skip;		/* WAIT with SKIP_ON_FAILURE; else 0 (1.6: pad) */
 	__u64 value;
 	__u64 reserved[5];
 };

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 6;
+pub const ABI_MINOR: u16 = 7;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -466,7 +466,8 @@ pub struct QueueControl {
     pub status: u32,
     /// Kernel: the positive errno a faulted queue stopped with.
     pub error: u32,
-    /// Kernel: Gluon's ERR_CODE for a device fault (0 otherwise).
+    /// Kernel: Gluon's ERR_CODE for a device fault, one of [`gluon_err`]
+    /// (0 otherwise).
     pub err_code: u32,
     /// Kernel: the index of the packet that faulted.
     pub fault_index: u64,
@@ -560,8 +561,9 @@ pub mod packet_kind {
     /// nanoseconds, into VRAM.
     pub const TIMESTAMP: u8 = 7;
     /// [`super::SemaphorePacket`]: the queue goes no further until the
-    /// semaphore reaches the value; a failed semaphore faults the queue
-    /// with its error.
+    /// semaphore reaches the value. A failed semaphore faults the queue with
+    /// its error, unless the packet has
+    /// [`SKIP_ON_FAILURE`](super::packet_flags::SKIP_ON_FAILURE).
     pub const WAIT_SEMAPHORE: u8 = 8;
     /// [`super::SemaphorePacket`]: raises the semaphore to the value once
     /// everything before it on the queue has completed. A queue that faults
@@ -569,12 +571,35 @@ pub mod packet_kind {
     pub const SIGNAL_SEMAPHORE: u8 = 9;
 }
 
+/// Gluon's `ERR_CODE` values, as a device fault reports them in
+/// [`QueueControl::err_code`] and [`QueueQuery::err_code`].
+pub mod gluon_err {
+    /// The entry PC holds no kernel.
+    pub const BAD_PC: u8 = 1;
+    /// A thread touched an address outside VRAM.
+    pub const BAD_ADDRESS: u8 = 2;
+    /// The command header is malformed.
+    pub const BAD_COMMAND: u8 = 3;
+    /// A DMA transfer failed.
+    pub const DMA: u8 = 4;
+    /// The launch block is malformed.
+    pub const BAD_LAUNCH: u8 = 5;
+}
+
 /// `PacketHeader::flags`.
 pub mod packet_flags {
     /// Everything before this packet completes before it starts.
     pub const BARRIER: u8 = 1 << 0;
-    /// Every flag ABI 1.3 knows.
-    pub const ALL: u8 = BARRIER;
+    /// WAIT_SEMAPHORE only (ABI 1.7): if the semaphore has failed, the queue
+    /// does not fault. Instead this packet and the
+    /// [`SemaphorePacket::skip`](super::SemaphorePacket::skip) packets after
+    /// it complete without running, and each SIGNAL_SEMAPHORE among them
+    /// fails its semaphore with the same error; the queue goes on after
+    /// them. This is how one submission (waits, work, signals) fails as a
+    /// unit while its queue lives on.
+    pub const SKIP_ON_FAILURE: u8 = 1 << 1;
+    /// Every flag ABI 1.7 knows.
+    pub const ALL: u8 = BARRIER | SKIP_ON_FAILURE;
 }
 
 /// The first 8 bytes of every packet.
@@ -698,7 +723,10 @@ pub struct CounterPacket {
 pub struct SemaphorePacket {
     pub header: PacketHeader,
     pub handle: u32,
-    pub pad: u32,
+    /// WAIT_SEMAPHORE with `SKIP_ON_FAILURE` (ABI 1.7): how many packets
+    /// after this one to skip if the semaphore has failed. Zero otherwise
+    /// (ABI 1.6 called it `pad`).
+    pub skip: u32,
     pub value: u64,
     pub reserved: [u64; 5],
 }

@@ -91,7 +91,7 @@ fn facts() -> Vec<Fact> {
         entry_pc, grid, block, regs_per_thread, flags, pad, shmem_per_block, printf_host_addr, binary_size,
         params_size, pad1,
     ]);
-    abi_struct!(f, uapi::SemaphorePacket, "radiance_semaphore_packet", [header, handle, pad, value, reserved]);
+    abi_struct!(f, uapi::SemaphorePacket, "radiance_semaphore_packet", [header, handle, skip, value, reserved]);
     abi_struct!(f, uapi::CounterPacket, "radiance_counter_packet", [header, dst, counter, dst_offset, reserved]);
     let consts: &[(&str, u64)] = &[
         ("RADIANCE_PACKET_READ_COUNTER", uapi::packet_kind::READ_COUNTER as u64),
@@ -109,6 +109,11 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_QUEUE_MAX_PACKETS", uapi::QUEUE_MAX_PACKETS as u64),
         ("RADIANCE_QUEUE_ACTIVE", uapi::queue_status::ACTIVE as u64),
         ("RADIANCE_QUEUE_FAULTED", uapi::queue_status::FAULTED as u64),
+        ("RADIANCE_GLUON_ERR_BAD_PC", uapi::gluon_err::BAD_PC as u64),
+        ("RADIANCE_GLUON_ERR_BAD_ADDRESS", uapi::gluon_err::BAD_ADDRESS as u64),
+        ("RADIANCE_GLUON_ERR_BAD_COMMAND", uapi::gluon_err::BAD_COMMAND as u64),
+        ("RADIANCE_GLUON_ERR_DMA", uapi::gluon_err::DMA as u64),
+        ("RADIANCE_GLUON_ERR_BAD_LAUNCH", uapi::gluon_err::BAD_LAUNCH as u64),
         ("RADIANCE_PACKET_SIZE", uapi::PACKET_SIZE as u64),
         ("RADIANCE_PACKET_NOP", uapi::packet_kind::NOP as u64),
         ("RADIANCE_PACKET_FENCE", uapi::packet_kind::FENCE as u64),
@@ -116,6 +121,7 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_PACKET_COPY", uapi::packet_kind::COPY as u64),
         ("RADIANCE_PACKET_LAUNCH", uapi::packet_kind::LAUNCH as u64),
         ("RADIANCE_PACKET_BARRIER", uapi::packet_flags::BARRIER as u64),
+        ("RADIANCE_PACKET_SKIP_ON_FAILURE", uapi::packet_flags::SKIP_ON_FAILURE as u64),
         ("RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE", uapi::IOCTL_SEM_IMPORT_SYNC_FILE as u64),
         ("RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE", uapi::IOCTL_SEM_EXPORT_SYNC_FILE as u64),
         ("RADIANCE_IOCTL_SEM_CREATE", uapi::IOCTL_SEM_CREATE as u64),

@@ -75,7 +75,14 @@ impl CudaDevice {
         };
         let shared = Shared { kernels, space: AddressSpace::default(), scheduler: Mutex::default(), hub: Hub::default(), mirrors, ctx };
         Ok(Self {
-            info: DeviceInfo { uri: uri.to_owned(), backend: "cuda", name, builtin_kernels: true },
+            info: DeviceInfo {
+                uri: uri.to_owned(),
+                backend: "cuda",
+                name,
+                builtin_kernels: true,
+                // The built-ins check every address against live buffers.
+                memory_protection: true,
+            },
             shared: Arc::new(shared),
         })
     }

@@ -39,6 +39,8 @@ impl HostDevice {
                 backend: "host",
                 name: "CPU reference device".to_owned(),
                 builtin_kernels: true,
+                // Every kernel access is checked against the address space.
+                memory_protection: true,
             },
             hub: Arc::default(),
             space: Arc::default(),

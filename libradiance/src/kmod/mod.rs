@@ -4,6 +4,7 @@
 
 mod bo;
 mod debugfs;
+pub(crate) mod hal;
 mod ioctl;
 mod mem_stats;
 mod queue;
@@ -13,7 +14,7 @@ mod semaphore;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;
-pub use queue::{Printf, Queue, QueueFault};
+pub use queue::{Printf, Queue, QueueFault, QueueStatus};
 pub use queue_stats::QueueStats;
 pub use sem_stats::SemStats;
 pub use semaphore::Semaphore;

@@ -7,8 +7,10 @@
 
 use super::{ioctl, BufferObject, Device, Placement, Semaphore};
 use crate::{Error, Launch, Pattern, Result};
+use core::mem::offset_of;
 use memmap2::{MmapMut, MmapOptions};
 use radiance_uapi as uapi;
+use rustix::io::Errno;
 use std::{
     os::fd::OwnedFd,
     sync::{
@@ -21,6 +23,8 @@ use std::{
 /// Why a queue stopped: what QUEUE_QUERY and the control block say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueFault {
+    /// The queue's id in its file.
+    pub queue: u32,
     /// The positive errno.
     pub error: u32,
     /// The packet that faulted.
@@ -31,18 +35,91 @@ pub struct QueueFault {
     pub err_thread: u32,
 }
 
-/// A queue; destroyed when dropped (its packets in flight finish).
+impl QueueFault {
+    /// The fault as an error: a device fault names Gluon's error, PC and
+    /// thread ([`StatusCode::Aborted`]); a fault the kernel found (a bad
+    /// packet, a timeout) is its errno.
+    pub fn error(&self) -> Error {
+        let at = format!("queue {}, packet {}", self.queue, self.packet);
+        if self.err_code == 0 {
+            return Error::os(format!("{at} faulted"), Errno::from_raw_os_error(self.error as i32));
+        }
+        let why = match u8::try_from(self.err_code) {
+            Ok(uapi::gluon_err::BAD_PC) => "no kernel at the entry PC",
+            Ok(uapi::gluon_err::BAD_ADDRESS) => "an address outside VRAM",
+            Ok(uapi::gluon_err::BAD_COMMAND) => "a malformed command",
+            Ok(uapi::gluon_err::DMA) => "a DMA transfer failed",
+            Ok(uapi::gluon_err::BAD_LAUNCH) => "a malformed launch block",
+            _ => "an unknown error code",
+        };
+        Error::DeviceFault { pc: self.err_pc, thread: self.err_thread.into(), why: format!("{why} (ERR_CODE {}; {at})", self.err_code) }
+    }
+}
+
+/// A queue's control block as the kernel publishes it: completion and
+/// fault. Clones share the mapping, which stays readable after the queue
+/// is destroyed (it then no longer changes).
+#[derive(Clone)]
+pub struct QueueStatus {
+    id: u32,
+    control: Arc<MmapMut>,
+}
+
+impl QueueStatus {
+    fn u64_at(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: `offset` is an 8-aligned field of the control block, in
+        // the mapping that lives as long as `self`.
+        unsafe { AtomicU64::from_ptr(self.control.as_ptr().add(offset).cast::<u64>().cast_mut()) }
+    }
+
+    fn u32_at(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: as in `u64_at`, for a 4-aligned field.
+        unsafe { AtomicU32::from_ptr(self.control.as_ptr().add(offset).cast::<u32>().cast_mut()) }
+    }
+
+    /// Packets the kernel has completed.
+    pub fn completed(&self) -> u64 {
+        self.u64_at(offset_of!(uapi::QueueControl, read_index)).load(Ordering::Acquire)
+    }
+
+    /// The fault that stopped the queue, if any.
+    pub fn fault(&self) -> Option<QueueFault> {
+        let status = self.u32_at(offset_of!(uapi::QueueControl, status)).load(Ordering::SeqCst);
+        (status == uapi::queue_status::FAULTED).then(|| QueueFault {
+            queue: self.id,
+            error: self.u32_at(offset_of!(uapi::QueueControl, error)).load(Ordering::Acquire),
+            packet: self.u64_at(offset_of!(uapi::QueueControl, fault_index)).load(Ordering::Acquire),
+            err_code: self.u32_at(offset_of!(uapi::QueueControl, err_code)).load(Ordering::Acquire),
+            err_pc: self.u32_at(offset_of!(uapi::QueueControl, err_pc)).load(Ordering::Acquire),
+            err_thread: self.u32_at(offset_of!(uapi::QueueControl, err_thread)).load(Ordering::Acquire),
+        })
+    }
+}
+
+/// A queue; destroyed when dropped: what it has not completed is
+/// cancelled (its signals fail with ECANCELED).
 pub struct Queue {
     fd: Arc<OwnedFd>,
     id: u32,
     packets: u32,
     ring: MmapMut,
-    control: MmapMut,
+    status: QueueStatus,
     /// Packets written so far (published or not).
     written: u64,
     /// Staging host memory of UPDATE and LAUNCH packets, with the packet
     /// index after which it may go.
     staging: Vec<(u64, BufferObject)>,
+    /// Packets of the operation inside [`Queue::with_semaphores`], held
+    /// back until its wait packets (which count them) are written.
+    batch: Option<Batch>,
+    /// The kernel's ABI minor version: SKIP_ON_FAILURE needs 1.7.
+    abi_minor: u16,
+}
+
+/// Packets held back, and the ring index the first of them will get.
+struct Batch {
+    base: u64,
+    packets: Vec<uapi::Packet>,
 }
 
 impl Device {
@@ -70,54 +147,69 @@ impl Device {
                 return Err(e);
             }
         };
-        Ok(Queue { fd: self.fd.clone(), id: args.queue_id, packets, ring, control, written: 0, staging: Vec::new() })
+        Ok(Queue {
+            fd: self.fd.clone(),
+            id: args.queue_id,
+            packets,
+            ring,
+            status: QueueStatus { id: args.queue_id, control: Arc::new(control) },
+            written: 0,
+            staging: Vec::new(),
+            batch: None,
+            abi_minor: self.info.abi_minor,
+        })
     }
 }
 
 impl Queue {
-    fn control_u64(&self, offset: usize) -> &AtomicU64 {
-        // SAFETY: `offset` is an 8-aligned field of the control block, in
-        // the mapping that lives as long as `self`.
-        unsafe { AtomicU64::from_ptr(self.control.as_ptr().add(offset).cast::<u64>().cast_mut()) }
-    }
-
-    fn control_u32(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: as in `control_u64`, for a 4-aligned field.
-        unsafe { AtomicU32::from_ptr(self.control.as_ptr().add(offset).cast::<u32>().cast_mut()) }
+    /// The control block, shareable.
+    pub fn status(&self) -> &QueueStatus {
+        &self.status
     }
 
     /// Packets the kernel has completed.
     pub fn completed(&self) -> u64 {
-        self.control_u64(core::mem::offset_of!(uapi::QueueControl, read_index)).load(Ordering::Acquire)
+        self.status.completed()
     }
 
     /// The fault that stopped the queue, if any.
     pub fn fault(&self) -> Option<QueueFault> {
-        use core::mem::offset_of;
-        let status = self.control_u32(offset_of!(uapi::QueueControl, status)).load(Ordering::Acquire);
-        (status == uapi::queue_status::FAULTED).then(|| QueueFault {
-            error: self.control_u32(offset_of!(uapi::QueueControl, error)).load(Ordering::Acquire),
-            packet: self.control_u64(offset_of!(uapi::QueueControl, fault_index)).load(Ordering::Acquire),
-            err_code: self.control_u32(offset_of!(uapi::QueueControl, err_code)).load(Ordering::Acquire),
-            err_pc: self.control_u32(offset_of!(uapi::QueueControl, err_pc)).load(Ordering::Acquire),
-            err_thread: self.control_u32(offset_of!(uapi::QueueControl, err_thread)).load(Ordering::Acquire),
-        })
+        self.status.fault()
     }
 
     fn fault_error(&self) -> Option<Error> {
-        self.fault().map(|f| Error::Os {
-            what: format!(
-                "queue {} faulted at packet {} (err_code {}, pc {:#x}, thread {})",
-                self.id, f.packet, f.err_code, f.err_pc, f.err_thread
-            ),
-            source: rustix::io::Errno::from_raw_os_error(f.error as i32),
-        })
+        self.fault().map(|f| f.error())
     }
 
-    /// Writes one packet, waiting for ring space (publishing what is
-    /// written so the kernel can make room).
+    /// Packets written so far, published or not: the ring index the next
+    /// packet gets (what `completed()` reaches once all of them completed).
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The ring index the next packet will get, counting held-back ones.
+    fn next_index(&self) -> u64 {
+        self.batch.as_ref().map_or(self.written, |b| b.base + b.packets.len() as u64)
+    }
+
+    /// Writes one packet, or holds it back inside `with_semaphores`.
     fn put<T: Copy>(&mut self, packet: T) -> Result<()> {
         const { assert!(size_of::<T>() == uapi::PACKET_SIZE) };
+        // SAFETY: `T` is a 64-byte uapi packet of plain integers, as is
+        // `Packet`; any bytes are a valid `Packet`.
+        let packet = unsafe { std::mem::transmute_copy::<T, uapi::Packet>(&packet) };
+        match &mut self.batch {
+            Some(batch) => {
+                batch.packets.push(packet);
+                Ok(())
+            }
+            None => self.write(packet),
+        }
+    }
+
+    /// Writes one packet into the ring, waiting for space (publishing what
+    /// is written so the kernel can make room).
+    fn write(&mut self, packet: uapi::Packet) -> Result<()> {
         while self.written - self.completed() >= u64::from(self.packets) {
             if let Some(e) = self.fault_error() {
                 return Err(e);
@@ -128,8 +220,8 @@ impl Queue {
         let slot = (self.written % u64::from(self.packets)) as usize * uapi::PACKET_SIZE;
         // SAFETY: the slot is 64 bytes inside the ring mapping; the kernel
         // does not read it before `write_index` covers it (release store in
-        // `flush`). `T` is a 64-byte uapi packet of plain integers.
-        unsafe { std::ptr::write_volatile(self.ring.as_mut_ptr().add(slot).cast::<T>(), packet) };
+        // `flush`).
+        unsafe { std::ptr::write_volatile(self.ring.as_mut_ptr().add(slot).cast::<uapi::Packet>(), packet) };
         self.written += 1;
         let completed = self.completed();
         self.staging.retain(|(last, _)| *last >= completed);
@@ -183,7 +275,7 @@ impl Queue {
     pub fn update(&mut self, device: &Device, data: &[u8], dst: &BufferObject, offset: u64) -> Result<()> {
         let staging = self.stage(device, data)?;
         self.copy(&staging, 0, dst, offset, data.len() as u64)?;
-        self.staging.push((self.written, staging));
+        self.staging.push((self.next_index(), staging));
         Ok(())
     }
 
@@ -232,7 +324,7 @@ impl Queue {
             printf_size: out.as_ref().map_or(0, |_| 4 + u64::from(ring.limit)),
             ..Default::default()
         })?;
-        self.staging.push((self.written, staging));
+        self.staging.push((self.next_index(), staging));
         Ok(out)
     }
 
@@ -255,7 +347,8 @@ impl Queue {
         })
     }
 
-    /// The queue goes no further until `sem` reaches `value`.
+    /// The queue goes no further until `sem` reaches `value`; if `sem`
+    /// fails, the queue faults with its error.
     pub fn wait(&mut self, sem: &Semaphore, value: u64) -> Result<()> {
         self.semaphore_packet(uapi::packet_kind::WAIT_SEMAPHORE, sem, value)
     }
@@ -269,16 +362,52 @@ impl Queue {
     /// of `waits` is reached, and raises every one of `signals` once it and
     /// everything before it completed — the HAL's wait and signal lists, as
     /// WAIT_SEMAPHORE and SIGNAL_SEMAPHORE packets around it.
+    ///
+    /// The packets form one unit: if a wait's semaphore fails, nothing of
+    /// `op` runs, every one of `signals` fails with that error, and the
+    /// queue goes on with what follows (each wait carries SKIP_ON_FAILURE
+    /// and the count of packets after it). If `op` fails, nothing is
+    /// written.
     pub fn with_semaphores(
         &mut self,
         waits: &[(&Semaphore, u64)],
         signals: &[(&Semaphore, u64)],
         op: impl FnOnce(&mut Self) -> Result<()>,
     ) -> Result<()> {
-        for (sem, value) in waits {
-            self.wait(sem, *value)?;
+        if !waits.is_empty() && self.abi_minor < 7 {
+            return Err(Error::Status {
+                code: crate::StatusCode::Incompatible,
+                message: format!("kernel ABI 1.{} cannot skip a failed wait's work (needs 1.7)", self.abi_minor),
+            });
         }
-        op(self)?;
+        self.batch = Some(Batch { base: self.written + waits.len() as u64, packets: Vec::new() });
+        let done = op(self);
+        let body = self.batch.take().map(|b| b.packets).unwrap_or_default();
+        if let Err(e) = done {
+            // Staging memory of packets that will never be written.
+            let written = self.written;
+            self.staging.retain(|(last, _)| *last <= written);
+            return Err(e);
+        }
+        let after = body.len() + signals.len();
+        for (i, (sem, value)) in waits.iter().enumerate() {
+            let skip = u32::try_from(waits.len() - 1 - i + after)
+                .map_err(|_| Error::InvalidArgument(format!("{after} packets in one submission")))?;
+            self.put(uapi::SemaphorePacket {
+                header: uapi::PacketHeader {
+                    kind: uapi::packet_kind::WAIT_SEMAPHORE,
+                    flags: uapi::packet_flags::SKIP_ON_FAILURE,
+                    ..Default::default()
+                },
+                handle: sem.handle(),
+                skip,
+                value: *value,
+                ..Default::default()
+            })?;
+        }
+        for packet in body {
+            self.write(packet)?;
+        }
         for (sem, value) in signals {
             self.signal(sem, *value)?;
         }
@@ -287,11 +416,10 @@ impl Queue {
 
     /// Publishes the packets written; kicks only if the scheduler sleeps.
     pub fn flush(&mut self) -> Result<()> {
-        use core::mem::offset_of;
-        self.control_u64(offset_of!(uapi::QueueControl, write_index)).store(self.written, Ordering::SeqCst);
+        self.status.u64_at(offset_of!(uapi::QueueControl, write_index)).store(self.written, Ordering::SeqCst);
         // Sequentially consistent against the kernel's fully ordered
         // needs_kick update: either it sees our index or we see its flag.
-        if self.control_u32(offset_of!(uapi::QueueControl, needs_kick)).load(Ordering::SeqCst) != 0 {
+        if self.status.u32_at(offset_of!(uapi::QueueControl, needs_kick)).load(Ordering::SeqCst) != 0 {
             let mut args = uapi::QueueDestroy { queue_id: self.id, pad: 0 };
             ioctl::queue_kick(&*self.fd, &mut args).map_err(|e| Error::os("QUEUE_KICK", e))?;
         }

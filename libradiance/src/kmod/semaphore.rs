@@ -88,21 +88,29 @@ impl Semaphore {
         unsafe { AtomicU64::from_ptr(self.values.as_ptr().add(self.at).cast::<u64>().cast_mut()) }
     }
 
+    /// The value page's word: the value, or `SEM_FAILED_VALUE` once
+    /// failed.
+    pub fn value(&self) -> u64 {
+        self.value_cell().load(Ordering::Acquire)
+    }
+
     /// The value, read from the value page; the error if it failed.
     pub fn query(&self) -> Result<u64> {
-        match self.value_cell().load(Ordering::Acquire) {
-            uapi::SEM_FAILED_VALUE => Err(self.failure()),
+        match self.value() {
+            uapi::SEM_FAILED_VALUE => Err(match self.error() {
+                Ok(errno) => Error::os("semaphore failed", errno.unwrap_or(Errno::PROTO)),
+                Err(e) => e,
+            }),
             value => Ok(value),
         }
     }
 
-    /// The error a failed semaphore carries.
-    fn failure(&self) -> Error {
+    /// The errno the semaphore failed with (SEM_QUERY); `None` if it has
+    /// not failed.
+    pub fn error(&self) -> Result<Option<Errno>> {
         let mut args = uapi::SemQuery { handle: self.handle, ..Default::default() };
-        match ioctl::sem_query(&*self.fd, &mut args) {
-            Ok(()) => Error::os("semaphore failed", Errno::from_raw_os_error(args.error as i32)),
-            Err(e) => Error::os("SEM_QUERY", e),
-        }
+        ioctl::sem_query(&*self.fd, &mut args).map_err(|e| Error::os("SEM_QUERY", e))?;
+        Ok((args.error != 0).then(|| Errno::from_raw_os_error(args.error as i32)))
     }
 
     /// Raises the value to `value` (must be above it).

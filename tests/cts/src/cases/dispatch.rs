@@ -15,6 +15,7 @@ pub(super) const CASES: &[Case] = &[
     Case { name: "dispatch_builtin_results", run: results },
     Case { name: "dispatch_grid_covers_only_count_elements", run: grid_bounds },
     Case { name: "dispatch_faults_fail_the_launch", run: faults },
+    Case { name: "dispatch_out_of_bounds_access_faults", run: out_of_bounds },
 ];
 
 /// Skips the case on devices without the built-in kernels.
@@ -75,16 +76,7 @@ fn grid_bounds(device: &Device) -> Outcome {
 
 /// Each launch faults on its own queue (a fault stops a queue); every
 /// fault is ABORTED and names the entry PC.
-fn faults(device: &Device) -> Outcome {
-    needs_builtins(device)?;
-    let buffer = mappable(device, 64)?;
-    let base = address(&buffer)?;
-    let bad: [(&str, Launch); 4] = [
-        ("bad entry PC", launch(0x0000_2000, [1, 1, 1], [1, 1, 1], &[])),
-        ("address in no buffer", launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[0x10, 1, 4])),
-        ("elements past the end of the buffer", launch(builtin::FILL_U32, [1, 1, 1], [32, 1, 1], &[base, 1, 32])),
-        ("params too short", launch(builtin::VECADD_U32, [1, 1, 1], [1, 1, 1], &[base, base])),
-    ];
+fn expect_faults(device: &Device, bad: Vec<(&str, Launch)>) -> Outcome {
     for (what, launch) in bad {
         let (q, s) = (device.create_queue()?, device.create_semaphore(0)?);
         let pc = launch.entry_pc;
@@ -92,8 +84,44 @@ fn faults(device: &Device) -> Outcome {
         let e = expect_err(s.wait(1, PATIENCE), StatusCode::Aborted, what)?;
         ensure!(e.to_string().contains(&format!("{pc:#010x}")), "{what}: the fault does not name pc {pc:#010x}: {e}");
     }
+    Ok(())
+}
+
+/// What every device catches, with or without memory protection.
+fn faults(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    let base = address(&mappable(device, 64)?)?;
+    expect_faults(
+        device,
+        vec![
+            ("bad entry PC", launch(0x0000_2000, [1, 1, 1], [1, 1, 1], &[])),
+            // The top of the 32-bit space: no device has memory there.
+            ("address outside device memory", launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[0xFFFF_FFF0, 1, 4])),
+            ("params too short", launch(builtin::VECADD_U32, [1, 1, 1], [1, 1, 1], &[base, base])),
+        ],
+    )?;
     // Invalid launches are refused at the call.
     let q = device.create_queue()?;
     expect_err(q.dispatch(&[], &[], launch(builtin::FILL_U32, [0, 1, 1], [1, 1, 1], &[])), StatusCode::InvalidArgument, "empty grid")?;
     Ok(())
+}
+
+/// Accesses inside device memory but outside the buffers: caught only
+/// where the device protects memory.
+fn out_of_bounds(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    if !device.info().memory_protection {
+        return Err(Stop::Skip(format!(
+            "{} has no memory protection: a kernel's stray access inside device memory is not caught",
+            device.info().backend
+        )));
+    }
+    let base = address(&mappable(device, 64)?)?;
+    expect_faults(
+        device,
+        vec![
+            ("address in no buffer", launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[0x10, 1, 4])),
+            ("elements past the end of the buffer", launch(builtin::FILL_U32, [1, 1, 1], [32, 1, 1], &[base, 1, 32])),
+        ],
+    )
 }
