@@ -248,11 +248,28 @@ impl Scheduler {
     }
 
     /// Device teardown: disconnects the interrupt (breaking the cycle
-    /// through it), stops the device, and waits for passes that may still
-    /// be running.
+    /// through it), stops the device, forgets the commands it was running,
+    /// and waits for passes that may still be running.
+    ///
+    /// No file is open any more, but a command can still be in flight (a
+    /// launch that never ends, from a file already closed). Its entry holds
+    /// the queue, the file's context and through it the device: dropped
+    /// here, or the device would outlive the module, and the watchdog,
+    /// re-armed for it, would run after the module is gone.
     pub(crate) fn shutdown(&self) {
         self.hw.set_interrupt(None);
         self.hw.reset();
+        // Dropped after the lock: the last reference to a context frees
+        // its objects, which takes other locks. An empty FIFO allocates
+        // nothing, so the fallback never runs in practice.
+        let in_flight = match Fifo::with_capacity(0) {
+            Ok(empty) => Some(core::mem::replace(&mut self.state.lock().in_flight, empty)),
+            Err(_) => {
+                self.state.lock().in_flight.clear();
+                None
+            }
+        };
+        drop(in_flight);
         // SAFETY: both work items are initialised and live as long as
         // `self`; flushing a delayed work runs a pending one now.
         unsafe {

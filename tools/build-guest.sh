@@ -37,5 +37,12 @@ for test in kmod_bo kmod_sem kmod_queue; do
 	[[ -x $bin ]] || die "no libradiance $test test binary"
 	cp "$bin" "$stage/libradiance-$test"
 done
-cp "$TOP"/tests/guest/libtest-ktap.sh "$stage/"
+# The C ABI's test program, linked statically against the staticlib, to run
+# against kmod:0 (the host runs it against `host` under cargo test).
+static_cargo build -p libradiance >&2
+cc -std=c11 -Wall -Wextra -Werror -static -o "$stage/c_abi_test" \
+	-I "$TOP/libradiance/include" -I "$TOP/uapi/include" \
+	"$TOP"/libradiance/tests/c_abi/test.c "$TOP"/libradiance/tests/c_abi/seam.c \
+	"$TOP/target/$target/release/libradiance.a" -lpthread -lm -ldl
+cp "$TOP"/tests/guest/libtest-ktap.sh "$TOP"/tests/guest/ktap-one.sh "$stage/"
 echo "$stage"

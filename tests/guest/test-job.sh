@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Runs inside the QEMU guest (as /job): loads radiance.ko, runs every
-# kselftest, libradiance's kmod tests, the HAL conformance suite against
-# kmod:0 and the radctl smoke tests, unloads the module. Each prints KTAP;
+# kselftest, libradiance's kmod tests, the HAL conformance suite and the C
+# ABI's test program against kmod:0 and the radctl smoke tests, unloads the
+# module. Each prints KTAP;
 # the host turns the console into pass/fail (tools/run-qemu.sh).
 set -u
 
@@ -17,6 +18,7 @@ for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue; do
 	/libtest-ktap.sh "$t" --ignored
 done
 /radiance-cts --device kmod:0
+/ktap-one.sh c_abi_test_against_kmod /c_abi_test kmod:0
 /radctl-smoke.sh
 
 # A clean unload: the console is checked for splats afterwards.

@@ -12,6 +12,7 @@
 
 #include "kselftest_harness.h"
 #include "radiance_test.h"
+#include "radiance_queue.h"
 
 static int unload(void)
 {
@@ -113,6 +114,36 @@ TEST(exclusive_mode_allows_one_open_file)
 	EXPECT_LE(0, b);
 	close(a);
 	close(b);
+}
+
+TEST(unload_with_a_launch_still_running)
+{
+	struct radiance_bo_create kc;
+	struct queue q;
+	uint8_t *blk;
+	int fd = radiance_open(0);
+	int hk = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+
+	ASSERT_LT(0, hk);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, kc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, blk);
+	ASSERT_EQ(0, queue_open(fd, 16, &q));
+	queue_launch(&q, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
+	queue_publish(&q);
+	usleep(20000);
+	munmap(blk, 4096);
+	queue_close(&q);
+	close(fd);
+	/* The launch still runs (until the watchdog), holding what the closed
+	 * file had: unloading stops it and frees all of it, the watchdog
+	 * included, so that the module loads again and nothing runs after it
+	 * is gone (the console is checked for splats). */
+	ASSERT_EQ(0, unload());
+	usleep(2 * RADIANCE_TEST_TIMEOUT_MS * 1000);
+	ASSERT_EQ(0, load());
+	fd = radiance_open(0);
+	EXPECT_LE(0, fd);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

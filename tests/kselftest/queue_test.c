@@ -17,83 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "radiance_test.h"
-
-struct queue {
-	int fd;
-	uint32_t id;
-	uint32_t packets;
-	struct radiance_packet *ring;
-	struct radiance_queue_control *ctl;
-	uint64_t written;
-};
-
-static int queue_open(int fd, uint32_t packets, struct queue *q)
-{
-	struct radiance_queue_create c = { .ring_packets = packets };
-	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_QUEUE_CREATE, &c);
-
-	if (ret)
-		return ret;
-	memset(q, 0, sizeof(*q));
-	q->fd = fd;
-	q->id = c.queue_id;
-	q->packets = packets;
-	q->ring = mmap(NULL, packets * RADIANCE_PACKET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		       c.ring_offset);
-	q->ctl = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, c.control_offset);
-	return q->ring == MAP_FAILED || q->ctl == MAP_FAILED ? -ENOMEM : 0;
-}
-
-static void queue_close(struct queue *q)
-{
-	struct radiance_queue_destroy d = { .queue_id = q->id };
-
-	munmap(q->ring, q->packets * RADIANCE_PACKET_SIZE);
-	munmap(q->ctl, getpagesize());
-	radiance_ioctl(q->fd, RADIANCE_IOCTL_QUEUE_DESTROY, &d);
-}
-
-/* Kicks only when the scheduler asked for it; returns whether it did. */
-static int queue_publish(struct queue *q)
-{
-	struct radiance_queue_destroy kick = { .queue_id = q->id };
-
-	atomic_store_explicit((_Atomic uint64_t *)&q->ctl->write_index, q->written, memory_order_seq_cst);
-	if (atomic_load_explicit((_Atomic uint32_t *)&q->ctl->needs_kick, memory_order_seq_cst)) {
-		radiance_ioctl(q->fd, RADIANCE_IOCTL_QUEUE_KICK, &kick);
-		return 1;
-	}
-	return 0;
-}
-
-/* Writes one packet (waiting for ring space) without publishing it. */
-static void queue_put(struct queue *q, const void *packet)
-{
-	while (q->written - atomic_load((_Atomic uint64_t *)&q->ctl->read_index) >= q->packets) {
-		queue_publish(q);
-		usleep(100);
-	}
-	memcpy(&q->ring[q->written % q->packets], packet, RADIANCE_PACKET_SIZE);
-	q->written++;
-}
-
-/* Waits up to 10 s until every written packet completed, or the queue
- * faulted and the packets before the fault completed; returns the queue
- * status. */
-static uint32_t queue_drain(struct queue *q)
-{
-	for (int i = 0; i < 100000; i++) {
-		uint64_t done = atomic_load((_Atomic uint64_t *)&q->ctl->read_index);
-
-		if (atomic_load((_Atomic uint32_t *)&q->ctl->status) != RADIANCE_QUEUE_ACTIVE &&
-		    done == q->ctl->fault_index)
-			break;
-		if (done == q->written)
-			break;
-		usleep(100);
-	}
-	return q->ctl->status;
-}
+#include "radiance_queue.h"
 
 static void nop(struct queue *q, uint8_t flags)
 {
@@ -275,24 +199,6 @@ TEST_F(q, copy_from_an_imported_udmabuf)
 }
 
 /* A LAUNCH of built-in `pc` with `params`, its block in HOST BO `blk`. */
-static void launch(struct queue *q, int fd, uint32_t blk_handle, uint8_t *blk, uint32_t pc,
-		   const uint32_t *params, uint32_t nparams, uint16_t grid, uint16_t block)
-{
-	struct radiance_launch_block b = {
-		.entry_pc = pc, .grid = { grid, 1, 1 }, .block = { block, 1, 1 },
-		.params_size = nparams * 4,
-	};
-	struct radiance_launch_packet p = {
-		.header = { .kind = RADIANCE_PACKET_LAUNCH }, .block = blk_handle,
-		.block_offset = 0, .block_size = sizeof(b) + nparams * 4,
-	};
-
-	(void)fd;
-	memcpy(blk, &b, sizeof(b));
-	memcpy(blk + sizeof(b), params, nparams * 4);
-	queue_put(q, &p);
-}
-
 TEST_F(q, vector_add_launch_checked_element_by_element)
 {
 	enum { N = 1000 };
@@ -326,7 +232,7 @@ TEST_F(q, vector_add_launch_checked_element_by_element)
 	params[2] = cc.device_address;
 	params[3] = N;
 	/* 4 blocks of 256 threads: 1024 threads, the last 24 do nothing. */
-	launch(&q, self->fd, hk, blk, RADIANCE_BUILTIN_VECADD_U32, params, 4, 4, 256);
+	queue_launch(&q, hk, blk, RADIANCE_BUILTIN_VECADD_U32, params, 4, 4, 256);
 	queue_publish(&q);
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
 	for (int i = 0; i < N; i++) {
@@ -459,7 +365,7 @@ TEST_F(q, a_spinning_launch_times_out_resets_the_device_and_others_go_on)
 	ASSERT_NE(MAP_FAILED, word);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
 	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
-	launch(&a, self->fd, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
+	queue_launch(&a, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
 	nop(&a, 0);
 	queue_publish(&a);
 	usleep(20000);
@@ -1020,7 +926,7 @@ TEST_F(q, destroying_a_queue_cancels_a_launch_in_flight)
 	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
 	ASSERT_NE(MAP_FAILED, blk);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
-	launch(&a, self->fd, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
+	queue_launch(&a, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
 	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 1);
 	queue_publish(&a);
 	usleep(20000);

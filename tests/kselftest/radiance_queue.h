@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A user-mode queue for the Radiance kselftests: its ring and control block
+ * mapped, packets written and published as a process does it. */
+#ifndef RADIANCE_QUEUE_H
+#define RADIANCE_QUEUE_H
+
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "radiance_test.h"
+
+struct queue {
+	int fd;
+	uint32_t id;
+	uint32_t packets;
+	struct radiance_packet *ring;
+	struct radiance_queue_control *ctl;
+	uint64_t written;
+};
+
+static inline int queue_open(int fd, uint32_t packets, struct queue *q)
+{
+	struct radiance_queue_create c = { .ring_packets = packets };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_QUEUE_CREATE, &c);
+
+	if (ret)
+		return ret;
+	memset(q, 0, sizeof(*q));
+	q->fd = fd;
+	q->id = c.queue_id;
+	q->packets = packets;
+	q->ring = mmap(NULL, packets * RADIANCE_PACKET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		       c.ring_offset);
+	q->ctl = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, c.control_offset);
+	return q->ring == MAP_FAILED || q->ctl == MAP_FAILED ? -ENOMEM : 0;
+}
+
+static inline void queue_close(struct queue *q)
+{
+	struct radiance_queue_destroy d = { .queue_id = q->id };
+
+	munmap(q->ring, q->packets * RADIANCE_PACKET_SIZE);
+	munmap(q->ctl, getpagesize());
+	radiance_ioctl(q->fd, RADIANCE_IOCTL_QUEUE_DESTROY, &d);
+}
+
+/* Kicks only when the scheduler asked for it; returns whether it did. */
+static inline int queue_publish(struct queue *q)
+{
+	struct radiance_queue_destroy kick = { .queue_id = q->id };
+
+	atomic_store_explicit((_Atomic uint64_t *)&q->ctl->write_index, q->written, memory_order_seq_cst);
+	if (atomic_load_explicit((_Atomic uint32_t *)&q->ctl->needs_kick, memory_order_seq_cst)) {
+		radiance_ioctl(q->fd, RADIANCE_IOCTL_QUEUE_KICK, &kick);
+		return 1;
+	}
+	return 0;
+}
+
+/* Writes one packet (waiting for ring space) without publishing it. */
+static inline void queue_put(struct queue *q, const void *packet)
+{
+	while (q->written - atomic_load((_Atomic uint64_t *)&q->ctl->read_index) >= q->packets) {
+		queue_publish(q);
+		usleep(100);
+	}
+	memcpy(&q->ring[q->written % q->packets], packet, RADIANCE_PACKET_SIZE);
+	q->written++;
+}
+
+/* Waits up to 10 s until every written packet completed, or the queue
+ * faulted and the packets before the fault completed; returns the queue
+ * status. */
+static inline uint32_t queue_drain(struct queue *q)
+{
+	for (int i = 0; i < 100000; i++) {
+		uint64_t done = atomic_load((_Atomic uint64_t *)&q->ctl->read_index);
+
+		if (atomic_load((_Atomic uint32_t *)&q->ctl->status) != RADIANCE_QUEUE_ACTIVE &&
+		    done == q->ctl->fault_index)
+			break;
+		if (done == q->written)
+			break;
+		usleep(100);
+	}
+	return q->ctl->status;
+}
+
+/* A LAUNCH of built-in `pc` with `nparams` u32 params over `grid` blocks of
+ * `block` threads, its launch block at the start of HOST BO `blk_handle`
+ * (mapped at `blk`). */
+static inline void queue_launch(struct queue *q, uint32_t blk_handle, uint8_t *blk, uint32_t pc,
+				const uint32_t *params, uint32_t nparams, uint16_t grid, uint16_t block)
+{
+	struct radiance_launch_block b = {
+		.entry_pc = pc, .grid = { grid, 1, 1 }, .block = { block, 1, 1 },
+		.params_size = nparams * 4,
+	};
+	struct radiance_launch_packet p = {
+		.header = { .kind = RADIANCE_PACKET_LAUNCH }, .block = blk_handle,
+		.block_offset = 0, .block_size = sizeof(b) + nparams * 4,
+	};
+
+	memcpy(blk, &b, sizeof(b));
+	memcpy(blk + sizeof(b), params, nparams * 4);
+	queue_put(q, &p);
+}
+
+#endif
