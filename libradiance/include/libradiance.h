@@ -113,10 +113,10 @@ typedef struct radiance_semaphore_list_t {
 /* ---- Devices ------------------------------------------------------------ */
 
 /*
- * Opens a device by URI: "host" (the CPU reference backend); "kmod:N" or
- * "/dev/radianceN", "cuda:N" and "hsa:N" are recognised and answer
- * UNIMPLEMENTED until their backends exist; anything else is
- * INVALID_ARGUMENT.
+ * Opens a device by URI: "host" (the CPU reference backend), "kmod:N" or
+ * "/dev/radianceN" (radiance.ko; NOT_FOUND if there is no such node),
+ * "cuda:N" (the NVIDIA driver); "hsa:N" is recognised and answers
+ * UNIMPLEMENTED; anything else is INVALID_ARGUMENT.
  */
 radiance_status_t radiance_device_open(const char *uri, radiance_device_t **out_device);
 void radiance_device_retain(radiance_device_t *device);

@@ -4,7 +4,7 @@
 //! machine, run with `--ignored` inside the QEMU guest by tools/test.sh.
 
 use radiance::{
-    kmod::{Device, Placement},
+    kmod::{Device, MemStats, Placement},
     Launch, Pattern,
 };
 use radiance_uapi::builtin;
@@ -130,4 +130,32 @@ fn device_printf_reaches_the_caller() {
     let printf = q.launch_with_printf(&dev, &launch, 20).unwrap();
     q.finish(None).unwrap();
     assert_eq!(printf.text().unwrap(), "thread 0: 100\nthread");
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn updates_and_launches_stage_without_new_buffer_objects() {
+    let dev = Device::open("kmod:0").unwrap();
+    let word = dev.create_bo(4096, Placement::Vram, true).unwrap();
+    let mut q = dev.create_queue(1024).unwrap();
+    let fill = |value: u32| Launch {
+        entry_pc: builtin::FILL_U32,
+        grid: [1; 3],
+        block: [1; 3],
+        regs_per_thread: 0,
+        shmem_per_block: 0,
+        params: [word.device_address() as u32, value, 1].iter().flat_map(|p| p.to_le_bytes()).collect(),
+    };
+    let pinned = MemStats::read(0).unwrap().host_pinned;
+    for i in 0..200u32 {
+        q.update(&dev, &i.to_le_bytes(), &word, 4).unwrap();
+        q.launch(&dev, &fill(i)).unwrap();
+    }
+    // Staged in the queue's ring: no buffer object (no pinned memory, no
+    // system call) per packet.
+    assert_eq!(MemStats::read(0).unwrap().host_pinned, pinned);
+    q.finish(None).unwrap();
+    let map = word.map().unwrap();
+    assert_eq!(u32::from_le_bytes(map[0..4].try_into().unwrap()), 199, "the last launch's fill");
+    assert_eq!(u32::from_le_bytes(map[4..8].try_into().unwrap()), 199, "the last update");
 }

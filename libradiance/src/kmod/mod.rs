@@ -11,6 +11,7 @@ mod queue;
 mod queue_stats;
 mod sem_stats;
 mod semaphore;
+mod staging;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;

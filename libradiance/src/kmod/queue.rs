@@ -5,7 +5,7 @@
 //! kernel's scheduler sleeps (`needs_kick`), so a busy queue costs no
 //! syscalls.
 
-use super::{ioctl, BufferObject, Device, Placement, Semaphore};
+use super::{ioctl, staging::StagingRing, BufferObject, Device, Placement, Semaphore};
 use crate::{Error, Launch, Pattern, Result};
 use core::mem::offset_of;
 use memmap2::{MmapMut, MmapOptions};
@@ -19,6 +19,15 @@ use std::{
     },
     time::{Duration, Instant},
 };
+
+/// Bytes of each queue's staging ring (pinned host memory).
+const STAGING_BYTES: u64 = 256 << 10;
+
+/// Staged bytes: in the ring, or in a buffer object of their own.
+enum Staged {
+    Ring(u64),
+    Own(BufferObject),
+}
 
 /// Why a queue stopped: what QUEUE_QUERY and the control block say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,8 +115,10 @@ pub struct Queue {
     status: QueueStatus,
     /// Packets written so far (published or not).
     written: u64,
-    /// Staging host memory of UPDATE and LAUNCH packets, with the packet
-    /// index after which it may go.
+    /// Where UPDATE data and LAUNCH blocks are staged.
+    ring_staging: StagingRing,
+    /// Staged bytes that did not fit in the ring, each in a buffer object
+    /// of its own, with the ring index after which it may go.
     staging: Vec<(u64, BufferObject)>,
     /// Packets of the operation inside [`Queue::with_semaphores`], held
     /// back until its wait packets (which count them) are written.
@@ -137,8 +148,9 @@ impl Device {
         };
         let page = rustix::param::page_size();
         let mapped = map(args.ring_offset, (packets as usize * uapi::PACKET_SIZE).next_multiple_of(page))
-            .and_then(|ring| Ok((ring, map(args.control_offset, page)?)));
-        let (ring, control) = match mapped {
+            .and_then(|ring| Ok((ring, map(args.control_offset, page)?)))
+            .and_then(|(ring, control)| Ok((ring, control, StagingRing::new(self, STAGING_BYTES)?)));
+        let (ring, control, ring_staging) = match mapped {
             Ok(maps) => maps,
             Err(e) => {
                 // The queue exists: do not leave it behind.
@@ -154,6 +166,7 @@ impl Device {
             ring,
             status: QueueStatus { id: args.queue_id, control: Arc::new(control) },
             written: 0,
+            ring_staging,
             staging: Vec::new(),
             batch: None,
             abi_minor: self.info.abi_minor,
@@ -253,10 +266,14 @@ impl Queue {
 
     /// Copies `size` bytes between two buffer objects of the device.
     pub fn copy(&mut self, src: &BufferObject, src_offset: u64, dst: &BufferObject, dst_offset: u64, size: u64) -> Result<()> {
+        self.copy_handles(src.handle(), src_offset, dst.handle(), dst_offset, size)
+    }
+
+    fn copy_handles(&mut self, src: u32, src_offset: u64, dst: u32, dst_offset: u64, size: u64) -> Result<()> {
         self.put(uapi::CopyPacket {
             header: Self::header(uapi::packet_kind::COPY, false),
-            src: src.handle(),
-            dst: dst.handle(),
+            src,
+            dst,
             src_offset,
             dst_offset,
             size,
@@ -264,18 +281,43 @@ impl Queue {
         })
     }
 
-    /// Host memory holding `bytes`, kept until the next packet completes.
-    fn stage(&mut self, device: &Device, bytes: &[u8]) -> Result<BufferObject> {
+    /// Host memory holding `bytes` (within one page if `one_page`): the
+    /// queue's staging ring, or a buffer object of their own when the ring
+    /// has no room.
+    fn stage(&mut self, device: &Device, bytes: &[u8], one_page: bool) -> Result<Staged> {
+        self.ring_staging.retire(self.completed());
+        if let Some(offset) = self.ring_staging.stage(bytes, one_page) {
+            return Ok(Staged::Ring(offset));
+        }
         let bo = device.create_bo(bytes.len() as u64, Placement::Host, true)?;
         bo.map()?[..bytes.len()].copy_from_slice(bytes);
-        Ok(bo)
+        Ok(Staged::Own(bo))
+    }
+
+    /// The buffer object handle and offset of staged bytes.
+    fn staged_at(&self, staged: &Staged) -> (u32, u64) {
+        match staged {
+            Staged::Ring(offset) => (self.ring_staging.bo().handle(), *offset),
+            Staged::Own(bo) => (bo.handle(), 0),
+        }
+    }
+
+    /// Keeps staged bytes until the packet just put (which reads them)
+    /// completes.
+    fn keep(&mut self, staged: Staged) {
+        let end = self.next_index();
+        match staged {
+            Staged::Ring(_) => self.ring_staging.keep_until(end),
+            Staged::Own(bo) => self.staging.push((end, bo)),
+        }
     }
 
     /// Writes `data` (copied now, through staging host memory) to `dst`.
     pub fn update(&mut self, device: &Device, data: &[u8], dst: &BufferObject, offset: u64) -> Result<()> {
-        let staging = self.stage(device, data)?;
-        self.copy(&staging, 0, dst, offset, data.len() as u64)?;
-        self.staging.push((self.next_index(), staging));
+        let staged = self.stage(device, data, false)?;
+        let (handle, at) = self.staged_at(&staged);
+        self.copy_handles(handle, at, dst.handle(), offset, data.len() as u64)?;
+        self.keep(staged);
         Ok(())
     }
 
@@ -310,21 +352,22 @@ impl Queue {
             block.extend_from_slice(as_bytes(&ring));
             block.resize(block.len() + ring.limit as usize, 0);
         }
-        let staging = self.stage(device, &block)?;
         let out = match limit {
             Some(limit) => Some(device.create_bo(4 + u64::from(limit), Placement::Host, true)?),
             None => None,
         };
+        let staged = self.stage(device, &block, true)?;
+        let (handle, at) = self.staged_at(&staged);
         self.put(uapi::LaunchPacket {
             header: Self::header(uapi::packet_kind::LAUNCH, false),
-            block: staging.handle(),
-            block_offset: 0,
+            block: handle,
+            block_offset: at,
             block_size: block.len() as u64,
             printf: out.as_ref().map_or(0, BufferObject::handle),
             printf_size: out.as_ref().map_or(0, |_| 4 + u64::from(ring.limit)),
             ..Default::default()
         })?;
-        self.staging.push((self.next_index(), staging));
+        self.keep(staged);
         Ok(out)
     }
 
