@@ -31,7 +31,7 @@ static_cargo build -p libradiance --example kmod_buffers >&2
 cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/radiance-cts" \
 	"$TOP/target/$target/release/examples/kmod_buffers" "$stage/"
 # Test binaries' paths have a hash in them: ask cargo for them.
-for test in kmod_bo kmod_sem kmod_queue; do
+for test in kmod_bo kmod_sem kmod_queue kmod_hal; do
 	bin=$(static_cargo test --no-run -p libradiance --test "$test" --message-format=json |
 		sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
 	[[ -x $bin ]] || die "no libradiance $test test binary"

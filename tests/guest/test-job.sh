@@ -14,7 +14,7 @@ for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /queue_tes
 	RADIANCE_KO=/radiance.ko "$t"
 done
 
-for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue; do
+for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue /libradiance-kmod_hal; do
 	/libtest-ktap.sh "$t" --ignored
 done
 /radiance-cts --device kmod:0
