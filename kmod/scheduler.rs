@@ -462,11 +462,23 @@ impl WorkItem for Scheduler {
                 return;
             }
             // Idle: ask for kicks, then look once more (a packet published
-            // before the flag was set is seen here).
+            // before the flag was set is seen here). A queue stopped at a
+            // WAIT_SEMAPHORE needs none: the semaphore's change wakes us
+            // (`blocked` is set), and nothing behind the wait can run
+            // before it, so a busy process submits behind it without
+            // system calls.
             for q in state.queues.iter() {
                 q.set_needs_kick(true);
             }
-            if !state.queues.iter().any(|q| this.runnable(q)) {
+            let mut runnable = false;
+            for q in state.queues.iter() {
+                match this.head(q) {
+                    Head::Runnable => runnable = true,
+                    Head::Waiting => q.set_needs_kick(false),
+                    Head::Empty => {}
+                }
+            }
+            if !runnable {
                 return;
             }
             for q in state.queues.iter() {
@@ -476,11 +488,25 @@ impl WorkItem for Scheduler {
     }
 }
 
+/// What a queue's next packet lets the scheduler do.
+enum Head {
+    /// No packet published.
+    Empty,
+    /// A WAIT_SEMAPHORE that is not reached.
+    Waiting,
+    /// Something to take (or a packet that faults the queue).
+    Runnable,
+}
+
 impl Scheduler {
-    /// Whether `queue` has a packet that can be taken now (not one waiting
-    /// on a semaphore).
-    fn runnable(&self, queue: &Queue) -> bool {
-        queue.pending().is_some_and(|index| !matches!(translate_marking_waits(self, queue, index), Ok(Translated::Blocked)))
+    fn head(&self, queue: &Queue) -> Head {
+        match queue.pending() {
+            None => Head::Empty,
+            Some(index) => match translate_marking_waits(self, queue, index) {
+                Ok(Translated::Blocked) => Head::Waiting,
+                _ => Head::Runnable,
+            },
+        }
     }
 }
 

@@ -26,9 +26,10 @@ static_cargo() {
 	RUSTFLAGS="-C target-feature=+crt-static" cargo "$@" -q --release --target "$target" \
 		--manifest-path "$TOP/Cargo.toml"
 }
-static_cargo build -p radctl -p radiance-cts >&2
+static_cargo build -p radctl -p radiance-cts -p bench-hal >&2
 static_cargo build -p libradiance --example kmod_buffers >&2
 cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/radiance-cts" \
+	"$TOP/target/$target/release/bench-hal" \
 	"$TOP/target/$target/release/examples/kmod_buffers" "$stage/"
 # Test binaries' paths have a hash in them: ask cargo for them.
 for test in kmod_bo kmod_sem kmod_queue kmod_hal; do

@@ -712,6 +712,36 @@ TEST_F(q, queue_a_signals_and_queue_b_waits)
 	queue_close(&b);
 }
 
+TEST_F(q, a_queue_stopped_at_a_wait_needs_no_kick)
+{
+	struct radiance_sem_signal sig = { .value = 1 };
+	struct queue q;
+	int s = radiance_sem_create(self->fd, 0);
+
+	ASSERT_LT(0, s);
+	ASSERT_EQ(0, queue_open(self->fd, 64, &q));
+	sem_packet(&q, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 1);
+	queue_publish(&q);
+	usleep(20000);
+	/* Idle, but this queue waits on a semaphore: packets published behind
+	 * the wait need no doorbell... */
+	EXPECT_EQ(0, q.ctl->needs_kick);
+	for (int i = 0; i < 40; i++) {
+		nop(&q, 0);
+		EXPECT_EQ(0, queue_publish(&q)) TH_LOG("kicked behind a wait");
+	}
+	usleep(20000);
+	EXPECT_EQ(0, q.ctl->read_index);
+	/* ...because the semaphore's signal wakes the scheduler. */
+	sig.handle = s;
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_SIGNAL, &sig));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	EXPECT_EQ(41, q.ctl->read_index);
+	usleep(10000);
+	EXPECT_EQ(1, q.ctl->needs_kick);
+	queue_close(&q);
+}
+
 TEST_F(q, a_failed_semaphore_fails_dependent_queues_and_their_signals)
 {
 	struct radiance_sem_fail fail;

@@ -7,4 +7,5 @@ insmod /radiance.ko
 /vram_bench
 /sem_bench
 /queue_bench
+/bench-hal kmod:0
 rmmod radiance

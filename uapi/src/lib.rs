@@ -459,8 +459,10 @@ pub struct QueueControl {
     pub write_index: u64,
     /// Kernel: packets completed so far.
     pub read_index: u64,
-    /// Kernel: 1 when the scheduler sleeps; after publishing `write_index`,
-    /// a process that sees 1 here calls QUEUE_KICK once.
+    /// Kernel: 1 when the scheduler sleeps (and, since ABI 1.7, this
+    /// queue is not stopped at a WAIT_SEMAPHORE, whose semaphore wakes
+    /// it); after publishing `write_index`, a process that sees 1 here
+    /// calls QUEUE_KICK once.
     pub needs_kick: u32,
     /// Kernel: one of [`queue_status`].
     pub status: u32,

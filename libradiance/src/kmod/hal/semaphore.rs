@@ -28,6 +28,7 @@ use radiance_uapi as uapi;
 use rustix::io::Errno;
 use std::{
     any::Any,
+    collections::VecDeque,
     sync::{Arc, Mutex, Weak},
     time::Instant,
 };
@@ -48,8 +49,8 @@ struct Record {
     /// The failure as the HAL reports it, with the errno the kernel holds
     /// for it; it counts only while the two agree.
     known: Option<(Errno, Error)>,
-    /// Queue submissions that are to signal this semaphore.
-    producers: Vec<Producer>,
+    /// Queue submissions that are to signal this semaphore, oldest first.
+    producers: VecDeque<Producer>,
 }
 
 /// A submission that is to signal a semaphore.
@@ -83,9 +84,15 @@ impl KmodSemaphore {
         // A completed signal explains nothing unless the semaphore has
         // failed. The kernel applies a packet's semaphore update before
         // the packet counts as completed, so after reading the completion
-        // first, an unfailed value means the signal went through.
-        record.producers.retain(|p| p.queue.completed() <= p.signal || self.sem.value() == uapi::SEM_FAILED_VALUE);
-        record.producers.push(producer);
+        // first, an unfailed value means the signal went through. Pruned
+        // from the oldest only: O(1) per submission, while what lingers
+        // behind a pending one is bounded by the work in flight.
+        while record.producers.front().is_some_and(|p| p.queue.completed() > p.signal)
+            && self.sem.value() != uapi::SEM_FAILED_VALUE
+        {
+            record.producers.pop_front();
+        }
+        record.producers.push_back(producer);
     }
 
     /// The error of the semaphore if it has failed.
@@ -102,7 +109,7 @@ impl KmodSemaphore {
             let record = lock(&self.record);
             match &record.known {
                 Some((known, error)) if *known == errno => return error.clone(),
-                _ => record.producers.clone(),
+                _ => Vec::from(record.producers.clone()),
             }
         };
         let error = self.trace(errno, &producers, depth);
