@@ -123,6 +123,7 @@ impl Command {
     }
 
     /// Launches a kernel.
+    #[inline]
     pub fn dispatch(launch: Launch) -> Result<Self> {
         if launch.grid.contains(&0) || launch.block.contains(&0) {
             return Err(Error::InvalidArgument(format!(

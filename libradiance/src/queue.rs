@@ -38,6 +38,8 @@ use std::sync::Arc;
 pub struct Queue {
     device: Device,
     inner: Arc<dyn BackendQueue>,
+    /// What barriers submit: sharing one saves an allocation per barrier.
+    no_commands: Arc<[Command]>,
 }
 
 /// Semaphores to wait for before an operation and to signal after it.
@@ -51,7 +53,7 @@ impl std::fmt::Debug for Queue {
 
 impl Queue {
     pub(crate) fn new(device: Device, inner: Arc<dyn BackendQueue>) -> Self {
-        Self { device, inner }
+        Self { device, inner, no_commands: Arc::from([]) }
     }
 
     /// The device the queue belongs to.
@@ -81,7 +83,7 @@ impl Queue {
 
     /// Does nothing but wait and signal: joins and forks semaphore timelines.
     pub fn barrier(&self, waits: Points<'_>, signals: Points<'_>) -> Result<()> {
-        self.submit(waits, signals, Arc::from([]))
+        self.submit(waits, signals, Arc::clone(&self.no_commands))
     }
 
     /// Runs a recorded command buffer.
@@ -91,11 +93,13 @@ impl Queue {
     }
 
     /// Queues one command (how the C ABI queues the commands it builds).
+    #[inline]
     pub(crate) fn submit_command(&self, waits: Points<'_>, signals: Points<'_>, command: Command) -> Result<()> {
         command.check_device(&self.device)?;
         self.submit(waits, signals, Arc::from([command]))
     }
 
+    #[inline]
     fn submit(&self, waits: Points<'_>, signals: Points<'_>, commands: Arc<[Command]>) -> Result<()> {
         let waits = owned_list(&self.device, waits)?;
         let signals = owned_list(&self.device, signals)?;

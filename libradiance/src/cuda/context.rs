@@ -35,6 +35,7 @@ impl Context {
     /// it current already: a thread with no context gets ours and keeps it,
     /// as the CUDA runtime does; one with another context gets ours pushed
     /// on top and popped after.
+    #[inline]
     pub(super) fn enter(&self) -> Result<Current<'_>> {
         let current = self.api.current_context()?;
         if current == self.ctx {

@@ -9,7 +9,7 @@ use super::{
     module::Module,
     queue::{CudaQueue, Scheduler},
     result::Api,
-    semaphore::{self, CudaSemaphore, Hub, Mirrors},
+    semaphore::{self, CudaSemaphore, EventPool, Hub},
 };
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
@@ -32,7 +32,7 @@ pub(super) struct Shared {
     pub(super) space: AddressSpace<CudaBuffer>,
     pub(super) scheduler: Mutex<Scheduler>,
     pub(super) hub: Hub,
-    pub(super) mirrors: Mirrors,
+    pub(super) events: EventPool,
     /// Last: the context goes after everything made in it.
     pub(super) ctx: Context,
 }
@@ -41,10 +41,10 @@ impl Drop for Shared {
     fn drop(&mut self) {
         if let Ok(_current) = self.ctx.enter() {
             // SAFETY: every queue and semaphore (and so every launch and
-            // stream wait) of the device is gone.
+            // recorded event) of the device is gone.
             unsafe {
                 self.kernels.unload(self.ctx.api());
-                self.mirrors.free(self.ctx.api());
+                self.events.destroy(self.ctx.api());
             }
         }
     }
@@ -66,14 +66,18 @@ impl CudaDevice {
         let device = api.device(ordinal.into())?;
         let name = api.device_name(device)?;
         let ctx = Context::retain(api, device)?;
-        let (kernels, mirrors) = {
+        let kernels = {
             let _current = ctx.enter()?;
-            let kernels = Module::load(api)?;
-            // SAFETY: nothing else has seen the module.
-            let mirrors = Mirrors::new(api).inspect_err(|_| unsafe { kernels.unload(api) })?;
-            (kernels, mirrors)
+            Module::load(api)?
         };
-        let shared = Shared { kernels, space: AddressSpace::default(), scheduler: Mutex::default(), hub: Hub::default(), mirrors, ctx };
+        let shared = Shared {
+            kernels,
+            space: AddressSpace::default(),
+            scheduler: Mutex::default(),
+            hub: Hub::default(),
+            events: EventPool::default(),
+            ctx,
+        };
         Ok(Self {
             info: DeviceInfo {
                 uri: uri.to_owned(),
@@ -94,7 +98,7 @@ impl Backend for CudaDevice {
     }
 
     fn create_semaphore(&self, initial: u64) -> Result<Arc<dyn BackendSemaphore>> {
-        Ok(Arc::new(CudaSemaphore::new(&self.shared, initial)?))
+        Ok(Arc::new(CudaSemaphore::new(&self.shared, initial)))
     }
 
     fn wait_semaphores(&self, mode: WaitMode, points: &SemaphoreList, deadline: Option<Instant>) -> Result<()> {

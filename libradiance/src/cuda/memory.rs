@@ -17,13 +17,13 @@ use std::{
     collections::BTreeMap,
     os::fd::OwnedFd,
     sync::{
-        atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicU32, AtomicUsize, Ordering},
         Arc, Mutex, Weak,
     },
 };
 
-/// Pinned host memory, mapped for the device: semaphore payloads, queue
-/// control words, update staging, host-visible buffers.
+/// Pinned host memory, mapped for the device: the words that stop SPIN
+/// launches, update staging, host-visible buffers.
 pub(super) struct Pinned {
     shared: Arc<Shared>,
     host: *mut u8,
@@ -49,19 +49,12 @@ impl Pinned {
         self.device
     }
 
-    /// The u64 at byte `offset` (a multiple of 8 inside the allocation), to
+    /// The u32 at byte `offset` (a multiple of 4 inside the allocation), to
     /// share with the device.
-    pub(super) fn u64_at(&self, offset: usize) -> &AtomicU64 {
-        assert!(offset % 8 == 0 && offset + 8 <= self.size, "u64 at {offset} of {}", self.size);
-        // SAFETY: in range and aligned (the allocation is page-aligned); the
-        // device only touches it with whole aligned 64-bit accesses.
-        unsafe { AtomicU64::from_ptr(self.host.add(offset).cast()) }
-    }
-
-    /// The u32 at byte `offset`, as [`Pinned::u64_at`].
     pub(super) fn u32_at(&self, offset: usize) -> &AtomicU32 {
         assert!(offset % 4 == 0 && offset + 4 <= self.size, "u32 at {offset} of {}", self.size);
-        // SAFETY: as in `u64_at`.
+        // SAFETY: in range and aligned (the allocation is page-aligned); the
+        // device only touches it with whole aligned 32-bit accesses.
         unsafe { AtomicU32::from_ptr(self.host.add(offset).cast()) }
     }
 

@@ -8,12 +8,12 @@
 //! buffer → cuMemAlloc (device memory) or cuMemHostAlloc (host-visible,
 //! mapped); fill, copy, update → cuMemsetD*Async, cuMemcpyAsync (update from
 //! pinned staging); dispatch of the built-ins → hand-written PTX kernels and
-//! cuLaunchKernel; timeline semaphore → a u64 in mapped pinned memory that
-//! the host reads and streams write with stream memory operations
-//! (cuStreamBatchMemOp), and a device-memory mirror of it that streams wait
-//! on. Memory is addressed by HAL users through 32-bit device addresses
-//! (`memory.rs`), as on Radiance. See `queue.rs` for how waits and failures
-//! are scheduled, and `semaphore.rs` for host waits.
+//! cuLaunchKernel; timeline semaphore → a payload kept on the host, and a
+//! pooled event per device signal (cuEventRecord), which streams wait on
+//! (cuStreamWaitEvent) and the host queries (cuEventQuery), as in IREE's
+//! CUDA HAL. Memory is addressed by HAL users through 32-bit device
+//! addresses (`memory.rs`), as on Radiance. See `queue.rs` for how waits and
+//! failures are scheduled, and `semaphore.rs` for timepoints and host waits.
 //!
 //! DMA-buf: device memory exports (cuMemGetHandleForAddressRange) where the
 //! driver supports it; pinned host memory does not, and nothing imports.

@@ -96,6 +96,7 @@ unsafe impl Send for Prepared {}
 impl Prepared {
     /// Checks `launch` as a Radiance device would run it and translates its
     /// addresses; `closing` is the queue's word that stops SPIN.
+    #[inline]
     pub(super) fn new(shared: &Shared, closing: CUdeviceptr, launch: &Launch) -> Result<Self> {
         let mut k = Translator { shared, launch, buffers: Vec::new() };
         let (index, args, count) = match launch.entry_pc {
@@ -130,6 +131,7 @@ impl Prepared {
     ///
     /// # Safety
     /// `stream` is live, and the device's context current.
+    #[inline]
     pub(super) unsafe fn launch(&mut self, api: Api, stream: CUstream) -> Result<()> {
         let mut params = [std::ptr::null_mut::<c_void>(); 4];
         for (p, a) in params.iter_mut().zip(&mut self.args) {

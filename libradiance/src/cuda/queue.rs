@@ -4,38 +4,33 @@
 //! device-wide scheduler that decides when a submission may go to one.
 //!
 //! A submission goes to its stream as soon as every wait is reached or
-//! *promised* (device work already queued will write a value at least as
-//! high); the device then waits for the promised ones itself
-//! (a 64-bit GEQ stream wait on the semaphore's device-memory mirror), so a
-//! dependency between queues costs no host
-//! round trip. A submission with a wait nobody has promised yet (a value
-//! the host will signal, or work not yet submitted) is held on the host
-//! until a host signal or another submission makes it ready, or a failure
-//! fails it. So the device only ever waits for work queued before the wait:
-//! streams never deadlock, and a failed semaphore never has device waiters,
-//! which is how "an operation behind a failed wait does not run" holds
-//! without the device knowing about failures. (The one gap: failing from
-//! the host a semaphore that queued device work has promised does not stop
-//! device work already waiting for that promise.)
+//! *promised* (device work already queued signals a value at least as
+//! high); the stream then waits on the device for the promised ones (the
+//! event of the signal's timepoint, `semaphore.rs`), so a dependency
+//! between queues costs no host round trip. A submission with a wait nobody
+//! has promised yet (a value the host will signal, or work not yet
+//! submitted) is held on the host until a host signal or another submission
+//! makes it ready, or a failure fails it. So the device only ever waits for
+//! work queued before the wait: streams never deadlock, and a failed
+//! semaphore never has device waiters, which is how "an operation behind a
+//! failed wait does not run" holds without the device knowing about
+//! failures. (The one gap: failing from the host a semaphore that queued
+//! device work has promised does not stop device work already waiting for
+//! that promise.)
 //!
-//! Waits and signals are 64-bit stream memory operations
-//! (`cuStreamBatchMemOp`), batched. Faults of the built-in kernels are found
-//! on the host (`module.rs`) before the launch is queued; they fail the
-//! submission's signals and stop the queue, as on the host backend. Queued
-//! work keeps its buffers, semaphores and staging memory until the device
-//! has passed it, which the stream reports every [`PROGRESS_EVERY`]
-//! submissions by writing its sequence number.
+//! Faults of the built-in kernels are found on the host (`module.rs`)
+//! before the launch is queued; they fail the submission's signals and stop
+//! the queue, as on the host backend. Queued work keeps its buffers and
+//! staging memory until the device has passed it, which the queue learns
+//! from an event it records every [`PROGRESS_EVERY`] submissions and
+//! queries when it records the next.
 
 use super::{
     device::Shared,
     memory::{cuda_buffer, spin_started, spins_stopped, CudaBuffer, Pinned},
     module::Prepared,
-    result::Api,
     semaphore::cuda_semaphore,
-    sys::{
-        CUdeviceptr, CUstream, CUstreamBatchMemOpParams, CU_STREAM_MEM_OP_WAIT_VALUE_64, CU_STREAM_MEM_OP_WRITE_VALUE_64,
-        CU_STREAM_WAIT_VALUE_GEQ, CU_STREAM_WRITE_VALUE_DEFAULT,
-    },
+    sys::{CUevent, CUstream},
 };
 use crate::{
     backend::{BackendQueue, Submission},
@@ -47,17 +42,12 @@ use crate::{
 };
 use std::{
     collections::VecDeque,
-    ffi::c_uint,
     sync::{atomic::Ordering, Arc, Mutex},
 };
 
-/// How often (in submissions) a stream reports its progress: a write per
-/// submission would cost as much as the rest of a small submission.
+/// How often (in submissions) a queue records and checks its progress: an
+/// event per submission would cost as much as the rest of a small one.
 const PROGRESS_EVERY: u64 = 128;
-/// Offsets in a queue's control memory: the u32 that stops SPIN, and the
-/// u64 sequence number of the last submission the device reported done.
-const CLOSING: usize = 0;
-const PROGRESS: usize = 8;
 
 /// Submissions held on the host until their waits are ready.
 #[derive(Default)]
@@ -159,13 +149,18 @@ impl Scheduler {
 struct InFlight {
     seq: u64,
     submission: Submission,
+    uses: Uses,
+}
+
+/// What a submission's queued device work uses, besides the submission.
+#[derive(Default)]
+struct Uses {
     /// What its launches touch, and its update staging.
     buffers: Vec<Arc<CudaBuffer>>,
     staged: Vec<Pinned>,
     /// SPIN launches it queued.
     spinning: usize,
-    /// Whether queued device work addresses its memory (buffers, staging,
-    /// semaphores).
+    /// Whether queued device work addresses its memory (buffers, staging).
     holds_memory: bool,
 }
 
@@ -176,29 +171,31 @@ struct QueueState {
     fault: Option<Error>,
     closed: bool,
     in_flight: VecDeque<InFlight>,
+    /// Events recorded after the submission of each sequence number, oldest
+    /// first; from the device's pool.
+    marks: VecDeque<(u64, CUevent)>,
 }
 
 pub(super) struct QueueShared {
     shared: Arc<Shared>,
     stream: CUstream,
-    control: Pinned,
+    /// A u32 that stops the queue's SPIN launches when set.
+    closing: Pinned,
     state: Mutex<QueueState>,
 }
 
-// SAFETY: streams may be used from any thread; the state is locked.
+// SAFETY: streams and events may be used from any thread; the state is
+// locked.
 unsafe impl Send for QueueShared {}
 // SAFETY: as above.
 unsafe impl Sync for QueueShared {}
 
 impl QueueShared {
     /// Queues a ready submission on the stream, or fails its signals (and
-    /// says so). Called with the scheduler locked.
+    /// says so). Called with the scheduler locked, unless the submission has
+    /// no waits and no signals.
     fn enqueue(&self, submission: Submission) -> bool {
         let mut state = lock(&self.state);
-        let done = self.control.u64_at(PROGRESS).load(Ordering::Acquire);
-        while state.in_flight.front().is_some_and(|f| f.seq <= done) {
-            state.in_flight.pop_front();
-        }
         let refused = if state.closed {
             Some(Error::Cancelled("the queue was destroyed before this work ran".into()))
         } else {
@@ -209,17 +206,17 @@ impl QueueShared {
         }
         let seq = state.next;
         state.next += 1;
-        let mut work = InFlight { seq, submission, buffers: Vec::new(), staged: Vec::new(), spinning: 0, holds_memory: false };
-        let failed = self.queue_work(&mut work).err().is_some_and(|e| {
-            let failed = fail_signals(&work.submission.signals, &e);
+        let mut uses = Uses::default();
+        let failed = self.queue_work(seq, &submission, &mut uses, &mut state).err().is_some_and(|e| {
+            let failed = fail_signals(&submission.signals, &e);
             state.fault = Some(e);
             failed
         });
         // Kept even after a failure: the device may hold part of it. What the
         // device does not address (an empty launch, say) goes at once, while
         // its memory is still in the cache.
-        if work.holds_memory || work.spinning > 0 {
-            state.in_flight.push_back(work);
+        if uses.holds_memory || uses.spinning > 0 {
+            state.in_flight.push_back(InFlight { seq, submission, uses });
         }
         failed
     }
@@ -228,31 +225,21 @@ impl QueueShared {
     /// progress report. A command that fails (a fault of a built-in, found
     /// on the host before its launch) leaves the commands before it queued,
     /// as the host backend has run them, and nothing after it.
-    fn queue_work(&self, work: &mut InFlight) -> Result<()> {
+    fn queue_work(&self, seq: u64, submission: &Submission, uses: &mut Uses, state: &mut QueueState) -> Result<()> {
         let shared = &self.shared;
         let stream = self.stream;
-        let closing = self.control.device() + CLOSING as u64;
-        let Submission { waits, commands, signals } = &work.submission;
+        let closing = self.closing.device();
+        let Submission { waits, commands, signals } = submission;
         let api = shared.ctx.api();
         let _current = shared.ctx.enter()?;
-        let mut batch = Batch { api, stream, ops: [mem_op(0, 0, 0, 0); BATCH], len: 0 };
         // SAFETY (every call below): the stream is ours and live; the memory
-        // it touches belongs to buffers, semaphores and staging that `work`
-        // keeps until the device has passed it.
-        // The device waits only for values not yet reached.
+        // it touches belongs to buffers and staging kept in flight until the
+        // device has passed them, and the events to the device's pool.
         for (semaphore, value) in waits {
-            let s = cuda_semaphore(semaphore)?;
-            if s.value() < *value {
-                work.holds_memory = true;
-                unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WAIT_VALUE_64, s.wait_address(), *value, CU_STREAM_WAIT_VALUE_GEQ))? };
-            }
-        }
-        // Waits and signals around no commands (a barrier) go in one call.
-        if !commands.is_empty() {
-            batch.flush()?;
+            unsafe { cuda_semaphore(semaphore)?.queue_wait(stream, *value)? };
         }
         for command in commands.iter() {
-            work.holds_memory |= !matches!(command.0, Op::Dispatch(_) | Op::Barrier);
+            uses.holds_memory |= !matches!(command.0, Op::Dispatch(_) | Op::Barrier);
             match &command.0 {
                 Op::Fill { target, offset, length, pattern } => {
                     let count = (length / pattern.size()) as usize;
@@ -268,85 +255,59 @@ impl QueueShared {
                     let staging = Pinned::new(shared, data.len())?;
                     staging.write(0, data);
                     unsafe { api.memcpy_async(stream, cuda_buffer(target)?.ptr(*offset), staging.device(), data.len())? };
-                    work.staged.push(staging);
+                    uses.staged.push(staging);
                 }
                 Op::Dispatch(launch) => {
                     let mut prepared = Prepared::new(shared, closing, launch)?;
                     unsafe { prepared.launch(api, stream)? };
                     if prepared.spins {
                         spin_started();
-                        work.spinning += 1;
+                        uses.spinning += 1;
                     }
-                    work.holds_memory |= !prepared.buffers.is_empty();
-                    work.buffers.append(&mut prepared.buffers);
+                    uses.holds_memory |= !prepared.buffers.is_empty();
+                    uses.buffers.append(&mut prepared.buffers);
                 }
                 // One stream runs its work in order: every command is behind
                 // a barrier already. Empty copies and updates do nothing.
                 Op::Barrier | Op::Copy { .. } | Op::Update { .. } => {}
             }
         }
-        work.holds_memory |= !signals.is_empty();
-        for (semaphore, value) in signals {
-            for address in cuda_semaphore(semaphore)?.signal_addresses() {
-                unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, address, *value, CU_STREAM_WRITE_VALUE_DEFAULT))? };
-            }
-        }
-        if work.seq % PROGRESS_EVERY == 0 {
-            let progress = self.control.device() + PROGRESS as u64;
-            unsafe { batch.push(mem_op(CU_STREAM_MEM_OP_WRITE_VALUE_64, progress, work.seq, CU_STREAM_WRITE_VALUE_DEFAULT))? };
-        }
-        batch.flush()?;
         // A SPIN launch ends only when its queue goes, failing its signals:
-        // nothing may wait for them on the device.
-        if work.spinning == 0 {
+        // they get no timepoint, so nothing waits for them on the device.
+        if uses.spinning == 0 {
             for (semaphore, value) in signals {
-                cuda_semaphore(semaphore)?.promise(*value);
+                unsafe { cuda_semaphore(semaphore)?.signal_on(stream, *value)? };
+            }
+        }
+        if seq % PROGRESS_EVERY == 0 {
+            self.note_progress(state)?;
+            let event = unsafe { shared.events.record(api, stream)? };
+            state.marks.push_back((seq, event));
+        }
+        Ok(())
+    }
+
+    /// Lets go of the work that the device has passed, as far as the marks
+    /// found done say. The device's context is current.
+    fn note_progress(&self, state: &mut QueueState) -> Result<()> {
+        let api = self.shared.ctx.api();
+        let mut done = None;
+        while let Some(&(seq, event)) = state.marks.front() {
+            // SAFETY: the pool's events are live.
+            if !unsafe { api.event_query(event)? } {
+                break;
+            }
+            done = Some(seq);
+            state.marks.pop_front();
+            self.shared.events.give_back([event]);
+        }
+        if let Some(done) = done {
+            while state.in_flight.front().is_some_and(|f| f.seq <= done) {
+                state.in_flight.pop_front();
             }
         }
         Ok(())
     }
-}
-
-/// Stream memory operations per driver call: enough for most submissions'
-/// waits or signals, few enough that setting up the batch costs nothing
-/// (the driver takes up to 256).
-const BATCH: usize = 4;
-
-/// Waits and writes gathered into as few driver calls as possible, in
-/// order, without touching the heap.
-struct Batch {
-    api: Api,
-    stream: CUstream,
-    ops: [CUstreamBatchMemOpParams; BATCH],
-    len: usize,
-}
-
-impl Batch {
-    /// # Safety
-    /// The op's address stays valid until the stream has passed it.
-    unsafe fn push(&mut self, op: CUstreamBatchMemOpParams) -> Result<()> {
-        if self.len == BATCH {
-            self.flush()?;
-        }
-        self.ops[self.len] = op;
-        self.len += 1;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        if self.len > 0 {
-            // SAFETY: the stream is live, and `push`'s callers vouch for the
-            // addresses.
-            unsafe { self.api.stream_mem_ops(self.stream, &mut self.ops[..self.len])? };
-            self.len = 0;
-        }
-        Ok(())
-    }
-}
-
-/// One 64-bit wait or write of a batch.
-fn mem_op(operation: c_uint, address: CUdeviceptr, value: u64, flags: c_uint) -> CUstreamBatchMemOpParams {
-    CUstreamBatchMemOpParams { operation, address, value, flags, alias: 0, pad: 0 }
 }
 
 impl Drop for QueueShared {
@@ -366,20 +327,26 @@ pub(super) struct CudaQueue {
 
 impl CudaQueue {
     pub(super) fn new(shared: &Arc<Shared>) -> Result<Self> {
-        let control = Pinned::new(shared, 16)?;
+        let closing = Pinned::new(shared, 4)?;
         let stream = {
             let _current = shared.ctx.enter()?;
             shared.ctx.api().stream_create()?
         };
-        let state = Mutex::new(QueueState { next: 1, fault: None, closed: false, in_flight: VecDeque::new() });
-        Ok(Self { queue: Arc::new(QueueShared { shared: Arc::clone(shared), stream, control, state }) })
+        let state = Mutex::new(QueueState { next: 1, fault: None, closed: false, in_flight: VecDeque::new(), marks: VecDeque::new() });
+        Ok(Self { queue: Arc::new(QueueShared { shared: Arc::clone(shared), stream, closing, state }) })
     }
 }
 
 impl BackendQueue for CudaQueue {
     fn submit(&self, submission: Submission) -> Result<()> {
         let shared = &self.queue.shared;
-        let failed = lock(&shared.scheduler).submit(&self.queue, submission);
+        // With nothing to wait for and nothing to signal, the submission
+        // neither waits for the scheduler nor changes what it holds.
+        let failed = if submission.waits.is_empty() && submission.signals.is_empty() {
+            self.queue.enqueue(submission)
+        } else {
+            lock(&shared.scheduler).submit(&self.queue, submission)
+        };
         if failed {
             shared.hub.notify();
         }
@@ -402,12 +369,12 @@ impl Drop for CudaQueue {
             let mut state = lock(&self.queue.state);
             state.closed = true;
             let stopped = Error::Cancelled("the queue was destroyed while a launch was running".into());
-            for work in state.in_flight.iter().filter(|w| w.spinning > 0) {
+            for work in state.in_flight.iter().filter(|w| w.uses.spinning > 0) {
                 fail_signals(&work.submission.signals, &stopped);
             }
         }
         // Ends SPIN launches.
-        self.queue.control.u32_at(CLOSING).store(1, Ordering::SeqCst);
+        self.queue.closing.u32_at(0).store(1, Ordering::SeqCst);
         scheduler.settle();
         drop(scheduler);
         shared.hub.notify();
@@ -417,7 +384,11 @@ impl Drop for CudaQueue {
             // SAFETY: the stream is ours and live.
             let _ = unsafe { shared.ctx.api().stream_synchronize(self.queue.stream) };
         }
-        let in_flight = std::mem::take(&mut lock(&self.queue.state).in_flight);
-        spins_stopped(in_flight.iter().map(|w| w.spinning).sum());
+        let (in_flight, marks) = {
+            let mut state = lock(&self.queue.state);
+            (std::mem::take(&mut state.in_flight), std::mem::take(&mut state.marks))
+        };
+        shared.events.give_back(marks.into_iter().map(|(_, event)| event));
+        spins_stopped(in_flight.iter().map(|w| w.uses.spinning).sum());
     }
 }

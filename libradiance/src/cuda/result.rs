@@ -64,11 +64,19 @@ impl Api {
         Ok(api)
     }
 
-    /// `Ok` for `CUDA_SUCCESS`, else the named error.
+    /// `Ok` for `CUDA_SUCCESS`, else the named error. Inlined, so that a
+    /// successful call on the submission path costs one comparison.
+    #[inline]
     pub(super) fn check(self, call: &'static str, code: CUresult) -> Result<(), CudaError> {
         if code == CUDA_SUCCESS {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(self.error(call, code))
         }
+    }
+
+    #[cold]
+    fn error(self, call: &'static str, code: CUresult) -> CudaError {
         let text = |get: unsafe extern "C" fn(CUresult, *mut *const std::ffi::c_char) -> CUresult| {
             let mut s = ptr::null();
             // SAFETY: the driver points `s` at a static string, or leaves it null.
@@ -76,12 +84,12 @@ impl Api {
             // SAFETY: checked non-null; the driver's strings are NUL-terminated.
             ok.then(|| unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
         };
-        Err(CudaError {
+        CudaError {
             call,
             code,
             name: text(self.0.cuGetErrorName).unwrap_or_else(|| format!("CUresult {code}")),
             description: text(self.0.cuGetErrorString).unwrap_or_default(),
-        })
+        }
     }
 
     /// Runs a driver call that fills one out-parameter.
@@ -166,16 +174,47 @@ impl Api {
         Ok(self.check("cuStreamSynchronize", (self.0.cuStreamSynchronize)(stream))?)
     }
 
-    /// Queues 64-bit waits and writes (at most 256), in order. A wait holds
-    /// the stream until the u64 at its address reaches its value (a cyclic
-    /// comparison: payloads stay far below 2^63).
+    /// An event of the current context without timing (the cheapest kind to
+    /// record and wait on).
+    pub(super) fn event_create(self) -> Result<CUevent> {
+        let mut event = ptr::null_mut();
+        // SAFETY: plain out-parameter.
+        self.check("cuEventCreate", unsafe { (self.0.cuEventCreate)(&mut event, CU_EVENT_DISABLE_TIMING) })?;
+        Ok(event)
+    }
+
+    /// # Safety
+    /// `event` is live and not used again.
+    pub(super) unsafe fn event_destroy(self, event: CUevent) -> Result<()> {
+        Ok(self.check("cuEventDestroy_v2", (self.0.cuEventDestroy)(event))?)
+    }
+
+    /// Captures in `event` the work queued on `stream` so far.
     ///
     /// # Safety
-    /// `stream` is live; every address stays valid until its operation is
-    /// done.
-    pub(super) unsafe fn stream_mem_ops(self, stream: CUstream, ops: &mut [CUstreamBatchMemOpParams]) -> Result<()> {
-        let r = (self.0.cuStreamBatchMemOp)(stream, ops.len() as c_uint, ops.as_mut_ptr(), 0);
-        Ok(self.check("cuStreamBatchMemOp_v2", r)?)
+    /// `event` and `stream` are live and of the current context.
+    pub(super) unsafe fn event_record(self, event: CUevent, stream: CUstream) -> Result<()> {
+        Ok(self.check("cuEventRecord", (self.0.cuEventRecord)(event, stream))?)
+    }
+
+    /// Whether the work `event` last captured is done.
+    ///
+    /// # Safety
+    /// `event` is live.
+    pub(super) unsafe fn event_query(self, event: CUevent) -> Result<bool> {
+        match (self.0.cuEventQuery)(event) {
+            CUDA_ERROR_NOT_READY => Ok(false),
+            r => self.check("cuEventQuery", r).map(|()| true).map_err(Into::into),
+        }
+    }
+
+    /// Makes `stream` wait, on the device, for the work `event` captured when
+    /// this is called (recording the event again later changes nothing).
+    ///
+    /// # Safety
+    /// `stream` and `event` are live.
+    pub(super) unsafe fn stream_wait_event(self, stream: CUstream, event: CUevent) -> Result<()> {
+        Ok(self.check("cuStreamWaitEvent", (self.0.cuStreamWaitEvent)(stream, event, 0))?)
     }
 
     pub(super) fn mem_alloc(self, size: usize) -> Result<CUdeviceptr> {

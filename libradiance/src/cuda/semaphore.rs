@@ -2,29 +2,38 @@
 
 //! Timeline semaphores of the cuda backend, and host waits on them.
 //!
-//! The payload is a u64 in pinned host memory mapped for the device: queues
-//! write it with 64-bit stream writes, and the host reads and writes it
-//! directly. Streams wait (64-bit GEQ stream waits) on a *mirror* of it in
-//! device memory, which device signals write too: a stream polling device
-//! memory resumes far sooner than one polling host memory across PCIe. The
-//! mirror needs no host writes, because the device only ever waits for
-//! values that device work already queued will write (see `queue.rs`); it
-//! starts at 0, below any such value. A failure is kept on the host: the
-//! device never sees one, for the same reason.
+//! As IREE's CUDA HAL keeps them, the payload lives on the host: a host
+//! signal raises it at once. A device signal is a *timepoint*: an event
+//! (from the device's [`EventPool`]) recorded on the signalling stream after
+//! the submission's commands, kept with the value it stands for. A stream
+//! waits for a value by waiting for the first timepoint at or above it
+//! (cuStreamWaitEvent; nothing at all when the timepoint is on its own
+//! stream). The host learns that a value is reached by querying that
+//! timepoint's event (cuEventQuery); it then folds the timepoint and every
+//! lower one into the payload and gives their events back to the pool. The
+//! device never reads the payload: the scheduler (`queue.rs`) queues a
+//! device wait only for a value already reached or promised by queued device
+//! work, so there is always a timepoint to wait on, and a failure is kept on
+//! the host.
 //!
-//! Host waits poll the payloads, yielding the CPU between polls, for up to
-//! [`POLL`] (CUDA's own default, for a thread synchronising with a GPU on a
-//! machine with more cores than GPUs, is to poll and yield without limit);
-//! then they sleep on the device's [`Hub`], woken at once by host signals
-//! and failures and, for device signals, by a timeout that doubles up to
+//! Host waits poll, yielding the CPU between polls, for up to [`POLL`]
+//! (CUDA's own default, for a thread synchronising with a GPU on a machine
+//! with more cores than GPUs, is to poll and yield without limit); then they
+//! sleep on the device's [`Hub`], woken at once by host signals and
+//! failures and, for device signals, by a timeout that doubles up to
 //! [`MAX_SLEEP`].
 
-use super::{device::Shared, memory::Pinned, result::Api, sys::CUdeviceptr};
-use crate::{backend::BackendSemaphore, lock::lock, Error, Pattern, Result, Semaphore, SemaphoreList, WaitMode};
+use super::{
+    device::Shared,
+    result::Api,
+    sys::{CUevent, CUstream},
+};
+use crate::{backend::BackendSemaphore, lock::lock, Error, Result, Semaphore, SemaphoreList, StatusCode, WaitMode};
 use std::{
     any::Any,
+    collections::VecDeque,
     sync::{
-        atomic::{AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Condvar, Mutex, PoisonError,
     },
     time::{Duration, Instant},
@@ -35,6 +44,10 @@ const POLL: Duration = Duration::from_millis(5);
 /// The first and the longest sleep between polls of the payloads.
 const FIRST_SLEEP: Duration = Duration::from_micros(50);
 const MAX_SLEEP: Duration = Duration::from_millis(1);
+/// Every this many timepoints pending, a device signal first folds those
+/// found done: a semaphore signalled on the device and never waited on from
+/// the host would otherwise hold events without bound.
+const PRUNE_EVERY: usize = 64;
 
 /// Where host waiters sleep; host signals and failures wake them.
 #[derive(Default)]
@@ -52,91 +65,100 @@ impl Hub {
     }
 }
 
-/// Mirrors a device hands out; later semaphores have none, and their
-/// streams wait on the payload itself.
-const MIRRORS: usize = 1 << 16;
-
-/// A device's mirror words: zeroed device memory, one u64 per semaphore,
-/// never reused (a stale value could satisfy a new semaphore's waits).
-pub(super) struct Mirrors {
-    base: CUdeviceptr,
-    next: AtomicUsize,
+/// A device's idle events: creating an event costs more than recording it.
+/// An event goes back while a stream may still be about to pass it; that is
+/// harmless, since a stream waits for what the event captured when the wait
+/// was queued, not for later recordings.
+#[derive(Default)]
+pub(super) struct EventPool {
+    free: Mutex<Vec<CUevent>>,
 }
 
-impl Mirrors {
-    /// Allocates and zeroes them in the current context.
-    pub(super) fn new(api: Api) -> Result<Self> {
-        let base = api.mem_alloc(MIRRORS * 8)?;
-        let zeroed = api.stream_create().and_then(|stream| {
-            // SAFETY: a fresh stream and allocation, waited for here.
-            let done = unsafe { api.memset_async(stream, base, Pattern::U32(0), MIRRORS * 2).and_then(|()| api.stream_synchronize(stream)) };
-            // SAFETY: the stream is idle and not used again.
-            unsafe { api.stream_destroy(stream) }.and(done)
-        });
-        match zeroed {
-            Ok(()) => Ok(Self { base, next: AtomicUsize::new(0) }),
-            Err(e) => {
-                // SAFETY: nothing else has seen the allocation.
-                let _ = unsafe { api.mem_free(base) };
-                Err(e)
-            }
+// SAFETY: events may be used from any thread; the list is locked.
+unsafe impl Send for EventPool {}
+// SAFETY: as above.
+unsafe impl Sync for EventPool {}
+
+impl EventPool {
+    /// An idle event (new if none is left) recorded on `stream`.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the device, whose context is current.
+    pub(super) unsafe fn record(&self, api: Api, stream: CUstream) -> Result<CUevent> {
+        let event = match lock(&self.free).pop() {
+            Some(event) => event,
+            None => api.event_create()?,
+        };
+        if let Err(e) = api.event_record(event, stream) {
+            self.give_back([event]);
+            return Err(e);
         }
+        Ok(event)
     }
 
-    fn take(&self) -> Option<CUdeviceptr> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed);
-        (i < MIRRORS).then(|| self.base + 8 * i as u64)
+    pub(super) fn give_back(&self, events: impl IntoIterator<Item = CUevent>) {
+        lock(&self.free).extend(events);
     }
 
     /// # Safety
-    /// No queued work uses the mirrors, and they are not used again.
-    pub(super) unsafe fn free(&self, api: Api) {
-        let _ = api.mem_free(self.base);
+    /// No queued work or semaphore uses the events, and the device's context
+    /// is current.
+    pub(super) unsafe fn destroy(&self, api: Api) {
+        for event in std::mem::take(&mut *lock(&self.free)) {
+            let _ = api.event_destroy(event);
+        }
     }
+}
+
+/// A device signal not yet folded into the payload.
+struct Timepoint {
+    value: u64,
+    event: CUevent,
+    stream: CUstream,
 }
 
 pub(super) struct CudaSemaphore {
     shared: Arc<Shared>,
-    /// The payload: a u64 at offset 0.
-    payload: Pinned,
-    /// Its device-memory mirror, if the device had one left.
-    mirror: Option<CUdeviceptr>,
+    /// The payload as far as the host knows.
+    value: AtomicU64,
     failure: Mutex<Option<Error>>,
-    /// The highest value that device work already queued will write: the
+    /// Whether `failure` is set: every submission asks, and a lock costs
+    /// more than a load.
+    failed: AtomicBool,
+    /// The highest value that device work already queued will signal: the
     /// device may wait for values up to it. Raised under the scheduler lock.
     promised: AtomicU64,
+    /// Pending device signals, ascending by value.
+    timeline: Mutex<VecDeque<Timepoint>>,
 }
 
+// SAFETY: the events and streams are only handles, usable from any thread;
+// the timeline is locked.
+unsafe impl Send for CudaSemaphore {}
+// SAFETY: as above.
+unsafe impl Sync for CudaSemaphore {}
+
 impl CudaSemaphore {
-    pub(super) fn new(shared: &Arc<Shared>, initial: u64) -> Result<Self> {
-        let payload = Pinned::new(shared, 8)?;
-        payload.u64_at(0).store(initial, Ordering::Release);
-        Ok(Self {
+    pub(super) fn new(shared: &Arc<Shared>, initial: u64) -> Self {
+        Self {
             shared: Arc::clone(shared),
-            payload,
-            mirror: shared.mirrors.take(),
+            value: AtomicU64::new(initial),
             failure: Mutex::new(None),
+            failed: AtomicBool::new(false),
             promised: AtomicU64::new(initial),
-        })
+            timeline: Mutex::new(VecDeque::new()),
+        }
     }
 
-    /// The payload now.
+    /// The payload as far as the host knows, with no driver call.
     pub(super) fn value(&self) -> u64 {
-        self.payload.u64_at(0).load(Ordering::Acquire)
-    }
-
-    /// Where streams wait for the payload.
-    pub(super) fn wait_address(&self) -> CUdeviceptr {
-        self.mirror.unwrap_or_else(|| self.payload.device())
-    }
-
-    /// Where streams write the payload: the mirror (first: waiters watch
-    /// it), then the payload for the host.
-    pub(super) fn signal_addresses(&self) -> impl Iterator<Item = CUdeviceptr> {
-        self.mirror.into_iter().chain([self.payload.device()])
+        self.value.load(Ordering::Acquire)
     }
 
     pub(super) fn failure(&self) -> Option<Error> {
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
         lock(&self.failure).clone()
     }
 
@@ -145,6 +167,7 @@ impl CudaSemaphore {
         let mut failure = lock(&self.failure);
         let first = failure.is_none();
         failure.get_or_insert(error);
+        self.failed.store(true, Ordering::Release);
         first
     }
 
@@ -152,9 +175,133 @@ impl CudaSemaphore {
         self.promised.load(Ordering::Acquire)
     }
 
-    /// Notes that queued device work will write `value`.
-    pub(super) fn promise(&self, value: u64) {
+    /// Signals `value` from `stream` once the work queued on it so far is
+    /// done, and promises it. Called under the scheduler lock, with the
+    /// device's context current.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the device.
+    pub(super) unsafe fn signal_on(&self, stream: CUstream, value: u64) -> Result<()> {
+        let api = self.shared.ctx.api();
+        let mut timeline = lock(&self.timeline);
+        if timeline.len() >= PRUNE_EVERY && timeline.len() % PRUNE_EVERY == 0 {
+            self.fold_done(&mut timeline)?;
+        }
+        let event = self.shared.events.record(api, stream)?;
+        let timepoint = Timepoint { value, event, stream };
+        // Signals come in ascending order but for programs that race them.
+        if timeline.back().is_none_or(|t| t.value <= value) {
+            timeline.push_back(timepoint);
+        } else {
+            let at = timeline.partition_point(|t| t.value <= value);
+            timeline.insert(at, timepoint);
+        }
         self.promised.fetch_max(value, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Makes `stream` wait on the device until the payload reaches `value`:
+    /// for the first timepoint at or above it, unless that is on `stream`
+    /// itself (passed in order) or the value is reached. The timeline stays
+    /// locked until the wait is queued, so that the event cannot go back to
+    /// the pool and be recorded again first. Called with the device's
+    /// context current, for values reached or promised.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the device.
+    pub(super) unsafe fn queue_wait(&self, stream: CUstream, value: u64) -> Result<()> {
+        let timeline = lock(&self.timeline);
+        if self.value() >= value {
+            return Ok(());
+        }
+        match first_at_or_above(&timeline, value).map(|at| &timeline[at]) {
+            Some(t) if t.stream == stream => Ok(()),
+            Some(t) => self.shared.ctx.api().stream_wait_event(stream, t.event),
+            // The scheduler queues only waits that are reached or promised.
+            None => Err(Error::Status {
+                code: StatusCode::Internal,
+                message: format!("no queued device signal reaches semaphore value {value}"),
+            }),
+        }
+    }
+
+    /// Whether the payload has reached `value`, asking the driver about the
+    /// first timepoint at or above it if the host does not know yet.
+    fn reached(&self, value: u64) -> Result<bool> {
+        if self.value() >= value {
+            return Ok(true);
+        }
+        let mut timeline = lock(&self.timeline);
+        let Some(at) = first_at_or_above(&timeline, value) else {
+            return Ok(self.value() >= value);
+        };
+        let _current = self.shared.ctx.enter()?;
+        // SAFETY: the pool's events live as long as the device.
+        if unsafe { self.shared.ctx.api().event_query(timeline[at].event)? } {
+            self.fold(&mut timeline, at + 1);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The payload now: folds the timepoints found done.
+    fn refresh(&self) -> Result<u64> {
+        let mut timeline = lock(&self.timeline);
+        if !timeline.is_empty() {
+            let _current = self.shared.ctx.enter()?;
+            self.fold_done(&mut timeline)?;
+        }
+        Ok(self.value())
+    }
+
+    /// Folds the timepoints found done, finding the last by bisection: device
+    /// signals mostly finish in the order of their values. One that finishes
+    /// out of order is folded later, or by a wait for it. The device's
+    /// context is current.
+    fn fold_done(&self, timeline: &mut VecDeque<Timepoint>) -> Result<()> {
+        let api = self.shared.ctx.api();
+        let (mut done, mut pending) = (0, timeline.len());
+        while done < pending {
+            let mid = (done + pending) / 2;
+            // SAFETY: as in `reached`.
+            if unsafe { api.event_query(timeline[mid].event)? } {
+                done = mid + 1;
+            } else {
+                pending = mid;
+            }
+        }
+        self.fold(timeline, done);
+        Ok(())
+    }
+
+    /// Folds the first `n` timepoints, the last of which is done, into the
+    /// payload. The ones before it may still be pending on the device, but
+    /// nothing needs them: the payload covers their values.
+    fn fold(&self, timeline: &mut VecDeque<Timepoint>, n: usize) {
+        if let Some(last) = n.checked_sub(1).and_then(|i| timeline.get(i)) {
+            self.value.fetch_max(last.value, Ordering::AcqRel);
+            self.shared.events.give_back(timeline.drain(..n).map(|t| t.event));
+        }
+    }
+}
+
+/// The index of the first timepoint at or above `value`, if any. Mostly the
+/// last: work waits for what was signalled most recently.
+fn first_at_or_above(timeline: &VecDeque<Timepoint>, value: u64) -> Option<usize> {
+    let last = timeline.len().checked_sub(1)?;
+    if timeline[last].value < value {
+        return None;
+    }
+    if last == 0 || timeline[last - 1].value < value {
+        return Some(last);
+    }
+    Some(timeline.partition_point(|t| t.value < value))
+}
+
+impl Drop for CudaSemaphore {
+    fn drop(&mut self) {
+        let timeline = std::mem::take(&mut *lock(&self.timeline));
+        self.shared.events.give_back(timeline.into_iter().map(|t| t.event));
     }
 }
 
@@ -167,7 +314,7 @@ impl BackendSemaphore for CudaSemaphore {
     fn query(&self) -> Result<u64> {
         match self.failure() {
             Some(e) => Err(e),
-            None => Ok(self.value()),
+            None => self.refresh(),
         }
     }
 
@@ -176,11 +323,12 @@ impl BackendSemaphore for CudaSemaphore {
         if let Some(e) = self.failure() {
             return Err(e);
         }
-        let payload = self.value();
+        let payload = self.refresh()?;
         if value <= payload {
             return Err(Error::OutOfRange(format!("semaphore payload {payload} cannot be signalled to {value}: it only goes up")));
         }
-        self.payload.u64_at(0).store(value, Ordering::SeqCst);
+        // A device signal may still fold in a lower value after this.
+        self.value.fetch_max(value, Ordering::AcqRel);
         // Queue work held back for this value can go to the device now.
         scheduler.settle();
         drop(scheduler);
@@ -208,12 +356,18 @@ fn decided(mode: WaitMode, points: &[(&CudaSemaphore, u64)]) -> Option<Result<()
     if let Some(e) = points.iter().find_map(|(s, _)| s.failure()) {
         return Some(Err(e));
     }
-    let mut reached = points.iter().map(|(s, v)| s.value() >= *v);
-    let done = match mode {
-        WaitMode::All => reached.all(|r| r),
-        WaitMode::Any => points.is_empty() || reached.any(|r| r),
-    };
-    done.then_some(Ok(()))
+    let any = mode == WaitMode::Any;
+    for (s, v) in points {
+        match s.reached(*v) {
+            Err(e) => return Some(Err(e)),
+            Ok(true) if any => return Some(Ok(())),
+            Ok(false) if !any => return None,
+            Ok(_) => {}
+        }
+    }
+    // Every point is reached (all), or none of them (any, unless there are
+    // none).
+    (!any || points.is_empty()).then_some(Ok(()))
 }
 
 /// Blocks until `points` are reached (all or any), one fails, or `deadline`

@@ -23,30 +23,14 @@ pub type CUmodule = *mut c_void;
 pub type CUfunction = *mut c_void;
 
 pub const CUDA_SUCCESS: CUresult = 0;
+pub const CUDA_ERROR_NOT_READY: CUresult = 600;
 pub const CU_STREAM_NON_BLOCKING: c_uint = 0x1;
-pub const CU_STREAM_WAIT_VALUE_GEQ: c_uint = 0x0;
-pub const CU_STREAM_WRITE_VALUE_DEFAULT: c_uint = 0x0;
-pub const CU_STREAM_MEM_OP_WAIT_VALUE_64: c_uint = 4;
-pub const CU_STREAM_MEM_OP_WRITE_VALUE_64: c_uint = 5;
 pub const CU_MEMHOSTALLOC_PORTABLE: c_uint = 0x1;
 pub const CU_MEMHOSTALLOC_DEVICEMAP: c_uint = 0x2;
 pub const CU_EVENT_DISABLE_TIMING: c_uint = 0x2;
 pub const CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: c_int = 0x1;
 pub const CU_JIT_ERROR_LOG_BUFFER: c_int = 5;
 pub const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
-
-/// `CUstreamBatchMemOpParams` as a 64-bit wait or write: the union's
-/// `waitValue`/`writeValue` member, padded to the union's 48 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct CUstreamBatchMemOpParams {
-    pub operation: c_uint,
-    pub address: CUdeviceptr,
-    pub value: u64,
-    pub flags: c_uint,
-    pub alias: CUdeviceptr,
-    pub pad: u64,
-}
 
 /// Declares the table once: each field's name, the symbol it is resolved
 /// from, and its signature.
@@ -89,11 +73,11 @@ driver_table! {
     cuStreamCreate = "cuStreamCreate": fn(*mut CUstream, c_uint);
     cuStreamDestroy = "cuStreamDestroy_v2": fn(CUstream);
     cuStreamSynchronize = "cuStreamSynchronize": fn(CUstream);
-    cuStreamBatchMemOp = "cuStreamBatchMemOp_v2": fn(CUstream, c_uint, *mut CUstreamBatchMemOpParams, c_uint);
     cuStreamWaitEvent = "cuStreamWaitEvent": fn(CUstream, CUevent, c_uint);
     cuEventCreate = "cuEventCreate": fn(*mut CUevent, c_uint);
     cuEventDestroy = "cuEventDestroy_v2": fn(CUevent);
     cuEventRecord = "cuEventRecord": fn(CUevent, CUstream);
+    cuEventQuery = "cuEventQuery": fn(CUevent);
     cuEventSynchronize = "cuEventSynchronize": fn(CUevent);
     cuMemAlloc = "cuMemAlloc_v2": fn(*mut CUdeviceptr, usize);
     cuMemFree = "cuMemFree_v2": fn(CUdeviceptr);

@@ -9,8 +9,8 @@
 //! 2. a cross-queue dependency edge over a 512-edge chain alternating between
 //!    two queues (streams): our semaphores (signal on one, wait on the other)
 //!    against CUDA events without timing (`cuEventRecord` +
-//!    `cuStreamWaitEvent`; timing-enabled ones as context), submit
-//!    only and end to end;
+//!    `cuStreamWaitEvent`; timing-enabled ones, and each call alone, as
+//!    context), submit only and end to end;
 //! 3. device-to-device copy bandwidth at 256 MiB, `Queue::copy` against
 //!    `cuMemcpyAsync`.
 //!
@@ -230,37 +230,33 @@ fn edges(device: &Device, raw: &Raw) -> Res<()> {
     let (t, _) = interleaved(|| chain(&events[1]), ours)?;
     let (ts, te) = (median(t.iter().map(|x| x.0).collect()), median(t.iter().map(|x| x.1).collect()));
     println!("  raw with timing-enabled events (CUDA's default): {ts:.3} us per edge submit, {te:.3} us end to end");
+    // Context: what each of the two driver calls of an edge costs alone
+    // (ours makes the same two per edge, plus the HAL's own work).
+    let one_of = |wait: bool| -> Res<f64> {
+        let start = Instant::now();
+        for (i, &event) in events[0].iter().enumerate() {
+            let stream = raw.streams[i % 2];
+            if wait {
+                cu!(d, cuStreamWaitEvent(stream, events[0][i.saturating_sub(1)], 0))?;
+            } else {
+                cu!(d, cuEventRecord(event, stream))?;
+            }
+        }
+        let submit = start.elapsed();
+        for &s in &raw.streams {
+            cu!(d, cuStreamSynchronize(s))?;
+        }
+        Ok(micros(submit, EDGES))
+    };
+    let (rec, wait) = interleaved(|| one_of(false), || one_of(true))?;
+    println!(
+        "  of which cuEventRecord alone: {:.3} us per call; cuStreamWaitEvent alone: {:.3} us per call",
+        median(rec),
+        median(wait)
+    );
     for &e in events.iter().flatten() {
         cu!(d, cuEventDestroy(e))?;
     }
-    // Context: the same waits and writes as ours on a pinned payload, made
-    // straight through cuStreamBatchMemOp: what the design costs without
-    // the HAL.
-    let (mut host, mut payload) = (ptr::null_mut(), 0);
-    cu!(d, cuMemHostAlloc(&mut host, 8, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP))?;
-    cu!(d, cuMemHostGetDevicePointer(&mut payload, host, 0))?;
-    let word = host.cast::<u64>();
-    let memops = || -> Res<(f64, f64)> {
-        // SAFETY: the pinned word is ours and no stream uses it now.
-        unsafe { word.write_volatile(0) };
-        let start = Instant::now();
-        for i in 0..EDGES {
-            let op = |operation, value| CUstreamBatchMemOpParams { operation, address: payload, value, flags: 0, alias: 0, pad: 0 };
-            let mut ops = [op(CU_STREAM_MEM_OP_WAIT_VALUE_64, i), op(CU_STREAM_MEM_OP_WRITE_VALUE_64, i + 1)];
-            let skip = usize::from(i == 0);
-            cu!(d, cuStreamBatchMemOp(raw.streams[i as usize % 2], (2 - skip) as u32, ops[skip..].as_mut_ptr(), 0))?;
-        }
-        let submit = start.elapsed();
-        // SAFETY: as above; the streams write it.
-        while unsafe { word.read_volatile() } < EDGES {
-            std::hint::spin_loop();
-        }
-        Ok((micros(submit, EDGES), micros(start.elapsed(), EDGES)))
-    };
-    let (m, _) = interleaved(memops, ours)?;
-    let (ms, me) = (median(m.iter().map(|x| x.0).collect()), median(m.iter().map(|x| x.1).collect()));
-    println!("  raw cuStreamBatchMemOp chain on a pinned payload (no HAL): {ms:.3} us per edge submit, {me:.3} us end to end");
-    cu!(d, cuMemFreeHost(host))?;
     Ok(())
 }
 
