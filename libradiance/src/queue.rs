@@ -17,7 +17,7 @@
 //! its signal semaphores with the same error. Other queues go on.
 
 use crate::{
-    backend::{BackendQueue, Submission},
+    backend::{BackendQueue, Commands, Submission},
     semaphore::owned_list,
     BufferRef,
     Command,
@@ -38,8 +38,6 @@ use std::sync::Arc;
 pub struct Queue {
     device: Device,
     inner: Arc<dyn BackendQueue>,
-    /// What barriers submit: sharing one saves an allocation per barrier.
-    no_commands: Arc<[Command]>,
 }
 
 /// Semaphores to wait for before an operation and to signal after it.
@@ -53,7 +51,7 @@ impl std::fmt::Debug for Queue {
 
 impl Queue {
     pub(crate) fn new(device: Device, inner: Arc<dyn BackendQueue>) -> Self {
-        Self { device, inner, no_commands: Arc::from([]) }
+        Self { device, inner }
     }
 
     /// The device the queue belongs to.
@@ -83,24 +81,24 @@ impl Queue {
 
     /// Does nothing but wait and signal: joins and forks semaphore timelines.
     pub fn barrier(&self, waits: Points<'_>, signals: Points<'_>) -> Result<()> {
-        self.submit(waits, signals, Arc::clone(&self.no_commands))
+        self.submit(waits, signals, Commands::None)
     }
 
     /// Runs a recorded command buffer.
     pub fn execute(&self, waits: Points<'_>, signals: Points<'_>, commands: &CommandBuffer) -> Result<()> {
         self.device.check_same(commands.device(), "the command buffer")?;
-        self.submit(waits, signals, Arc::clone(commands.commands()))
+        self.submit(waits, signals, Commands::Recorded(Arc::clone(commands.commands())))
     }
 
     /// Queues one command (how the C ABI queues the commands it builds).
     #[inline]
     pub(crate) fn submit_command(&self, waits: Points<'_>, signals: Points<'_>, command: Command) -> Result<()> {
         command.check_device(&self.device)?;
-        self.submit(waits, signals, Arc::from([command]))
+        self.submit(waits, signals, Commands::One(command))
     }
 
     #[inline]
-    fn submit(&self, waits: Points<'_>, signals: Points<'_>, commands: Arc<[Command]>) -> Result<()> {
+    fn submit(&self, waits: Points<'_>, signals: Points<'_>, commands: Commands) -> Result<()> {
         let waits = owned_list(&self.device, waits)?;
         let signals = owned_list(&self.device, signals)?;
         self.inner.submit(Submission { waits, commands, signals })
