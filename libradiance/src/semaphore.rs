@@ -111,6 +111,26 @@ impl Semaphore {
     }
 }
 
+/// The outcome of a wait on all or any of some points, if it is decided
+/// now, from each point's state: reached or not, or its semaphore's
+/// failure. Any failure decides it, in both modes: a failure is never
+/// hidden behind another semaphore, so every point is looked at.
+pub(crate) fn decide(mode: WaitMode, points: impl ExactSizeIterator<Item = Result<bool>>) -> Option<Result<()>> {
+    let count = points.len();
+    let mut reached = 0;
+    for point in points {
+        match point {
+            Err(e) => return Some(Err(e)),
+            Ok(r) => reached += usize::from(r),
+        }
+    }
+    let done = match mode {
+        WaitMode::All => reached == count,
+        WaitMode::Any => reached > 0 || count == 0,
+    };
+    done.then_some(Ok(()))
+}
+
 /// Turns borrowed (semaphore, value) pairs into a list owned by queue work,
 /// checking that every semaphore belongs to `device`.
 #[inline]

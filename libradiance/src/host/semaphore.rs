@@ -9,7 +9,7 @@
 //! mix of semaphores never misses a change. Lock order: hub, then one
 //! semaphore's state.
 
-use crate::{backend::BackendSemaphore, lock::lock, Error, Result, Semaphore, SemaphoreList, WaitMode};
+use crate::{backend::BackendSemaphore, lock::lock, semaphore::decide, Error, Result, Semaphore, SemaphoreList, WaitMode};
 use std::{
     any::Any,
     sync::{
@@ -88,22 +88,18 @@ impl Hub {
     }
 }
 
-/// The outcome of a wait if it is decided now. Any failed semaphore decides
-/// it, in both modes: a failure is never hidden behind another semaphore.
+/// The outcome of a wait if it is decided now.
 fn resolve(mode: WaitMode, points: &[(&HostSemaphore, u64)]) -> Option<Result<()>> {
-    let mut reached = 0;
-    for (s, value) in points {
-        let state = lock(&s.state);
-        if let Some(e) = &state.failure {
-            return Some(Err(e.clone()));
-        }
-        reached += usize::from(state.value >= *value);
-    }
-    let done = match mode {
-        WaitMode::All => reached == points.len(),
-        WaitMode::Any => reached > 0 || points.is_empty(),
-    };
-    done.then_some(Ok(()))
+    decide(
+        mode,
+        points.iter().map(|(s, value)| {
+            let state = lock(&s.state);
+            match &state.failure {
+                Some(e) => Err(e.clone()),
+                None => Ok(state.value >= *value),
+            }
+        }),
+    )
 }
 
 /// The host backend's object behind a [`Semaphore`] of a host device.

@@ -18,6 +18,7 @@ use crate::{
     backend::BackendSemaphore,
     kmod::{self, Device, QueueStatus},
     lock::lock,
+    semaphore::decide,
     Error,
     Result,
     Semaphore,
@@ -194,21 +195,15 @@ impl BackendSemaphore for KmodSemaphore {
     }
 }
 
-/// The outcome of a wait if it is decided now. Any failed semaphore decides
-/// it, in both modes.
+/// The outcome of a wait if the value page decides it now.
 fn resolve(mode: WaitMode, points: &[(&KmodSemaphore, u64)]) -> Option<Result<()>> {
-    let mut reached = 0;
-    for (s, value) in points {
-        if let Some(e) = s.failure() {
-            return Some(Err(e));
-        }
-        reached += usize::from(s.sem.value() >= *value);
-    }
-    let done = match mode {
-        WaitMode::All => reached == points.len(),
-        WaitMode::Any => reached > 0 || points.is_empty(),
-    };
-    done.then_some(Ok(()))
+    decide(
+        mode,
+        points.iter().map(|(s, value)| match s.failure() {
+            Some(e) => Err(e),
+            None => Ok(s.sem.value() >= *value),
+        }),
+    )
 }
 
 /// Blocks until all (or any) of `points` are reached, one fails, or
