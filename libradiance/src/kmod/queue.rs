@@ -123,6 +123,9 @@ pub struct Queue {
     /// Packets of the operation inside [`Queue::with_semaphores`], held
     /// back until its wait packets (which count them) are written.
     batch: Option<Batch>,
+    /// The batch's memory between operations, kept to save an allocation
+    /// per operation.
+    spare: Vec<uapi::Packet>,
     /// The kernel's ABI minor version: SKIP_ON_FAILURE needs 1.7.
     abi_minor: u16,
 }
@@ -169,6 +172,7 @@ impl Device {
             ring_staging,
             staging: Vec::new(),
             batch: None,
+            spare: Vec::new(),
             abi_minor: self.info.abi_minor,
         })
     }
@@ -423,9 +427,10 @@ impl Queue {
                 message: format!("kernel ABI 1.{} cannot skip a failed wait's work (needs 1.7)", self.abi_minor),
             });
         }
-        self.batch = Some(Batch { base: self.written + waits.len() as u64, packets: Vec::new() });
+        let packets = std::mem::take(&mut self.spare);
+        self.batch = Some(Batch { base: self.written + waits.len() as u64, packets });
         let done = op(self);
-        let body = self.batch.take().map(|b| b.packets).unwrap_or_default();
+        let mut body = self.batch.take().map(|b| b.packets).unwrap_or_default();
         if let Err(e) = done {
             // Staging memory of packets that will never be written.
             let written = self.written;
@@ -448,9 +453,10 @@ impl Queue {
                 ..Default::default()
             })?;
         }
-        for packet in body {
+        for packet in body.drain(..) {
             self.write(packet)?;
         }
+        self.spare = body;
         for (sem, value) in signals {
             self.signal(sem, *value)?;
         }

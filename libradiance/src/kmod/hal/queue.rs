@@ -20,6 +20,7 @@ use crate::{
     Command,
     Error,
     Result,
+    SemaphoreList,
 };
 use std::{
     collections::VecDeque,
@@ -59,6 +60,11 @@ impl KmodQueue {
     }
 }
 
+/// The kernel semaphores of a list of points.
+fn kernel_points(list: &SemaphoreList) -> Result<Vec<(&kmod::Semaphore, u64)>> {
+    list.iter().map(|(s, v)| Ok((kmod_semaphore(s)?.kernel(), *v))).collect()
+}
+
 /// Fails every signal of a submission with `error`: a faulted queue runs
 /// nothing more.
 fn fail_signals(submission: &Submission, error: &Error) {
@@ -79,21 +85,22 @@ impl BackendQueue for KmodQueue {
             fail_signals(&submission, &fault.error());
             return Ok(());
         }
-        let waits = submission.waits.iter().map(|(s, v)| Ok((kmod_semaphore(s)?, *v))).collect::<Result<Vec<_>>>()?;
-        let signals = submission.signals.iter().map(|(s, v)| Ok((kmod_semaphore(s)?, *v))).collect::<Result<Vec<_>>>()?;
-        let raw_waits: Vec<_> = waits.iter().map(|(s, v)| (s.kernel(), *v)).collect();
-        let raw_signals: Vec<_> = signals.iter().map(|(s, v)| (s.kernel(), *v)).collect();
+        let (waits, signals) = (kernel_points(&submission.waits)?, kernel_points(&submission.signals)?);
         let mut scratch = Vec::new();
-        queue.with_semaphores(&raw_waits, &raw_signals, |q| {
+        queue.with_semaphores(&waits, &signals, |q| {
             submission.commands.iter().try_for_each(|c| encode(q, &self.device, c, &mut scratch))
         })?;
-        // The signal packets are the last ones written.
-        let end = queue.written();
-        let first_signal = end - signals.len() as u64;
-        let wait_refs: Vec<_> = waits.iter().map(|(s, _)| s.weak()).collect();
-        for (i, (s, _)) in signals.iter().enumerate() {
-            s.add_producer(Producer { queue: queue.status().clone(), signal: first_signal + i as u64, waits: wait_refs.clone() });
+        if !signals.is_empty() {
+            // The signal packets are the last ones written; one list of
+            // the waits serves all of them.
+            let first_signal = queue.written() - signals.len() as u64;
+            let waits: Arc<[_]> = submission.waits.iter().map(|(s, _)| Ok(kmod_semaphore(s)?.weak())).collect::<Result<_>>()?;
+            for (i, (s, _)) in submission.signals.iter().enumerate() {
+                let producer = Producer { queue: queue.status().clone(), signal: first_signal + i as u64, waits: Arc::clone(&waits) };
+                kmod_semaphore(s)?.add_producer(producer);
+            }
         }
+        let end = queue.written();
         queue.flush()?;
         // A fault the kernel raised while these packets were being written
         // may not have covered them: fail their signals here (a failure

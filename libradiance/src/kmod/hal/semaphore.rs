@@ -61,8 +61,8 @@ pub(super) struct Producer {
     pub(super) queue: QueueStatus,
     /// The ring index of its signal packet for this semaphore.
     pub(super) signal: u64,
-    /// The semaphores it waits on.
-    pub(super) waits: Vec<Weak<KmodSemaphore>>,
+    /// The semaphores it waits on (shared by its signals).
+    pub(super) waits: Arc<[Weak<KmodSemaphore>]>,
 }
 
 impl KmodSemaphore {
