@@ -27,10 +27,11 @@ static_cargo() {
 		--manifest-path "$TOP/Cargo.toml"
 }
 static_cargo build -p radctl -p radiance-cts -p bench-hal >&2
-static_cargo build -p libradiance --example kmod_buffers >&2
+static_cargo build -p libradiance --example kmod_buffers --example hal_pipeline >&2
 cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/radiance-cts" \
 	"$TOP/target/$target/release/bench-hal" \
-	"$TOP/target/$target/release/examples/kmod_buffers" "$stage/"
+	"$TOP/target/$target/release/examples/kmod_buffers" "$TOP/target/$target/release/examples/hal_pipeline" \
+	"$stage/"
 # Test binaries' paths have a hash in them: ask cargo for them.
 for test in kmod_bo kmod_sem kmod_queue kmod_hal; do
 	bin=$(static_cargo test --no-run -p libradiance --test "$test" --message-format=json |
