@@ -101,6 +101,13 @@ impl FenceImport {
         }
         removed
     }
+
+    /// Waits until the work of an import whose callback fired has run to
+    /// its end.
+    pub(crate) fn flush(this: &Arc<Self>) {
+        // SAFETY: `work` is initialised and lives as long as `this`.
+        unsafe { bindings::flush_work(Work::raw_get(&this.work)) };
+    }
 }
 
 /// The fence signalled: hand the import to process context.

@@ -153,9 +153,6 @@ pub(crate) struct Semaphores {
     /// Imports whose fence has not been handled yet.
     #[pin]
     imports: Mutex<KVec<Arc<FenceImport>>>,
-    /// Notified when `imports` becomes empty.
-    #[pin]
-    imports_done: CondVar,
     /// Slot `i` holds the value of the semaphore in slot `i`.
     page: Page,
     /// Woken on every change: queues may wait on these semaphores.
@@ -172,7 +169,6 @@ impl Semaphores {
             table <- new_mutex!(table, "Semaphores::table"),
             changed <- new_condvar!("Semaphores::changed"),
             imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
-            imports_done <- new_condvar!("Semaphores::imports_done"),
             page,
             scheduler,
             tgid,
@@ -346,11 +342,7 @@ impl Semaphores {
     }
 
     pub(crate) fn untrack_import(&self, import: &Arc<FenceImport>) {
-        let mut imports = self.imports.lock();
-        imports.retain(|i| !Arc::ptr_eq(i, import));
-        if imports.is_empty() {
-            self.imports_done.notify_all();
-        }
+        self.imports.lock().retain(|i| !Arc::ptr_eq(i, import));
     }
 
     /// The file is closing: stop imports (waiting for any already handed to
@@ -358,13 +350,16 @@ impl Semaphores {
     /// semaphore, which cancels their exported fences with ECANCELED.
     pub(crate) fn close(&self) {
         self.table.lock().closed = true;
-        let mut imports = self.imports.lock();
-        // Cancelled ones are dropped here; the rest untrack themselves.
-        imports.retain(|i| !FenceImport::cancel(i));
-        while !imports.is_empty() {
-            self.imports_done.wait(&mut imports);
+        // Cancelled ones are dropped here. The rest have fired: their work
+        // untracks them, and is waited for until its function has returned
+        // (not only until it untracked itself), so that none of its code
+        // runs after the module may be gone. Flushed without the lock,
+        // which the work takes.
+        self.imports.lock().retain(|i| !FenceImport::cancel(i));
+        loop {
+            let Some(fired) = self.imports.lock().first().cloned() else { break };
+            FenceImport::flush(&fired);
         }
-        drop(imports);
         let sems = core::mem::take(&mut self.table.lock().sems);
         drop(sems);
     }
