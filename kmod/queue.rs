@@ -66,8 +66,9 @@ pub(crate) struct QueueState {
 pub(crate) enum SemUpdate {
     /// A SIGNAL_SEMAPHORE: raise `handle` to `value`.
     Signal { handle: u32, value: u64 },
-    /// A skipped SIGNAL_SEMAPHORE: fail `handle` with the positive errno.
-    Fail { handle: u32, error: u32 },
+    /// A skipped SIGNAL_SEMAPHORE: fail `handle` (unless it reached
+    /// `value`) with the positive errno.
+    Fail { handle: u32, value: u64, error: u32 },
 }
 
 /// Commands of one packet that did not all fit in the device at once.
@@ -242,7 +243,7 @@ impl Queue {
         for i in index..end {
             let Ok(packet) = self.packet(i) else { continue };
             if packet.header.kind == uapi::packet_kind::SIGNAL_SEMAPHORE {
-                self.ctx.sems.fail_from_queue(packet.body[0] as u32, error);
+                self.ctx.sems.fail_from_queue(packet.body[0] as u32, packet.body[1], error);
             }
         }
     }

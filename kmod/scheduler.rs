@@ -349,7 +349,7 @@ impl Scheduler {
                 let sems = &done.queue.ctx.sems;
                 match (done.update, s.faulted && done.packet >= s.fault_index) {
                     (Some(SemUpdate::Signal { handle, value }), false) => sems.signal_from_queue(handle, value),
-                    (Some(SemUpdate::Fail { handle, error }), false) => sems.fail_from_queue(handle, error),
+                    (Some(SemUpdate::Fail { handle, value, error }), false) => sems.fail_from_queue(handle, value, error),
                     _ => {}
                 }
                 done.queue.complete(done.packet);
@@ -603,7 +603,7 @@ fn translate(queue: &Queue, index: u64) -> Result<Translated> {
         // Skipped packets run nothing but still complete in order; a
         // skipped signal fails its semaphore then.
         if h.kind == packet_kind::SIGNAL_SEMAPHORE {
-            update = Some(SemUpdate::Fail { handle: lo(body[0]), error });
+            update = Some(SemUpdate::Fail { handle: lo(body[0]), value: body[1], error });
         }
         commands.push(Command::Fence, GFP_KERNEL)?;
         return Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, update }));

@@ -265,11 +265,15 @@ impl Semaphores {
         }
     }
 
-    /// A queue that was to signal `handle` faulted with `error`.
-    pub(crate) fn fail_from_queue(&self, handle: u32, error: u32) {
+    /// A queue that was to signal `handle` to `value` faulted, was
+    /// destroyed or skipped the signal, with `error`. A value already
+    /// reached is not failed: that promise was kept (its signal may have
+    /// landed just before the queue stopped), and failing it would fail
+    /// waiters that are already satisfied.
+    pub(crate) fn fail_from_queue(&self, handle: u32, value: u64, error: u32) {
         let mut table = self.table.lock();
         if let Ok(sem) = table.get_mut(handle) {
-            if sem.error == 0 {
+            if sem.error == 0 && sem.value < value {
                 self.mark_failed(sem, error);
             }
         }

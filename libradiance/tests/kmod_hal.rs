@@ -93,3 +93,32 @@ fn a_failure_from_the_host_keeps_its_code_and_message_through_queues() {
     assert_eq!(e.to_string(), "no ticket");
     assert_eq!(b.query().unwrap_err().to_string(), "no ticket");
 }
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn four_threads_submit_one_timeline_across_four_queues() {
+    const OPS: u64 = 2000;
+    const THREADS: u64 = 4;
+    let device = Device::open("kmod:0").unwrap();
+    let words = host_visible(&device, 4 * OPS);
+    let timeline = device.create_semaphore(0).unwrap();
+    // Op i waits for value i and signals i + 1; thread i % 4 submits it on
+    // its own queue, so every edge crosses queues and threads, and a queue
+    // often stops at a wait that another thread has not submitted the
+    // signal of yet.
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let (device, words, timeline) = (&device, &words, &timeline);
+            scope.spawn(move || {
+                let q = device.create_queue().unwrap();
+                for i in (t..OPS).step_by(THREADS as usize) {
+                    q.fill(&[(timeline, i)], &[(timeline, i + 1)], words.at(4 * i), 4, Pattern::U32(i as u32 + 1)).unwrap();
+                }
+                reach(timeline, OPS);
+            });
+        }
+    });
+    let got = words.map().unwrap().read_u32s(0, OPS as usize).unwrap();
+    let want: Vec<u32> = (1..=OPS as u32).collect();
+    assert_eq!(got, want);
+}

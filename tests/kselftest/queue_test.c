@@ -944,6 +944,25 @@ TEST_F(q, destroying_a_queue_cancels_what_it_was_to_signal)
 	EXPECT_EQ(-ECANCELED, radiance_sem_wait_for(self->fd, s, 1));
 }
 
+TEST_F(q, a_stopped_queue_leaves_a_value_already_reached_alone)
+{
+	struct queue a;
+	int s = radiance_sem_create(self->fd, 5), t = radiance_sem_create(self->fd, 0);
+	int never = radiance_sem_create(self->fd, 0);
+
+	ASSERT_LT(0, never);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	sem_packet(&a, RADIANCE_PACKET_WAIT_SEMAPHORE, never, 1);
+	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 3);
+	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, t, 1);
+	queue_publish(&a);
+	usleep(20000);
+	queue_close(&a);
+	/* s is already past 3: its waiters are satisfied, and it stays so. */
+	EXPECT_EQ(5, radiance_sem_value(self->fd, s));
+	EXPECT_EQ(-ECANCELED, radiance_sem_wait_for(self->fd, t, 1));
+}
+
 TEST_F(q, destroying_a_queue_cancels_a_launch_in_flight)
 {
 	struct radiance_bo_create kc;

@@ -569,7 +569,9 @@ pub mod packet_kind {
     pub const WAIT_SEMAPHORE: u8 = 8;
     /// [`super::SemaphorePacket`]: raises the semaphore to the value once
     /// everything before it on the queue has completed. A queue that faults
-    /// first fails the semaphore with the fault's error instead.
+    /// first (or is destroyed, or skips the packet) fails the semaphore
+    /// with that error instead, unless the semaphore has already reached
+    /// the value.
     pub const SIGNAL_SEMAPHORE: u8 = 9;
 }
 
