@@ -78,6 +78,9 @@ pub(crate) struct Staged {
     pub(crate) next: usize,
     /// BOs the commands use, kept alive until the packet completes.
     pub(crate) bos: KVec<Arc<crate::bo::Bo>>,
+    /// Host memory the commands write (DMA ranges), handed back to the CPU
+    /// when the packet completes.
+    pub(crate) written: KVec<(u64, u64)>,
     /// Applied when the packet completes.
     pub(crate) update: Option<SemUpdate>,
 }

@@ -66,6 +66,10 @@ use crate::{
         Staged, //
     },
     semaphore::WaitState,
+    sg_table::{
+        sync_for_cpu,
+        sync_for_device, //
+    },
     uapi::{
         self,
         packet_kind, //
@@ -95,6 +99,9 @@ struct InFlight {
     last: bool,
     /// What the packet's commands touch, alive until it completes.
     _bos: KVec<Arc<Bo>>,
+    /// Host memory the packet's commands write (DMA ranges), handed back
+    /// to the CPU when it completes; on the last command.
+    written: KVec<(u64, u64)>,
     /// The packet's semaphore update, on the last command.
     update: Option<SemUpdate>,
 }
@@ -342,6 +349,11 @@ impl Scheduler {
                     response.err_thread,
                 );
             } else if done.last {
+                for &(addr, len) in done.written.iter() {
+                    // SAFETY: the range lies in the bidirectional mapping
+                    // of a BO in `done._bos`, alive until the entry goes.
+                    unsafe { sync_for_cpu(self.hw.dma_device(), addr, len) };
+                }
                 // Not from the fault on: `fault` failed this semaphore.
                 // Before the read index moves: a process that sees the
                 // packet completed sees what it did to its semaphore.
@@ -378,9 +390,10 @@ impl Scheduler {
                 break;
             }
             let bos = if last { core::mem::take(&mut staged.bos) } else { KVec::new() };
+            let written = if last { core::mem::take(&mut staged.written) } else { KVec::new() };
             let update = if last { staged.update } else { None };
             let cmd = staged.commands[staged.next];
-            let entry = InFlight { id, cmd, queue: queue.clone(), packet: staged.packet, last, _bos: bos, update };
+            let entry = InFlight { id, cmd, queue: queue.clone(), packet: staged.packet, last, _bos: bos, written, update };
             if state.in_flight.is_empty() {
                 state.head_since = now_ns();
             }
@@ -548,9 +561,14 @@ fn printf_ring_limit(block: &[u8]) -> Option<u32> {
 }
 
 /// COPY commands between host BO `host` and VRAM BO `vram` (direction
-/// `dir`), split where the host side's DMA segments end.
+/// `dir`), split where the host side's DMA segments end. What the device
+/// will read is handed to it now; what it will write goes into `written`,
+/// to be handed back to the CPU when the packet completes.
+#[expect(clippy::too_many_arguments, reason = "one copy, both sides and where its DMA ranges go")]
 fn host_copy(
     commands: &mut KVec<Command>,
+    written: &mut KVec<(u64, u64)>,
+    dma_dev: &kernel::device::Device,
     host: &Bo,
     host_off: u64,
     vram: &Bo,
@@ -562,7 +580,15 @@ fn host_copy(
     host.host_pieces(host_off, size, &mut |dma, len| {
         let host_addr = u32::try_from(dma).map_err(|_| EINVAL)?;
         let dev = vram_addr(vram, vram_off + done)?;
-        let (src, dst) = if dir == CopyDir::HostToDevice { (host_addr, dev) } else { (dev, host_addr) };
+        let (src, dst) = if dir == CopyDir::HostToDevice {
+            // SAFETY: the piece lies in `host`'s bidirectional mapping,
+            // which the packet keeps alive.
+            unsafe { sync_for_device(dma_dev, dma, len) };
+            (host_addr, dev)
+        } else {
+            written.push((dma, len), GFP_KERNEL)?;
+            (dev, host_addr)
+        };
         commands.push(Command::Copy { src, dst, len: len as u32, dir }, GFP_KERNEL)?;
         done += len;
         Ok(())
@@ -595,7 +621,9 @@ fn translate(queue: &Queue, index: u64) -> Result<Translated> {
     }
     let mut commands = KVec::new();
     let mut bos = KVec::new();
+    let mut written = KVec::new();
     let mut update = None;
+    let dma_dev = queue.ctx.device().hw().dma_device();
     let body = packet.body;
     let lo = |w: u64| w as u32;
     let hi = |w: u64| (w >> 32) as u32;
@@ -606,7 +634,7 @@ fn translate(queue: &Queue, index: u64) -> Result<Translated> {
             update = Some(SemUpdate::Fail { handle: lo(body[0]), value: body[1], error });
         }
         commands.push(Command::Fence, GFP_KERNEL)?;
-        return Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, update }));
+        return Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, written: KVec::new(), update }));
     }
     if h.flags & uapi::packet_flags::BARRIER != 0 {
         commands.push(Command::Fence, GFP_KERNEL)?;
@@ -668,8 +696,12 @@ fn translate(queue: &Queue, index: u64) -> Result<Translated> {
                         done += n;
                     }
                 }
-                (false, true) => host_copy(&mut commands, &s, src_off, &d, dst_off, size, CopyDir::HostToDevice)?,
-                (true, false) => host_copy(&mut commands, &d, dst_off, &s, src_off, size, CopyDir::DeviceToHost)?,
+                (false, true) => {
+                    host_copy(&mut commands, &mut written, dma_dev, &s, src_off, &d, dst_off, size, CopyDir::HostToDevice)?
+                }
+                (true, false) => {
+                    host_copy(&mut commands, &mut written, dma_dev, &d, dst_off, &s, src_off, size, CopyDir::DeviceToHost)?
+                }
                 // Gluon copies to or from VRAM only.
                 (false, false) => return Err(EINVAL),
             }
@@ -706,6 +738,13 @@ fn translate(queue: &Queue, index: u64) -> Result<Translated> {
                     return Err(EINVAL);
                 }
                 let addr = single_dma_address(&out, printf_offset, printf_size)?;
+                // The device writes only the text it has: the bytes after
+                // it must reach the CPU as they were, so they go to the
+                // device first.
+                // SAFETY: the range lies in `out`'s bidirectional mapping,
+                // which the packet keeps alive.
+                unsafe { sync_for_device(dma_dev, addr.into(), printf_size) };
+                written.push((addr.into(), printf_size), GFP_KERNEL)?;
                 bos.push(out, GFP_KERNEL)?;
                 addr
             };
@@ -713,6 +752,9 @@ fn translate(queue: &Queue, index: u64) -> Result<Translated> {
             let staging = Bo::new_host(queue.ctx.device().clone(), PAGE_SIZE as u64, uapi::bo_flags::MAPPABLE)?;
             staging.write_host(0, &copy)?;
             let host_addr = single_dma_address(&staging, 0, size as u64)?;
+            // SAFETY: the block lies in the staging BO's bidirectional
+            // mapping, which the packet keeps alive.
+            unsafe { sync_for_device(dma_dev, host_addr.into(), size as u64) };
             commands.push(Command::LaunchKernel { host_addr, size: size as u32, gpu_addr: LAUNCH_SLOT }, GFP_KERNEL)?;
             bos.push(bo, GFP_KERNEL)?;
             bos.push(staging, GFP_KERNEL)?;
@@ -756,5 +798,5 @@ fn translate(queue: &Queue, index: u64) -> Result<Translated> {
         }
         _ => return Err(EINVAL),
     }
-    Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, update }))
+    Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, written, update }))
 }

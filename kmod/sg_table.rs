@@ -16,6 +16,33 @@ use kernel::{
     types::Opaque,
 };
 
+/// Hands `len` bytes at DMA address `addr` to the device after the CPU
+/// wrote them: where the mapping bounces (swiotlb: a 32-bit device and
+/// memory above 4 GiB) this copies them to the bounce buffer, and on a
+/// non-coherent platform it writes back caches.
+///
+/// # Safety
+///
+/// `[addr, addr + len)` lies in a live streaming mapping for `dev` made
+/// with `DMA_BIDIRECTIONAL`.
+pub(crate) unsafe fn sync_for_device(dev: &Device, addr: u64, len: u64) {
+    let dir = bindings::dma_data_direction::DMA_BIDIRECTIONAL;
+    // SAFETY: the caller's promise; `dev` is live.
+    unsafe { bindings::__dma_sync_single_for_device(crate::raw::device(dev), addr, len as usize, dir) };
+}
+
+/// Hands `len` bytes at DMA address `addr` back to the CPU after the device
+/// wrote them (from the bounce buffer, or past stale cache lines).
+///
+/// # Safety
+///
+/// As for [`sync_for_device`].
+pub(crate) unsafe fn sync_for_cpu(dev: &Device, addr: u64, len: u64) {
+    let dir = bindings::dma_data_direction::DMA_BIDIRECTIONAL;
+    // SAFETY: the caller's promise; `dev` is live.
+    unsafe { bindings::__dma_sync_single_for_cpu(crate::raw::device(dev), addr, len as usize, dir) };
+}
+
 /// A `struct sg_table` mapped for `dev`; unmapped and freed on drop.
 ///
 /// `repr(C)` with the table first, so a pointer to the table handed to C

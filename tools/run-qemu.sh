@@ -14,6 +14,7 @@
 # (default 600 s) always fails. The last line printed is ktap's
 # "N passed, N failed, N skipped".
 # $KTAP: a ktap binary to use instead of building tools/ktap.
+# $RADIANCE_GUEST_CMDLINE: more kernel parameters (e.g. swiotlb=force).
 source "$(dirname "$0")/lib.sh"
 
 usage() {
@@ -67,7 +68,7 @@ qemu=(
 	qemu-system-x86_64 -accel tcg,thread=multi -m 1G -smp 2 -net none
 	-nographic -no-reboot -serial mon:stdio -pidfile "$pidfile"
 	-kernel "$bzimage" -initrd "$initramfs"
-	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=5"
+	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=5 ${RADIANCE_GUEST_CMDLINE:-}"
 )
 
 # QEMU's console, then a line with its exit status for ktap (124 or 137: the

@@ -1,0 +1,18 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the QEMU guest booted with swiotlb=force (as /job): every test
+# that moves data between host memory and the device, with every DMA mapping
+# bounced. Pinned BOs hold bounce slots while they live, so the BO tests
+# that pin hundreds of MiB stay in the main job.
+set -u
+
+# Matches radiance_test.h.
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+
+RADIANCE_KO=/radiance.ko /queue_test
+for t in /libradiance-kmod_queue /libradiance-kmod_hal; do
+	/libtest-ktap.sh "$t" --ignored
+done
+/radiance-cts --device kmod:0
+
+rmmod radiance
