@@ -363,7 +363,7 @@ impl Context {
             objects.mmap.remove(&entry.control_pgoff);
             entry
         };
-        self.device.scheduler().remove(&entry.queue);
+        Scheduler::remove(self.device.scheduler(), &entry.queue);
         Ok(())
     }
 

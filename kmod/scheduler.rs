@@ -212,15 +212,18 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Stops scheduling a queue; its commands in flight still complete, and
-    /// the semaphores its packets not yet taken were to signal fail with
-    /// ECANCELED.
-    pub(crate) fn remove(&self, queue: &Arc<Queue>) {
+    /// Stops scheduling a queue: the semaphores its packets not yet
+    /// completed were to signal fail with ECANCELED. Its commands in flight
+    /// still complete, except a launch the device is running, which may
+    /// never end and which nobody waits for any more: the device is reset
+    /// at once (see [`Scheduler::watchdog`]).
+    pub(crate) fn remove(this: &Arc<Self>, queue: &Arc<Queue>) {
         queue.destroy();
         queue.cancel_signals();
-        let mut state = self.state.lock();
+        let mut state = this.state.lock();
         state.queues.retain(|q| !Arc::ptr_eq(q, queue));
         *queue.staged.lock() = None;
+        Self::watchdog(this, &mut state);
     }
 
     /// debugfs `queues`: one line of `key=value` pairs per queue.
@@ -285,31 +288,38 @@ impl Scheduler {
         }
     }
 
-    /// The watchdog: resets the device if the oldest command in flight is
-    /// overdue, else looks again when it would be.
+    /// The watchdog's work item.
     fn check_overdue(this: &Arc<Self>) {
         let mut state = this.state.lock();
         this.take_responses(&mut state);
-        if state.in_flight.is_empty() {
-            return;
-        }
+        Self::watchdog(this, &mut state);
+    }
+
+    /// Resets the device if the oldest command in flight is overdue, or is
+    /// a launch of a destroyed queue (it may never end, and nobody waits for
+    /// it); else looks again when it would be overdue.
+    fn watchdog(this: &Arc<Self>, state: &mut State) {
+        let Some(head) = state.in_flight.front() else { return };
+        let abandoned = matches!(head.cmd, Command::LaunchKernel { .. }) && head.queue.state().destroyed;
         let timeout = i64::from(this.timeout_ms) * 1_000_000;
         let age = now_ns() - state.head_since;
-        if age < timeout {
+        if age < timeout && !abandoned {
             let left = u32::try_from((timeout - age).div_euclid(1_000_000) + 1).unwrap_or(this.timeout_ms);
             let _ = workqueue::system_unbound().enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(left));
             return;
         }
         this.hw.reset();
         state.resets += 1;
-        pr_warn!("command {} overdue: device reset {}\n", state.in_flight.front().map_or(0, |e| e.id), state.resets);
+        let why = if abandoned { "of a destroyed queue" } else { "overdue" };
+        pr_warn!("command {} {why}: device reset {}\n", head.id, state.resets);
+        let error = if abandoned { ECANCELED } else { ETIMEDOUT };
         // The reset dropped every command in flight: the oldest's queue is
         // guilty and loses its commands; the others' are issued again.
-        let State { in_flight, next_id, .. } = &mut *state;
+        let State { in_flight, next_id, .. } = state;
         let mut guilty: Option<Arc<Queue>> = None;
         in_flight.retain_pending(|e| match &guilty {
             None => {
-                e.queue.fault(e.packet, ETIMEDOUT.to_errno().unsigned_abs(), 0, 0, 0);
+                e.queue.fault(e.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
                 guilty = Some(e.queue.clone());
                 false
             }
@@ -325,7 +335,6 @@ impl Scheduler {
             }
         });
         state.head_since = now_ns();
-        drop(state);
         Self::kick(this);
     }
 
@@ -470,8 +479,7 @@ impl WorkItem for Scheduler {
             if !state.in_flight.is_empty() {
                 // The interrupt brings the scheduler back; the watchdog
                 // makes sure it does.
-                let delay = msecs_to_jiffies(this.timeout_ms);
-                let _ = workqueue::system_unbound().enqueue_delayed::<_, 1>(this.clone(), delay);
+                Self::watchdog(&this, &mut state);
                 return;
             }
             // Idle: ask for kicks, then look once more (a packet published

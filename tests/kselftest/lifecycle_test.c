@@ -19,21 +19,27 @@ static int unload(void)
 	return syscall(SYS_delete_module, "radiance", O_NONBLOCK) ? -errno : 0;
 }
 
-/* Loads the module as radiance_test.h says, plus `extra` parameters. */
-static int load_with(const char *extra)
+/* Loads the module as radiance_test.h says, but with launch timeout
+ * `timeout_ms`, plus `extra` parameters (each may be given once). */
+static int load_params(int timeout_ms, const char *extra)
 {
 	const char *path = getenv("RADIANCE_KO") ?: "/radiance.ko";
 	char params[128];
 	int fd, ret;
 
 	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d launch_timeout_ms=%d %s",
-		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB, RADIANCE_TEST_TIMEOUT_MS, extra);
+		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB, timeout_ms, extra);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
 	close(fd);
 	return ret;
+}
+
+static int load_with(const char *extra)
+{
+	return load_params(RADIANCE_TEST_TIMEOUT_MS, extra);
 }
 
 static int load(void)
@@ -134,16 +140,55 @@ TEST(unload_with_a_launch_still_running)
 	munmap(blk, 4096);
 	queue_close(&q);
 	close(fd);
-	/* The launch still runs (until the watchdog), holding what the closed
-	 * file had: unloading stops it and frees all of it, the watchdog
-	 * included, so that the module loads again and nothing runs after it
-	 * is gone (the console is checked for splats). */
+	/* Whatever of the closed file the device still had: unloading stops
+	 * it and frees all of it, the watchdog included, so that the module
+	 * loads again and nothing runs after it is gone (the console is
+	 * checked for splats). */
 	ASSERT_EQ(0, unload());
 	usleep(2 * RADIANCE_TEST_TIMEOUT_MS * 1000);
 	ASSERT_EQ(0, load());
 	fd = radiance_open(0);
 	EXPECT_LE(0, fd);
 	close(fd);
+}
+
+TEST(destroying_a_queue_stops_its_running_launch)
+{
+	struct radiance_bo_create kc;
+	struct queue a, b;
+	uint8_t *blk;
+	int64_t resets;
+	int fd, hk;
+
+	/* A watchdog far beyond the test's patience: only the destruction
+	 * can stop the launch in time. */
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load_params(600000, ""));
+	resets = radiance_mem_stat("device_resets");
+	fd = radiance_open(0);
+	hk = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+	ASSERT_LT(0, hk);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, kc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, blk);
+	ASSERT_EQ(0, queue_open(fd, 16, &a));
+	ASSERT_EQ(0, queue_open(fd, 16, &b));
+	queue_launch(&a, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
+	queue_publish(&a);
+	usleep(20000);
+	/* Behind the spinning launch on the one device. */
+	queue_nop(&b, 0);
+	queue_publish(&b);
+	usleep(20000);
+	EXPECT_EQ(0, b.ctl->read_index);
+	queue_close(&a);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
+	EXPECT_EQ(1, b.ctl->read_index) TH_LOG("the other queue still waits behind the destroyed queue's launch");
+	EXPECT_EQ(resets + 1, radiance_mem_stat("device_resets"));
+	queue_close(&b);
+	munmap(blk, 4096);
+	close(fd);
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load());
 }
 
 TEST_HARNESS_MAIN

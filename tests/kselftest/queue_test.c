@@ -19,13 +19,6 @@
 #include "radiance_test.h"
 #include "radiance_queue.h"
 
-static void nop(struct queue *q, uint8_t flags)
-{
-	struct radiance_packet p = { .header = { .kind = RADIANCE_PACKET_NOP, .flags = flags } };
-
-	queue_put(q, &p);
-}
-
 static void fill(struct queue *q, uint32_t bo, uint64_t off, uint64_t size, uint32_t pattern, uint32_t psize)
 {
 	struct radiance_fill_packet p = {
@@ -70,7 +63,7 @@ TEST_F(q, nops_complete_and_the_idle_scheduler_asks_for_a_kick)
 	ASSERT_EQ(0, queue_open(self->fd, 64, &q));
 	for (int round = 0; round < 10; round++) {
 		for (int i = 0; i < 50; i++)
-			nop(&q, i % 7 ? 0 : RADIANCE_PACKET_BARRIER);
+			queue_nop(&q, i % 7 ? 0 : RADIANCE_PACKET_BARRIER);
 		kicks += queue_publish(&q);
 		ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
 		EXPECT_EQ(q.written, q.ctl->read_index);
@@ -251,9 +244,9 @@ static void expect_fault(struct __test_metadata *_metadata, int fd, const void *
 
 	ASSERT_EQ(0, queue_open(fd, 16, &q));
 	ASSERT_EQ(0, queue_open(fd, 16, &other));
-	nop(&q, 0);
+	queue_nop(&q, 0);
 	queue_put(&q, packet);
-	nop(&q, 0);
+	queue_nop(&q, 0);
 	queue_publish(&q);
 	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
 	EXPECT_EQ(error, q.ctl->error);
@@ -267,7 +260,7 @@ static void expect_fault(struct __test_metadata *_metadata, int fd, const void *
 	if (out)
 		*out = query;
 	/* Another queue of the same file goes on. */
-	nop(&other, 0);
+	queue_nop(&other, 0);
 	queue_publish(&other);
 	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&other));
 	EXPECT_EQ(1, other.ctl->read_index);
@@ -366,7 +359,7 @@ TEST_F(q, a_spinning_launch_times_out_resets_the_device_and_others_go_on)
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
 	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
 	queue_launch(&a, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
-	nop(&a, 0);
+	queue_nop(&a, 0);
 	queue_publish(&a);
 	usleep(20000);
 	/* Queued behind the spinning kernel on the one device. */
@@ -392,7 +385,7 @@ TEST_F(q, radctl_queues_shows_every_queue_and_its_fault)
 
 	ASSERT_EQ(0, queue_open(self->fd, 32, &good));
 	ASSERT_EQ(0, queue_open(self->fd, 16, &faulted));
-	nop(&faulted, 0);
+	queue_nop(&faulted, 0);
 	queue_put(&faulted, &bad);
 	queue_publish(&faulted);
 	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&faulted));
@@ -727,7 +720,7 @@ TEST_F(q, a_queue_stopped_at_a_wait_needs_no_kick)
 	 * the wait need no doorbell... */
 	EXPECT_EQ(0, q.ctl->needs_kick);
 	for (int i = 0; i < 40; i++) {
-		nop(&q, 0);
+		queue_nop(&q, 0);
 		EXPECT_EQ(0, queue_publish(&q)) TH_LOG("kicked behind a wait");
 	}
 	usleep(20000);
@@ -751,7 +744,7 @@ TEST_F(q, a_failed_semaphore_fails_dependent_queues_and_their_signals)
 	ASSERT_LT(0, t);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
 	sem_packet(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 1);
-	nop(&b, 0);
+	queue_nop(&b, 0);
 	sem_packet(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, t, 1);
 	queue_publish(&b);
 	usleep(20000);

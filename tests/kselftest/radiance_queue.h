@@ -87,6 +87,14 @@ static inline uint32_t queue_drain(struct queue *q)
 	return q->ctl->status;
 }
 
+/* A NOP (with packet `flags`). */
+static inline void queue_nop(struct queue *q, uint8_t flags)
+{
+	struct radiance_packet p = { .header = { .kind = RADIANCE_PACKET_NOP, .flags = flags } };
+
+	queue_put(q, &p);
+}
+
 /* A LAUNCH of built-in `pc` with `nparams` u32 params over `grid` blocks of
  * `block` threads, its launch block at the start of HOST BO `blk_handle`
  * (mapped at `blk`). */
