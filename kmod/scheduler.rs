@@ -8,12 +8,14 @@
 //! packets in order), then visits the queues round-robin, translating at
 //! most one packet per queue per turn into Gluon commands, with a bounded
 //! number of command IDs in flight. When nothing moves and nothing is in
-//! flight, it sets every queue's `needs_kick`, looks once more, and sleeps.
+//! flight, it sets `needs_kick` on every queue not stopped at a semaphore
+//! wait (a semaphore's change wakes it), looks once more, and sleeps.
 //!
 //! A watchdog (a delayed work item) resets the device when the oldest
 //! command in flight has not completed within the launch timeout: the
 //! guilty queue faults with ETIMEDOUT, and the other queues' commands that
-//! the reset dropped are issued again, in order.
+//! the reset dropped are issued again, in order. A launch of a destroyed
+//! queue at the head is reset at once, the same way.
 //!
 //! Lock order: `Scheduler::state`, then `Queue::staged`, then a file's
 //! `Context::objects` (BO lookups) or `Semaphores::table`, then VRAM and
