@@ -407,8 +407,9 @@ impl Context {
         Ok(())
     }
 
-    /// The file is closing: its queues stop first (their commands in flight
-    /// finish), then its semaphores cancel their waiters. Memory goes with
+    /// The file is closing: its queues stop first (what they have not
+    /// completed is cancelled; copies in flight finish, a running launch is
+    /// reset), then its semaphores cancel their waiters. Memory goes with
     /// the last reference, after in-flight commands.
     fn shutdown(&self) {
         let ids: KVec<u32> = {

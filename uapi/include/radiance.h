@@ -229,7 +229,11 @@ struct radiance_queue_create {
 	__u64 control_offset;	/* out */
 };
 
-/* QUEUE_DESTROY and QUEUE_KICK */
+/*
+ * QUEUE_DESTROY and QUEUE_KICK. Destroying cancels what the queue has not
+ * completed: its signals fail with ECANCELED (values already reached stay),
+ * and a launch the device runs for it is stopped by a device reset (1.7).
+ */
 struct radiance_queue_destroy {
 	__u32 queue_id;
 	__u32 pad;

@@ -499,7 +499,10 @@ pub struct QueueCreate {
     pub control_offset: u64,
 }
 
-/// `RADIANCE_IOCTL_QUEUE_DESTROY`; packets in flight finish first.
+/// `RADIANCE_IOCTL_QUEUE_DESTROY`: what the queue has not completed is
+/// cancelled: its SIGNAL_SEMAPHOREs fail with ECANCELED (a value already
+/// reached stays), and a launch the device is running for it is stopped by a
+/// device reset (ABI 1.7; before, packets in flight finished).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueDestroy {
