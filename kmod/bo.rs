@@ -3,7 +3,6 @@
 //! Buffer objects: memory a process allocated or imported through one file.
 
 use kernel::{
-    bindings,
     mm::virt::VmaMixedMap,
     page::{
         Page,
@@ -14,9 +13,19 @@ use kernel::{
 };
 
 use crate::{
-    device::Device,
-    dma_buf::Import,
+    device::{
+        Device,
+        PinCharge, //
+    },
+    dma_buf::{
+        Exportable,
+        Import, //
+    },
     host_mem::HostMem,
+    sg_table::{
+        pieces,
+        Handover, //
+    },
     uapi,
     vram::{
         VramRange,
@@ -28,7 +37,8 @@ use crate::{
 enum Memory {
     /// `Some` until the BO is dropped, which scrubs and frees the range.
     Vram(Option<VramRange>),
-    Host(HostMem),
+    /// Pinned pages, counted against the device's limit while they live.
+    Host { mem: HostMem, _pinned: PinCharge },
     /// Someone else's dma-buf, mapped for the device as long as it is held.
     Imported { import: Import },
 }
@@ -58,7 +68,8 @@ impl Bo {
     /// A HOST BO as BO_CREATE asks; `size` and `flags` are checked.
     pub(crate) fn new_host(device: Arc<Device>, size: u64, flags: u32) -> Result<Arc<Self>> {
         let size = size.checked_next_multiple_of(PAGE_SIZE as u64).ok_or(EINVAL)?;
-        let memory = Memory::Host(HostMem::new(device.clone(), size)?);
+        let pinned = device.pin_host(size)?;
+        let memory = Memory::Host { mem: HostMem::new(device.hw().dma_device(), size)?, _pinned: pinned };
         Ok(Arc::new(Self { device, memory, size, flags }, GFP_KERNEL)?)
     }
 
@@ -76,7 +87,7 @@ impl Bo {
     pub(crate) fn placement(&self) -> u32 {
         match self.memory {
             Memory::Vram(_) => uapi::placement::VRAM,
-            Memory::Host(_) | Memory::Imported { .. } => uapi::placement::HOST,
+            Memory::Host { .. } | Memory::Imported { .. } => uapi::placement::HOST,
         }
     }
 
@@ -85,7 +96,7 @@ impl Bo {
     pub(crate) fn device_address(&self) -> u64 {
         match &self.memory {
             Memory::Vram(range) => range.as_ref().map_or(0, VramRange::addr),
-            Memory::Host(_) | Memory::Imported { .. } => 0,
+            Memory::Host { .. } | Memory::Imported { .. } => 0,
         }
     }
 
@@ -110,29 +121,31 @@ impl Bo {
                 let page = PAGE_SIZE as u64;
                 self.device.hw().vram_pages(range.addr() + first as u64 * page, count as u64 * page, each)
             }
-            Memory::Host(host) => host.pages().get(first..end).ok_or(EINVAL)?.iter().try_for_each(each),
+            Memory::Host { mem: host, .. } => host.pages().get(first..end).ok_or(EINVAL)?.iter().try_for_each(each),
             Memory::Vram(None) | Memory::Imported { .. } => Err(EINVAL),
         }
     }
 
     /// For a host BO, calls `each(dma_address, length)` for the pieces of
     /// `[offset, offset + size)` in the device's view, in order; EINVAL for
-    /// VRAM.
+    /// VRAM or a range outside the BO.
     pub(crate) fn host_pieces(&self, offset: u64, size: u64, each: &mut dyn FnMut(u64, u64) -> Result) -> Result {
-        let mut visit = |segments: &mut dyn Iterator<Item = (u64, u64)>| {
-            let (end, mut seg_start) = (offset + size, 0u64);
-            for (dma, len) in segments {
-                let (from, to) = (offset.max(seg_start), end.min(seg_start + len));
-                if from < to {
-                    each(dma + (from - seg_start), to - from)?;
-                }
-                seg_start += len;
-            }
-            Ok(())
-        };
+        self.check_range(offset, size)?;
         match &self.memory {
-            Memory::Host(host) => visit(&mut host.segments()),
-            Memory::Imported { import } => visit(&mut import.segments()),
+            Memory::Host { mem: host, .. } => pieces(host.segments(), offset, size, each),
+            Memory::Imported { import } => pieces(import.segments(), offset, size, each),
+            Memory::Vram(_) => Err(EINVAL),
+        }
+    }
+
+    /// For a host BO, hands `[offset, offset + len)` to the device (before
+    /// it reads or writes them) or back to the CPU (after it wrote them);
+    /// EINVAL for VRAM or a range outside the BO.
+    pub(crate) fn sync(&self, offset: u64, len: u64, to: Handover) -> Result {
+        self.check_range(offset, len)?;
+        match &self.memory {
+            Memory::Host { mem: host, .. } => host.sync(offset, len, to),
+            Memory::Imported { import } => import.sync(offset, len, to),
             Memory::Vram(_) => Err(EINVAL),
         }
     }
@@ -149,43 +162,10 @@ impl Bo {
     /// Copies `dst.len()` bytes at `offset` of a host BO (allocated here,
     /// not imported) into `dst`: the kernel reading what a process wrote.
     pub(crate) fn read_host(&self, offset: u64, dst: &mut [u8]) -> Result {
-        self.host_bytes(offset, dst.len(), |page, at, done, n| {
-            // SAFETY: `dst` has room for `done + n` bytes; the process may
-            // write the page meanwhile, which only changes the bytes copied.
-            unsafe { page.read_raw(dst.as_mut_ptr().add(done), at, n) }
-        })
-    }
-
-    /// Copies `src` to `offset` of a host BO (allocated here).
-    pub(crate) fn write_host(&self, offset: u64, src: &[u8]) -> Result {
-        self.host_bytes(offset, src.len(), |page, at, done, n| {
-            // SAFETY: `src` has `done + n` bytes; no Rust code reads these
-            // bytes of the page meanwhile.
-            unsafe { page.write_raw(src.as_ptr().add(done), at, n) }
-        })
-    }
-
-    /// Calls `each(page, offset in page, bytes so far, bytes)` over `len`
-    /// bytes at `offset` of a host BO's pages.
-    fn host_bytes(&self, offset: u64, len: usize, mut each: impl FnMut(&Page, usize, usize, usize) -> Result) -> Result {
-        let Memory::Host(host) = &self.memory else { return Err(EINVAL) };
-        self.check_range(offset, len as u64)?;
-        let mut done = 0;
-        while done < len {
-            let at = offset as usize + done;
-            let n = (PAGE_SIZE - at % PAGE_SIZE).min(len - done);
-            let page = host.pages().get(at / PAGE_SIZE).ok_or(EINVAL)?;
-            each(page, at % PAGE_SIZE, done, n)?;
-            done += n;
+        match &self.memory {
+            Memory::Host { mem: host, .. } => host.read(offset, dst),
+            Memory::Vram(_) | Memory::Imported { .. } => Err(EINVAL),
         }
-        Ok(())
-    }
-
-    /// Raw pointers to pages `first .. first + count`, for C.
-    pub(crate) fn page_ptrs(&self, first: usize, count: usize) -> Result<KVec<*mut bindings::page>> {
-        let mut ptrs = KVec::with_capacity(count, GFP_KERNEL)?;
-        self.pages(first, count, &mut |p| Ok(ptrs.push(p.as_ptr(), GFP_KERNEL)?))?;
-        Ok(ptrs)
     }
 
     /// Maps the BO from page `first` on into all of `vma`.
@@ -205,11 +185,28 @@ impl Bo {
     }
 }
 
+impl Exportable for Bo {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn pages(&self, first: usize, count: usize, each: &mut dyn FnMut(&Page) -> Result) -> Result {
+        Bo::pages(self, first, count, each)
+    }
+
+    fn map(&self, vma: &VmaMixedMap, first: usize) -> Result {
+        Bo::map(self, vma, first)
+    }
+}
+
 impl Drop for Bo {
     fn drop(&mut self) {
         if let Memory::Vram(range) = &mut self.memory {
             if let Some(range) = range.take() {
-                self.device.vram().free(self.device.hw(), range);
+                // Before anyone else can get the range; outside the
+                // allocator's lock, since zeroing can take a while.
+                self.device.hw().vram_zero(range.addr(), range.size());
+                self.device.vram().free(range);
             }
         }
     }

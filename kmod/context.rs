@@ -10,11 +10,6 @@
 //! objects are looked up or removed under it, and used or dropped after.
 
 use kernel::{
-    fs::File,
-    miscdevice::{
-        MiscDevice,
-        MiscDeviceRegistration, //
-    },
     mm::virt::VmaNew,
     new_mutex,
     page::PAGE_SIZE,
@@ -29,20 +24,22 @@ use kernel::{
         Mutex, //
     },
     uaccess::UserSlice,
+    ModuleMetadata,
 };
 
 use crate::{
     bo::Bo,
-    device::{
-        Device,
-        DeviceNode, //
-    },
+    device::Device,
     dma_buf::{
         self,
         Import, //
     },
     ioctl,
-    queue::Queue,
+    misc_node::NodeFile,
+    queue::{
+        FileObjects,
+        Queue, //
+    },
     scheduler::Scheduler,
     semaphore::Semaphores,
     sync_file,
@@ -120,10 +117,6 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    pub(crate) fn device(&self) -> &Arc<Device> {
-        &self.device
-    }
-
     /// GET_INFO.
     pub(crate) fn get_info(&self, info: &mut uapi::GetInfo) -> Result {
         if info.flags != 0 || info.pad0 != 0 {
@@ -217,7 +210,12 @@ impl Context {
             return Err(EINVAL);
         }
         let bo = self.bo(args.handle)?;
-        args.fd = dma_buf::export(bo, args.flags & uapi::export_flags::CLOEXEC != 0)?;
+        // Only mappable BOs own whole pages.
+        if !bo.mappable() {
+            return Err(EINVAL);
+        }
+        let owner = &<crate::driver::Radiance as ModuleMetadata>::THIS_MODULE;
+        args.fd = dma_buf::export(bo, owner, args.flags & uapi::export_flags::CLOEXEC != 0)?;
         Ok(())
     }
 
@@ -336,7 +334,7 @@ impl Context {
         let queue = {
             let mut objects = self.objects.lock();
             let id = objects.next_queue_id;
-            let queue = Queue::new(self.clone(), id, n)?;
+            let queue = Queue::new(self.clone(), self.tgid, id, n)?;
             let ring_pgoff = objects.take_pgoff(ring_pages)?;
             let control_pgoff = objects.take_pgoff(1)?;
             objects.next_queue_id += 1;
@@ -380,7 +378,7 @@ impl Context {
     }
 
     /// QUEUE_KICK: the doorbell.
-    pub(crate) fn queue_kick(&self, args: &mut uapi::QueueDestroy) -> Result {
+    pub(crate) fn queue_kick(&self, args: &mut uapi::QueueKick) -> Result {
         if args.pad != 0 {
             return Err(EINVAL);
         }
@@ -435,14 +433,20 @@ impl Context {
     }
 }
 
-#[vtable]
-impl MiscDevice for Context {
-    type Ptr = Arc<Self>;
+impl FileObjects for Context {
+    fn bo(&self, handle: u32) -> Result<Arc<Bo>> {
+        Context::bo(self, handle)
+    }
 
-    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Self>> {
-        // SAFETY: every such registration is a live `DeviceNode`'s `misc`
-        // field (its invariant), kept alive by `misc_open()` during open.
-        let device = unsafe { DeviceNode::device_of(misc) };
+    fn semaphores(&self) -> &Semaphores {
+        &self.sems
+    }
+}
+
+impl NodeFile for Context {
+    type Data = Arc<Device>;
+
+    fn open(device: &Arc<Device>) -> Result<Arc<Self>> {
         device.open_file()?;
         let objects = Objects {
             bos: RBTree::new(),
@@ -460,7 +464,7 @@ impl MiscDevice for Context {
         let sems = Arc::pin_init(Semaphores::new(device.scheduler().clone(), tgid)?, GFP_KERNEL)?;
         let ctx = Arc::pin_init(
             try_pin_init!(Self {
-                device,
+                device: device.clone(),
                 tgid,
                 objects <- new_mutex!(objects, "Context::objects"),
                 sems,
@@ -472,11 +476,11 @@ impl MiscDevice for Context {
         Ok(ctx)
     }
 
-    fn ioctl(ctx: ArcBorrow<'_, Self>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+    fn ioctl(ctx: ArcBorrow<'_, Self>, cmd: u32, arg: usize) -> Result<isize> {
         ioctl::dispatch(&ctx.into(), cmd, arg)
     }
 
-    fn mmap(ctx: ArcBorrow<'_, Self>, _file: &File, vma: &VmaNew) -> Result {
+    fn mmap(ctx: ArcBorrow<'_, Self>, vma: &VmaNew) -> Result {
         // Device memory is data, never code.
         if vma.executable() {
             return Err(EPERM);
@@ -503,7 +507,7 @@ impl MiscDevice for Context {
         }
     }
 
-    fn release(ctx: Arc<Self>, _file: &File) {
+    fn release(ctx: Arc<Self>) {
         // Queues hold their file: break that cycle before the last
         // reference from the file table goes.
         ctx.shutdown();

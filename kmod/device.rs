@@ -6,10 +6,7 @@
 use core::fmt;
 use kernel::{
     debugfs,
-    miscdevice::{
-        MiscDeviceOptions,
-        MiscDeviceRegistration, //
-    },
+    miscdevice::MiscDeviceOptions,
     new_mutex,
     page::PAGE_SIZE,
     prelude::*,
@@ -22,6 +19,7 @@ use kernel::{
 use crate::{
     context::Context,
     hw::Gluon,
+    misc_node::Node,
     scheduler::Scheduler,
     semaphore::Semaphores,
     uapi,
@@ -45,6 +43,16 @@ const NODE_NAMES: [&CStr; uapi::MAX_DEVICES as usize] = [
     c"radiance7",
 ];
 
+/// What a device counts: for its limits, and for leak checks (debugfs).
+#[derive(Clone, Copy, Default)]
+struct Counters {
+    open_files: u32,
+    /// Live semaphores of all files.
+    sems: i64,
+    /// Bytes of host memory pinned for HOST BOs.
+    pinned: u64,
+}
+
 /// One Radiance device. Open files hold a reference, so it outlives its node.
 #[pin_data]
 pub(crate) struct Device {
@@ -56,19 +64,27 @@ pub(crate) struct Device {
     /// Exclusive mode: at most one open file (the hardware cannot keep one
     /// process's kernels out of another's VRAM).
     exclusive: bool,
+    /// Most bytes of host memory pinned for HOST BOs at once.
+    pinned_limit: u64,
     #[pin]
-    open_files: Mutex<u32>,
-    /// Live semaphores of all files, for leak checks.
-    #[pin]
-    sems: Mutex<i64>,
+    counters: Mutex<Counters>,
     /// Every open file's semaphores, for debugfs. Lock order: before a
     /// file's `Semaphores::table`.
     #[pin]
     sem_tables: Mutex<KVec<Arc<Semaphores>>>,
-    /// Most bytes of host memory pinned for HOST BOs at once.
-    pinned_limit: u64,
-    #[pin]
-    pinned: Mutex<u64>,
+}
+
+/// Host memory pinned for a HOST BO, counted against its device's limit
+/// until dropped.
+pub(crate) struct PinCharge {
+    device: Arc<Device>,
+    bytes: u64,
+}
+
+impl Drop for PinCharge {
+    fn drop(&mut self) {
+        self.device.counters.lock().pinned -= self.bytes;
+    }
 }
 
 impl Device {
@@ -86,17 +102,17 @@ impl Device {
 
     /// Counts a new open file; EBUSY if exclusive and already open.
     pub(crate) fn open_file(&self) -> Result {
-        let mut open = self.open_files.lock();
-        if self.exclusive && *open > 0 {
+        let mut counters = self.counters.lock();
+        if self.exclusive && counters.open_files > 0 {
             return Err(EBUSY);
         }
-        *open += 1;
+        counters.open_files += 1;
         Ok(())
     }
 
     /// Undoes [`Device::open_file`] when the file's context goes.
     pub(crate) fn close_file(&self) {
-        *self.open_files.lock() -= 1;
+        self.counters.lock().open_files -= 1;
     }
 
     /// Lists a new file's semaphores in debugfs.
@@ -117,20 +133,15 @@ impl Device {
 
     /// Counts semaphores created (`delta` > 0) or gone.
     pub(crate) fn count_sems(&self, delta: i64) {
-        *self.sems.lock() += delta;
+        self.counters.lock().sems += delta;
     }
 
-    /// Counts `bytes` more of pinned host memory; ENOMEM past the limit.
-    pub(crate) fn pin_host(&self, bytes: u64) -> Result {
-        let mut pinned = self.pinned.lock();
-        let total = pinned.checked_add(bytes).filter(|&t| t <= self.pinned_limit).ok_or(ENOMEM)?;
-        *pinned = total;
-        Ok(())
-    }
-
-    /// Undoes [`Device::pin_host`].
-    pub(crate) fn unpin_host(&self, bytes: u64) {
-        *self.pinned.lock() -= bytes;
+    /// Counts `bytes` more of pinned host memory until the charge is
+    /// dropped; ENOMEM past the limit.
+    pub(crate) fn pin_host(self: &Arc<Self>, bytes: u64) -> Result<PinCharge> {
+        let mut counters = self.counters.lock();
+        counters.pinned = counters.pinned.checked_add(bytes).filter(|&t| t <= self.pinned_limit).ok_or(ENOMEM)?;
+        Ok(PinCharge { device: self.clone(), bytes })
     }
 
     /// Fills GET_INFO's output fields.
@@ -158,36 +169,32 @@ impl Device {
     /// (`queues` comes from the scheduler.)
     fn write_mem_stats(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.vram.stats();
+        let counters = *self.counters.lock();
         writeln!(f, "vram_total {}", s.total)?;
         writeln!(f, "vram_used {}", s.used)?;
         writeln!(f, "vram_free {}", s.total - s.used)?;
         writeln!(f, "vram_largest_free {}", s.largest_free)?;
         writeln!(f, "vram_free_blocks {}", s.free_blocks)?;
         writeln!(f, "vram_bos {}", s.allocations)?;
-        writeln!(f, "host_pinned {}", *self.pinned.lock())?;
+        writeln!(f, "host_pinned {}", counters.pinned)?;
         writeln!(f, "host_pinned_limit {}", self.pinned_limit)?;
-        writeln!(f, "semaphores {}", *self.sems.lock())?;
+        writeln!(f, "semaphores {}", counters.sems)?;
         let (queues, in_flight, resets) = self.scheduler.counts();
         writeln!(f, "queues {queues}")?;
         writeln!(f, "commands_in_flight {in_flight}")?;
         writeln!(f, "device_resets {resets}")?;
-        writeln!(f, "open_files {}", *self.open_files.lock())
+        writeln!(f, "open_files {}", counters.open_files)
     }
 }
 
 /// `/dev/radianceN`: a misc device whose files are [`Context`]s of one
 /// [`Device`], and the device's debugfs directory.
-///
-/// # Invariants
-///
-/// `misc` is only ever registered as a field of a `DeviceNode` (see
-/// [`Context`]'s `open`, which relies on it).
 #[pin_data(PinnedDrop)]
 pub(crate) struct DeviceNode {
     // Fields drop in declaration order: the node disappears (no new opens)
-    // before the node's reference to the device goes.
+    // before the debugfs files and the node's reference to the device go.
     #[pin]
-    misc: MiscDeviceRegistration<Context>,
+    node: Node<Context>,
     #[pin]
     mem_stats: debugfs::File<Arc<Device>>,
     #[pin]
@@ -195,7 +202,6 @@ pub(crate) struct DeviceNode {
     #[pin]
     semaphores: debugfs::File<Arc<Device>>,
     _debugfs: debugfs::Dir,
-    device: Arc<Device>,
 }
 
 impl DeviceNode {
@@ -219,18 +225,14 @@ impl DeviceNode {
                 scheduler,
                 vram <- vram,
                 exclusive,
-                open_files <- new_mutex!(0, "Device::open_files"),
-                sems <- new_mutex!(0, "Device::sems"),
-                sem_tables <- new_mutex!(KVec::new(), "Device::sem_tables"),
                 pinned_limit,
-                pinned <- new_mutex!(0, "Device::pinned"),
+                counters <- new_mutex!(Counters::default(), "Device::counters"),
+                sem_tables <- new_mutex!(KVec::new(), "Device::sem_tables"),
             }),
             GFP_KERNEL,
         )?;
         let dir = debugfs_root.subdir(name);
         KBox::try_pin_init(
-            // `device` is initialised before `misc` registers the node, so an
-            // open that comes at once finds it.
             try_pin_init!(Self {
                 mem_stats <- dir.read_callback_file(c"mem", device.clone(), &|d: &Arc<Device>, f| {
                     d.write_mem_stats(f)
@@ -242,26 +244,11 @@ impl DeviceNode {
                     d.write_semaphores(f)
                 }),
                 _debugfs: dir,
-                device,
-                misc <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+                // Last: an open that comes at once finds everything.
+                node <- Node::new(MiscDeviceOptions { name }, device),
             }? Error),
             GFP_KERNEL,
         )
-    }
-
-    /// The device behind a node registration, for `open`.
-    ///
-    /// (See `PinnedDrop` below for teardown.)
-    ///
-    /// # Safety
-    ///
-    /// `misc` must be the `misc` field of a live `DeviceNode`.
-    pub(crate) unsafe fn device_of(misc: &MiscDeviceRegistration<Context>) -> Arc<Device> {
-        let misc = core::ptr::from_ref(misc).cast_mut();
-        // Stepping back to the container stays inside that allocation.
-        // SAFETY: the caller guarantees `misc` is a live `DeviceNode`'s field.
-        let node = unsafe { &*kernel::container_of!(misc, DeviceNode, misc) };
-        node.device.clone()
     }
 }
 
@@ -271,6 +258,6 @@ impl PinnedDrop for DeviceNode {
     /// reference), so no queue is left; stop the scheduler's interrupt and
     /// wait out a pass that may still run.
     fn drop(self: Pin<&mut Self>) {
-        self.device.scheduler.shutdown();
+        self.node.data().scheduler.shutdown();
     }
 }

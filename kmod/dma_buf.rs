@@ -1,36 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! dma-buf: exporting buffer objects to other drivers and processes, and
-//! importing anyone's dma-buf as host memory for the device.
+//! dma-buf: exporting the driver's memory to other drivers and processes,
+//! and importing anyone's dma-buf as host memory for the device.
 //!
 //! 7.3 has no Rust abstraction for dma-buf; this file is the small wrapper
 //! over `kernel::bindings` that the rest of the driver uses through
-//! [`export`] and [`Import`].
+//! [`export`] and [`Import`]. It imports nothing else of the driver: what it
+//! exports is any [`Exportable`], and the module that owns the buffers is
+//! passed in.
 //!
-//! An exported dma-buf owns a reference to its BO (in `dma_buf::priv`), so
-//! the memory outlives BO_DESTROY and the file until the last dma-buf
+//! An exported dma-buf owns a reference to its object (in `dma_buf::priv`),
+//! so the memory outlives the exporter's own handles until the last dma-buf
 //! reference drops; `release` gives the reference back.
 
-use core::ptr::null_mut;
+use core::{
+    marker::PhantomData,
+    ptr::null_mut, //
+};
 use kernel::{
     bindings,
     device::Device,
     error::from_err_ptr,
-    mm::virt::VmaNew,
-    page::PAGE_SIZE,
+    mm::virt::{
+        VmaMixedMap,
+        VmaNew, //
+    },
+    page::{
+        Page,
+        PAGE_SIZE, //
+    },
     prelude::*,
     sync::{
-        aref::ARef,
         Arc,
         ArcBorrow, //
     },
     types::ForeignOwnable,
-    ModuleMetadata,
+    ThisModule,
 };
 
-use crate::{
-    bo::Bo,
-    sg_table::DmaSgTable, //
+use crate::sg_table::{
+    DmaSgTable,
+    Handover,
+    MappedTable, //
 };
 
 // Exported by mm/vmalloc.c; 7.3's bindings do not include them.
@@ -40,30 +51,44 @@ extern "C" {
     fn vm_unmap_ram(mem: *const c_void, count: u32);
 }
 
-/// Exports `bo` (mappable: it owns whole pages) as a new dma-buf file
-/// descriptor, read-write, close-on-exec if asked.
-pub(crate) fn export(bo: Arc<Bo>, cloexec: bool) -> Result<i32> {
-    if !bo.mappable() {
+/// Memory that can back a dma-buf: whole pages that stay allocated while the
+/// object lives.
+pub(crate) trait Exportable: Send + Sync + 'static {
+    /// Bytes; a multiple of the page size.
+    fn size(&self) -> u64;
+
+    /// Calls `each` with pages `first .. first + count`, in order.
+    fn pages(&self, first: usize, count: usize, each: &mut dyn FnMut(&Page) -> Result) -> Result;
+
+    /// Maps the pages from `first` on into all of `vma`.
+    fn map(&self, vma: &VmaMixedMap, first: usize) -> Result;
+}
+
+/// Exports `obj` as a new dma-buf file descriptor, read-write, close-on-exec
+/// if asked; the buffer holds `owner` while it lives. EINVAL unless `obj` is
+/// whole pages.
+pub(crate) fn export<T: Exportable>(obj: Arc<T>, owner: &ThisModule, cloexec: bool) -> Result<i32> {
+    let size = usize::try_from(obj.size())?;
+    if size == 0 || size % PAGE_SIZE != 0 {
         return Err(EINVAL);
     }
-    let size = usize::try_from(bo.size())?;
     let info = bindings::dma_buf_export_info {
         exp_name: c"radiance".as_char_ptr(),
-        owner: <crate::driver::Radiance as ModuleMetadata>::THIS_MODULE.as_ptr(),
-        ops: &EXPORTER_OPS,
+        owner: owner.as_ptr(),
+        ops: Exporter::<T>::OPS,
         size,
         flags: bindings::O_RDWR as i32,
         // The core gives the buffer its own reservation object.
         resv: null_mut(),
-        priv_: bo.into_foreign(),
+        priv_: obj.into_foreign(),
     };
-    // SAFETY: `info` is complete, `ops` is static, and `priv_` is a BO
-    // reference that `release` (or the error path) takes back.
+    // SAFETY: `info` is complete, `ops` is static, and `priv_` is a
+    // reference to `obj` that `release` (or the error path) takes back.
     let dmabuf = match from_err_ptr(unsafe { bindings::dma_buf_export(&info) }) {
         Ok(dmabuf) => dmabuf,
         Err(e) => {
             // SAFETY: the export failed, so nothing else took `priv_`.
-            drop(unsafe { <Arc<Bo> as ForeignOwnable>::from_foreign(info.priv_) });
+            drop(unsafe { <Arc<T> as ForeignOwnable>::from_foreign(info.priv_) });
             return Err(e);
         }
     };
@@ -71,188 +96,204 @@ pub(crate) fn export(bo: Arc<Bo>, cloexec: bool) -> Result<i32> {
     // SAFETY: `dmabuf` was just exported and we hold its only reference.
     let fd = unsafe { bindings::dma_buf_fd(dmabuf, fd_flags) };
     if fd < 0 {
-        // SAFETY: our reference; dropping it releases the buffer and the BO.
+        // SAFETY: our reference; dropping it releases the buffer and `obj`.
         unsafe { bindings::dma_buf_put(dmabuf) };
         return Err(Error::from_errno(fd));
     }
     Ok(fd)
 }
 
-/// The BO behind one of our dma-bufs.
-///
-/// # Safety
-///
-/// `dmabuf` is a live dma-buf exported by [`export`].
-unsafe fn bo_of<'a>(dmabuf: *mut bindings::dma_buf) -> ArcBorrow<'a, Bo> {
-    // SAFETY: `export` stored an `Arc<Bo>` in `priv_`, which `release` takes
-    // back only after the last user of the buffer is gone.
-    unsafe { <Arc<Bo> as ForeignOwnable>::borrow((*dmabuf).priv_) }
-}
+/// The exporter callbacks for buffers over a `T`.
+struct Exporter<T>(PhantomData<T>);
 
-/// Page count of a dma-buf we exported (its size is whole pages).
-///
-/// # Safety
-///
-/// `dmabuf` is live.
-unsafe fn page_count(dmabuf: *mut bindings::dma_buf) -> usize {
-    // SAFETY: the caller promises `dmabuf` is live; `size` never changes.
-    unsafe { (*dmabuf).size / PAGE_SIZE }
-}
-
-/// `map_dma_buf`: an sg table of the BO's pages, mapped for the importer.
-///
-/// # Safety
-///
-/// Called by the dma-buf core, with live arguments, for a buffer exported
-/// by [`export`].
-unsafe extern "C" fn map_dma_buf(
-    attach: *mut bindings::dma_buf_attachment,
-    dir: bindings::dma_data_direction,
-) -> *mut bindings::sg_table {
-    // SAFETY: the core calls this with a live attachment of a live buffer.
-    let (dmabuf, dev) = unsafe { ((*attach).dmabuf, (*attach).dev) };
-    // SAFETY: the buffer is one of ours and live (see above).
-    let (bo, count) = unsafe { (bo_of(dmabuf), page_count(dmabuf)) };
-    // The BO's pages stay allocated while the BO lives, and the buffer holds
-    // the BO until `release`, which comes after every `unmap_dma_buf`.
-    let table = bo.page_ptrs(0, count).and_then(|mut pages| {
-        // SAFETY: as above; `dev` is the importer's live device.
-        unsafe { DmaSgTable::new(Device::from_raw(dev), &mut pages, count * PAGE_SIZE, dir) }
-    });
-    match table {
-        Ok(table) => DmaSgTable::into_raw(table),
-        Err(e) => e.to_ptr(),
-    }
-}
-
-/// `unmap_dma_buf`: undoes [`map_dma_buf`].
-///
-/// # Safety
-///
-/// Called by the dma-buf core, with live arguments, for a buffer exported
-/// by [`export`].
-unsafe extern "C" fn unmap_dma_buf(
-    _attach: *mut bindings::dma_buf_attachment,
-    sgt: *mut bindings::sg_table,
-    _dir: bindings::dma_data_direction,
-) {
-    // SAFETY: `sgt` came from `map_dma_buf` and the importer is done with it.
-    drop(unsafe { DmaSgTable::from_raw(sgt) });
-}
-
-/// `release`: the last reference to the buffer is gone.
-///
-/// # Safety
-///
-/// Called by the dma-buf core, with live arguments, for a buffer exported
-/// by [`export`].
-unsafe extern "C" fn release(dmabuf: *mut bindings::dma_buf) {
-    // SAFETY: `export` put an `Arc<Bo>` here and nothing uses it any more.
-    drop(unsafe { <Arc<Bo> as ForeignOwnable>::from_foreign((*dmabuf).priv_) });
-}
-
-/// `mmap`: maps the pages; the core has checked offset and length.
-///
-/// # Safety
-///
-/// Called by the dma-buf core, with live arguments, for a buffer exported
-/// by [`export`].
-unsafe extern "C" fn mmap(dmabuf: *mut bindings::dma_buf, vma: *mut bindings::vm_area_struct) -> c_int {
-    // SAFETY: the core calls this for a live buffer of ours, with a VMA
-    // being set up under the mmap lock.
-    let (bo, vma) = unsafe { (bo_of(dmabuf), VmaNew::from_raw(vma)) };
-    let first = crate::raw::vma_pgoff(vma);
-    if vma.executable() {
-        return EPERM.to_errno();
-    }
-    let mapped = vma.try_clear_mayexec().and_then(|()| {
-        vma.set_dontexpand();
-        vma.set_dontdump();
-        bo.map(vma.set_mixedmap(), first)
-    });
-    mapped.err().map_or(0, Error::to_errno)
-}
-
-/// `vmap`: a kernel mapping of the whole buffer.
-///
-/// # Safety
-///
-/// Called by the dma-buf core, with live arguments, for a buffer exported
-/// by [`export`].
-unsafe extern "C" fn vmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::iosys_map) -> c_int {
-    // SAFETY: the core calls this for a live buffer of ours.
-    let (bo, count) = unsafe { (bo_of(dmabuf), page_count(dmabuf)) };
-    let pages = match bo.page_ptrs(0, count) {
-        Ok(pages) => pages,
-        Err(e) => return e.to_errno(),
+impl<T: Exportable> Exporter<T> {
+    const OPS: &'static bindings::dma_buf_ops = &bindings::dma_buf_ops {
+        // Any device may attach: the memory is system pages.
+        attach: None,
+        detach: None,
+        // The pages never move, so importers need not pin them.
+        pin: None,
+        unpin: None,
+        map_dma_buf: Some(Self::map_dma_buf),
+        unmap_dma_buf: Some(Self::unmap_dma_buf),
+        release: Some(Self::release),
+        begin_cpu_access: Some(Self::cpu_access),
+        end_cpu_access: Some(Self::cpu_access),
+        mmap: Some(Self::mmap),
+        vmap: Some(Self::vmap),
+        vunmap: Some(Self::vunmap),
     };
-    // SAFETY: the pages stay allocated while the buffer lives (see
-    // `map_dma_buf`); `vunmap` undoes this before `release`.
-    let vaddr = unsafe { vm_map_ram(pages.as_ptr().cast(), count as u32, bindings::NUMA_NO_NODE) };
-    if vaddr.is_null() {
-        return ENOMEM.to_errno();
+
+    /// The object behind one of our dma-bufs.
+    ///
+    /// # Safety
+    ///
+    /// `dmabuf` is a live dma-buf exported by [`export`] for a `T`.
+    unsafe fn obj<'a>(dmabuf: *mut bindings::dma_buf) -> ArcBorrow<'a, T> {
+        // SAFETY: `export` stored an `Arc<T>` in `priv_`, which `release`
+        // takes back only after the last user of the buffer is gone.
+        unsafe { <Arc<T> as ForeignOwnable>::borrow((*dmabuf).priv_) }
     }
-    // SAFETY: `map` is the core's to fill; system memory, not I/O memory.
-    unsafe {
-        (*map).__bindgen_anon_1.vaddr = vaddr;
-        (*map).is_iomem = false;
+
+    /// Page count of a live dma-buf (its size is whole pages).
+    ///
+    /// # Safety
+    ///
+    /// `dmabuf` is live.
+    unsafe fn page_count(dmabuf: *mut bindings::dma_buf) -> usize {
+        // SAFETY: the caller promises `dmabuf` is live; `size` never changes.
+        unsafe { (*dmabuf).size / PAGE_SIZE }
     }
-    0
-}
 
-/// `vunmap`: undoes [`vmap`].
-///
-/// # Safety
-///
-/// Called by the dma-buf core, with live arguments, for a buffer exported
-/// by [`export`].
-unsafe extern "C" fn vunmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::iosys_map) {
-    // SAFETY: `map` holds what `vmap` returned for this live buffer.
-    unsafe { vm_unmap_ram((*map).__bindgen_anon_1.vaddr, page_count(dmabuf) as u32) };
-}
+    /// Raw pointers to all of the object's pages, for C.
+    fn page_ptrs(obj: &T, count: usize) -> Result<KVec<*mut bindings::page>> {
+        let mut ptrs = KVec::with_capacity(count, GFP_KERNEL)?;
+        obj.pages(0, count, &mut |p| Ok(ptrs.push(p.as_ptr(), GFP_KERNEL)?))?;
+        Ok(ptrs)
+    }
 
-/// `begin_cpu_access` / `end_cpu_access`: nothing to do. Both kinds of
-/// memory a BO can have here (emulated VRAM, pinned host pages) are ordinary
-/// cache-coherent system memory, and the importers' DMA mappings are made
-/// with the DMA API, which keeps them coherent on the architectures we
-/// build for. A non-coherent board backend would sync its attachments here.
-///
-/// # Safety
-///
-/// Called by the dma-buf core, with live arguments, for a buffer exported
-/// by [`export`].
-unsafe extern "C" fn cpu_access(_dmabuf: *mut bindings::dma_buf, _dir: bindings::dma_data_direction) -> c_int {
-    0
-}
+    /// `map_dma_buf`: an sg table of the BO's pages, mapped for the importer.
+    ///
+    /// # Safety
+    ///
+    /// Called by the dma-buf core, with live arguments, for a buffer exported
+    /// by [`export`] for a `T`.
+    unsafe extern "C" fn map_dma_buf(
+        attach: *mut bindings::dma_buf_attachment,
+        dir: bindings::dma_data_direction,
+    ) -> *mut bindings::sg_table {
+        // SAFETY: the core calls this with a live attachment of a live buffer.
+        let (dmabuf, dev) = unsafe { ((*attach).dmabuf, (*attach).dev) };
+        // SAFETY: the core calls this only for buffers `export` made for a
+        // `T`, and the live attachment keeps its buffer live.
+        let (obj, count) = unsafe { (Self::obj(dmabuf), Self::page_count(dmabuf)) };
+        // The pages stay allocated while the object lives, and the buffer holds
+        // it until `release`, which comes after every `unmap_dma_buf`.
+        let table = Self::page_ptrs(&obj, count).and_then(|mut pages| {
+            // SAFETY: the pages stay allocated while the object lives, and
+            // the buffer holds it until `release`, which comes after the
+            // `unmap_dma_buf` that frees this table; `dev` is the importer's
+            // device, live while it is attached.
+            unsafe { DmaSgTable::new(Device::from_raw(dev), &mut pages, count * PAGE_SIZE, dir) }
+        });
+        match table {
+            Ok(table) => DmaSgTable::into_raw(table),
+            Err(e) => e.to_ptr(),
+        }
+    }
 
-static EXPORTER_OPS: bindings::dma_buf_ops = bindings::dma_buf_ops {
-    // Any device may attach: the memory is system pages.
-    attach: None,
-    detach: None,
-    // Our pages never move, so importers need not pin them.
-    pin: None,
-    unpin: None,
-    map_dma_buf: Some(map_dma_buf),
-    unmap_dma_buf: Some(unmap_dma_buf),
-    release: Some(release),
-    begin_cpu_access: Some(cpu_access),
-    end_cpu_access: Some(cpu_access),
-    mmap: Some(mmap),
-    vmap: Some(vmap),
-    vunmap: Some(vunmap),
-};
+    /// `unmap_dma_buf`: undoes [`map_dma_buf`].
+    ///
+    /// # Safety
+    ///
+    /// Called by the dma-buf core, with live arguments, for a buffer exported
+    /// by [`export`] for a `T`.
+    unsafe extern "C" fn unmap_dma_buf(
+        _attach: *mut bindings::dma_buf_attachment,
+        sgt: *mut bindings::sg_table,
+        _dir: bindings::dma_data_direction,
+    ) {
+        // SAFETY: `sgt` came from `map_dma_buf` and the importer is done with it.
+        drop(unsafe { DmaSgTable::from_raw(sgt) });
+    }
+
+    /// `release`: the last reference to the buffer is gone.
+    ///
+    /// # Safety
+    ///
+    /// Called by the dma-buf core, with live arguments, for a buffer exported
+    /// by [`export`] for a `T`.
+    unsafe extern "C" fn release(dmabuf: *mut bindings::dma_buf) {
+        // SAFETY: `export` put an `Arc<T>` here and nothing uses it any more.
+        drop(unsafe { <Arc<T> as ForeignOwnable>::from_foreign((*dmabuf).priv_) });
+    }
+
+    /// `mmap`: maps the pages; the core has checked offset and length.
+    ///
+    /// # Safety
+    ///
+    /// Called by the dma-buf core, with live arguments, for a buffer exported
+    /// by [`export`] for a `T`.
+    unsafe extern "C" fn mmap(dmabuf: *mut bindings::dma_buf, vma: *mut bindings::vm_area_struct) -> c_int {
+        // SAFETY: the core calls this for a live buffer of ours, with a VMA
+        // being set up under the mmap lock.
+        let (obj, vma) = unsafe { (Self::obj(dmabuf), VmaNew::from_raw(vma)) };
+        let first = crate::raw::vma_pgoff(vma);
+        if vma.executable() {
+            return EPERM.to_errno();
+        }
+        let mapped = vma.try_clear_mayexec().and_then(|()| {
+            vma.set_dontexpand();
+            vma.set_dontdump();
+            obj.map(vma.set_mixedmap(), first)
+        });
+        mapped.err().map_or(0, Error::to_errno)
+    }
+
+    /// `vmap`: a kernel mapping of the whole buffer.
+    ///
+    /// # Safety
+    ///
+    /// Called by the dma-buf core, with live arguments, for a buffer exported
+    /// by [`export`] for a `T`.
+    unsafe extern "C" fn vmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::iosys_map) -> c_int {
+        // SAFETY: the core calls this for a live buffer of ours.
+        let (obj, count) = unsafe { (Self::obj(dmabuf), Self::page_count(dmabuf)) };
+        let pages = match Self::page_ptrs(&obj, count) {
+            Ok(pages) => pages,
+            Err(e) => return e.to_errno(),
+        };
+        // SAFETY: the pages stay allocated while the buffer lives (see
+        // `map_dma_buf`); `vunmap` undoes this before `release`.
+        let vaddr = unsafe { vm_map_ram(pages.as_ptr().cast(), count as u32, bindings::NUMA_NO_NODE) };
+        if vaddr.is_null() {
+            return ENOMEM.to_errno();
+        }
+        // SAFETY: `map` is the core's to fill; system memory, not I/O memory.
+        unsafe {
+            (*map).__bindgen_anon_1.vaddr = vaddr;
+            (*map).is_iomem = false;
+        }
+        0
+    }
+
+    /// `vunmap`: undoes [`vmap`].
+    ///
+    /// # Safety
+    ///
+    /// Called by the dma-buf core, with live arguments, for a buffer exported
+    /// by [`export`] for a `T`.
+    unsafe extern "C" fn vunmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::iosys_map) {
+        // SAFETY: `map` holds what `vmap` returned for this live buffer.
+        unsafe { vm_unmap_ram((*map).__bindgen_anon_1.vaddr, Self::page_count(dmabuf) as u32) };
+    }
+
+    /// `begin_cpu_access` / `end_cpu_access`: nothing to do. What is exported
+    /// here (emulated VRAM, pinned host pages) is ordinary cache-coherent
+    /// system memory, and the importers' DMA mappings are made with the DMA
+    /// API, which keeps them coherent on the architectures we build for. A
+    /// non-coherent board backend would sync its attachments here.
+    ///
+    /// # Safety
+    ///
+    /// Called by the dma-buf core, with live arguments, for a buffer exported
+    /// by [`export`] for a `T`.
+    unsafe extern "C" fn cpu_access(_dmabuf: *mut bindings::dma_buf, _dir: bindings::dma_data_direction) -> c_int {
+        0
+    }
+}
 
 /// Someone's dma-buf, attached to and mapped for our device.
 ///
 /// # Invariants
 ///
-/// `dmabuf` is a reference we hold; `attach` attaches it to `dev`; `sgt` is
-/// its mapping for `dev`, unmapped on drop before detaching and putting.
+/// `dmabuf` is a reference we hold; `attach` attaches it to the device that
+/// `table` is mapped for; `table` is its mapping, unmapped on drop before
+/// detaching and putting.
 pub(crate) struct Import {
     dmabuf: *mut bindings::dma_buf,
     attach: *mut bindings::dma_buf_attachment,
-    sgt: *mut bindings::sg_table,
-    _dev: ARef<Device>,
+    table: MappedTable,
     size: u64,
 }
 
@@ -262,11 +303,13 @@ unsafe impl Send for Import {}
 // SAFETY: `&Import` gives read-only access.
 unsafe impl Sync for Import {}
 
+/// Imports are mapped both ways: the device reads and writes them.
+const IMPORT_DIR: bindings::dma_data_direction = bindings::dma_data_direction::DMA_BIDIRECTIONAL;
+
 impl Import {
     /// Takes a reference to the dma-buf behind `fd` (EBADF if `fd` is not
     /// open, EINVAL if it is no dma-buf) and maps it for `dev`.
     pub(crate) fn new(dev: &Device, fd: i32) -> Result<Self> {
-        let dir = bindings::dma_data_direction::DMA_BIDIRECTIONAL;
         // SAFETY: any fd value is fine; the core checks it.
         let dmabuf = from_err_ptr(unsafe { bindings::dma_buf_get(fd) })?;
         // SAFETY: our reference to a live buffer; `dev` is live.
@@ -279,10 +322,11 @@ impl Import {
             }
         };
         // SAFETY: a fresh attachment of our buffer.
-        let sgt = match from_err_ptr(unsafe { bindings::dma_buf_map_attachment_unlocked(attach, dir) }) {
+        let sgt = match from_err_ptr(unsafe { bindings::dma_buf_map_attachment_unlocked(attach, IMPORT_DIR) }) {
             Ok(sgt) => sgt,
             Err(e) => {
-                // SAFETY: undoing the attach and the get above.
+                // SAFETY: `attach` is our fresh attachment of `dmabuf`, and
+                // the reference to `dmabuf` is ours; neither is used after.
                 unsafe {
                     bindings::dma_buf_detach(dmabuf, attach);
                     bindings::dma_buf_put(dmabuf);
@@ -290,10 +334,13 @@ impl Import {
                 return Err(e);
             }
         };
+        // SAFETY: mapped for `dev` in `IMPORT_DIR` just now, and unmapped
+        // only in `drop`, which drops the table's borrow with it.
+        let table = unsafe { MappedTable::new(sgt, dev, IMPORT_DIR) };
         // SAFETY: `dmabuf` is live while we hold it; its size never changes.
         let size = unsafe { (*dmabuf).size } as u64;
         // INVARIANT: got, attached and mapped above.
-        Ok(Self { dmabuf, attach, sgt, _dev: dev.into(), size })
+        Ok(Self { dmabuf, attach, table, size })
     }
 
     pub(crate) fn size(&self) -> u64 {
@@ -302,8 +349,12 @@ impl Import {
 
     /// Our device's view: `(DMA address, length)` segments, in order.
     pub(crate) fn segments(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        // SAFETY: mapped for as long as `self` lives (type invariant).
-        unsafe { crate::sg_table::segments_of(self.sgt) }
+        self.table.segments()
+    }
+
+    /// Hands `[offset, offset + len)` to the device or back to the CPU.
+    pub(crate) fn sync(&self, offset: u64, len: u64, to: Handover) -> Result {
+        self.table.sync(offset, len, to)
     }
 }
 
@@ -311,11 +362,7 @@ impl Drop for Import {
     fn drop(&mut self) {
         // SAFETY: by the type invariant: mapped, attached and held by us.
         unsafe {
-            bindings::dma_buf_unmap_attachment_unlocked(
-                self.attach,
-                self.sgt,
-                bindings::dma_data_direction::DMA_BIDIRECTIONAL,
-            );
+            bindings::dma_buf_unmap_attachment_unlocked(self.attach, self.table.as_raw(), IMPORT_DIR);
             bindings::dma_buf_detach(self.dmabuf, self.attach);
             bindings::dma_buf_put(self.dmabuf);
         }

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! dma_fence: fences the driver creates and signals itself (a semaphore
-//! reaching a value), and references to anyone's fences.
+//! reaching a value), references to anyone's fences, and work that runs
+//! once a fence signals.
 //!
 //! 7.3 has no Rust abstraction for dma_fence; this file is the small wrapper
-//! over `kernel::bindings`. Our fences are bare `struct dma_fence`s from
-//! kmalloc with no `release` op, so the core frees them with `kfree_rcu`
-//! after the last reference, as fences read under RCU must be.
+//! over `kernel::bindings`, and imports nothing else of the driver. Our
+//! fences are bare `struct dma_fence`s from kmalloc with no `release` op, so
+//! the core frees them with `kfree_rcu` after the last reference, as fences
+//! read under RCU must be.
 
 use core::ptr::{
     null_mut,
@@ -14,8 +16,16 @@ use core::ptr::{
 };
 use kernel::{
     bindings,
+    error::to_result,
     prelude::*,
-    types::Opaque, //
+    sync::Arc,
+    types::Opaque,
+    workqueue::{
+        impl_has_work,
+        new_work,
+        Work,
+        WorkItem, //
+    },
 };
 
 /// `get_driver_name`.
@@ -93,6 +103,14 @@ impl Fence {
         self.0.as_ptr()
     }
 
+    /// The error a signalled fence failed with; `None` if it succeeded or
+    /// has not signalled.
+    pub(crate) fn error(&self) -> Option<Error> {
+        // SAFETY: the fence is live.
+        let status = unsafe { bindings::dma_fence_get_status(self.as_raw()) };
+        (status < 0).then(|| Error::from_errno(status))
+    }
+
     /// Signals the fence, with `error` (a negative errno) when the point
     /// will never be reached. Signalling twice is harmless.
     pub(crate) fn signal(&self, error: Option<Error>) {
@@ -126,5 +144,129 @@ impl Drop for Fence {
                 bindings::dma_fence_release(&raw mut (*fence).refcount);
             }
         }
+    }
+}
+
+/// What runs, in process context, once a fence signals.
+pub(crate) trait OnSignal: Send + Sync + Sized + 'static {
+    /// `callback`'s fence signalled, with its error if it failed.
+    fn signalled(callback: Arc<FenceCallback<Self>>, error: Option<Error>);
+}
+
+/// Runs `T::signalled` once `fence` signals. Fence callbacks run in atomic
+/// context, possibly under locks of another driver, so the callback only
+/// queues a work item, which calls `T::signalled`. The callback holds a
+/// reference to the whole object: leaked when armed, taken back by the
+/// callback, or by [`FenceCallback::cancel`] if it never runs.
+#[pin_data]
+pub(crate) struct FenceCallback<T: OnSignal> {
+    #[pin]
+    cb: Opaque<bindings::dma_fence_cb>,
+    #[pin]
+    work: Work<FenceCallback<T>>,
+    fence: Fence,
+    data: T,
+}
+
+impl_has_work! {
+    impl{T: OnSignal} HasWork<Self> for FenceCallback<T> { self.work }
+}
+
+// SAFETY: `cb` is only touched by the dma_fence core (under the fence's
+// lock) and through the core's API in `arm` and `cancel`; the rest is
+// `Send` (`T: Send`, and `Fence`).
+unsafe impl<T: OnSignal> Send for FenceCallback<T> {}
+// SAFETY: `&FenceCallback` gives no unsynchronised access to `cb` (only
+// the dma_fence core touches it, under the fence's lock, and `arm` and
+// `cancel` go through the core's API), `Fence` is `Sync`, and `T: Sync`.
+unsafe impl<T: OnSignal> Sync for FenceCallback<T> {}
+
+impl<T: OnSignal> FenceCallback<T> {
+    /// A callback for `fence`, not armed yet.
+    pub(crate) fn new(fence: Fence, data: T) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                cb: Opaque::zeroed(),
+                work <- new_work!("FenceCallback::work"),
+                fence,
+                data,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    pub(crate) fn data(&self) -> &T {
+        &self.data
+    }
+
+    /// Arms the callback. A fence that has signalled already runs
+    /// `T::signalled` here, at once. Arm a callback once.
+    pub(crate) fn arm(this: &Arc<Self>) -> Result {
+        let leaked = Arc::into_raw(this.clone());
+        // SAFETY: the fence is live, and `cb` lives as long as the object,
+        // which the leaked reference keeps until the callback or `cancel`
+        // takes it back.
+        let armed = to_result(unsafe {
+            bindings::dma_fence_add_callback(this.fence.as_raw(), this.cb.get(), Some(fence_signalled::<T>))
+        });
+        match armed {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // SAFETY: the callback was not added, so the reference is
+                // ours again.
+                drop(unsafe { Arc::from_raw(leaked) });
+                // ENOENT: signalled already.
+                if e != ENOENT {
+                    return Err(e);
+                }
+                T::signalled(this.clone(), this.fence.error());
+                Ok(())
+            }
+        }
+    }
+
+    /// Disarms a callback whose fence has not signalled. False if too
+    /// late: the callback ran, and its work calls (or called)
+    /// `T::signalled`.
+    pub(crate) fn cancel(this: &Arc<Self>) -> bool {
+        // SAFETY: the fence and `cb` are live while `this` is.
+        let removed = unsafe { bindings::dma_fence_remove_callback(this.fence.as_raw(), this.cb.get()) };
+        if removed {
+            // SAFETY: the callback will never run, so the reference it
+            // held (leaked in `arm`) is ours.
+            drop(unsafe { Arc::from_raw(Arc::as_ptr(this)) });
+        }
+        removed
+    }
+
+    /// Waits until the work of a callback that fired has returned.
+    pub(crate) fn flush(this: &Arc<Self>) {
+        crate::raw::flush_work(&this.work);
+    }
+}
+
+/// The fence signalled: hand the callback to process context.
+///
+/// # Safety
+///
+/// Called by the dma_fence core once, for a callback added by
+/// [`FenceCallback::arm`].
+unsafe extern "C" fn fence_signalled<T: OnSignal>(_fence: *mut bindings::dma_fence, cb: *mut bindings::dma_fence_cb) {
+    let cb = cb.cast::<Opaque<bindings::dma_fence_cb>>();
+    // SAFETY: `cb` is the `cb` field of a `FenceCallback<T>` (only `arm`
+    // adds this function, with its own `cb`), whose leaked reference this
+    // callback now takes back.
+    let this = unsafe { Arc::from_raw(kernel::container_of!(cb, FenceCallback<T>, cb).cast_const()) };
+    // An armed callback fires once, and its work is queued only here, so
+    // it is never queued already.
+    let _ = crate::raw::system_dfl().enqueue(this);
+}
+
+impl<T: OnSignal> WorkItem for FenceCallback<T> {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        let error = this.fence.error();
+        T::signalled(this, error);
     }
 }

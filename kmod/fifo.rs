@@ -38,6 +38,11 @@ impl<T> Fifo<T> {
         self.entries.get(self.head)
     }
 
+    /// The oldest entry not taken, to change it.
+    pub(crate) fn front_mut(&mut self) -> Option<&mut T> {
+        self.entries.get_mut(self.head)
+    }
+
     /// Takes the oldest entry; dropping the taken ones once all are.
     pub(crate) fn advance(&mut self) {
         self.head += 1;
@@ -71,5 +76,66 @@ impl<T: Copy> Fifo<T> {
         let entry = *self.front()?;
         self.advance();
         Some(entry)
+    }
+}
+
+#[kunit_tests(radiance_fifo)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_in_first_out() -> Result {
+        let mut fifo = Fifo::with_capacity(4)?;
+        assert!(fifo.is_empty());
+        for v in 1..=3u32 {
+            fifo.push(v)?;
+        }
+        assert_eq!(fifo.len(), 3);
+        assert_eq!(fifo.front().copied(), Some(1));
+        assert_eq!(fifo.pop(), Some(1));
+        assert_eq!(fifo.pop(), Some(2));
+        fifo.push(4)?;
+        assert_eq!(fifo.pop(), Some(3));
+        assert_eq!(fifo.pop(), Some(4));
+        assert_eq!(fifo.pop(), None);
+        assert!(fifo.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn keeps_its_capacity_once_drained() -> Result {
+        let mut fifo = Fifo::with_capacity(2)?;
+        fifo.push(1u8)?;
+        fifo.push(2)?;
+        fifo.advance();
+        fifo.advance();
+        // Drained: the vector was emptied, so two more fit without growing.
+        assert_eq!(fifo.entries.len(), 0);
+        fifo.push(3)?;
+        fifo.push(4)?;
+        assert_eq!(fifo.entries.capacity(), 2);
+        fifo.clear();
+        assert!(fifo.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn retain_drops_taken_and_rejected_entries() -> Result {
+        let mut fifo = Fifo::with_capacity(8)?;
+        for v in 0..6u32 {
+            fifo.push(v)?;
+        }
+        fifo.advance();
+        // Taken: 0. Kept: the odd ones of 1..6, doubled on the way.
+        fifo.retain_pending(|v| {
+            *v *= 2;
+            *v % 4 == 2
+        });
+        assert_eq!(fifo.len(), 3);
+        assert_eq!(fifo.pop(), Some(2));
+        assert_eq!(fifo.pop(), Some(6));
+        assert_eq!(fifo.pop(), Some(10));
+        assert!(fifo.is_empty());
+        Ok(())
     }
 }

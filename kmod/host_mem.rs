@@ -1,41 +1,46 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Host memory for HOST buffer objects: pinned system pages, DMA-mapped for
-//! the device with its 32-bit mask. The scatter-gather layout is kept: the
-//! device sees the memory as segments of DMA addresses, and copies to or from
-//! it are split at segment boundaries.
+//! Host memory for the device: zeroed system pages, DMA-mapped for it with
+//! its 32-bit mask. The scatter-gather layout is kept: the device sees the
+//! memory as segments of DMA addresses, and copies to or from it are split
+//! at segment boundaries.
+//!
+//! What the memory is for (a HOST buffer object, counted against the
+//! device's pinned-memory limit, or the scheduler's own staging) is the
+//! owner's business: this file knows only pages and their mapping.
 
 use kernel::{
     bindings,
+    device::Device,
     page::{
         Page,
         PAGE_SIZE, //
     },
     prelude::*,
-    sync::Arc,
 };
 
 use crate::{
-    device::Device,
-    sg_table::DmaSgTable, //
+    raw::{
+        read_page,
+        write_page, //
+    },
+    sg_table::{
+        DmaSgTable,
+        Handover, //
+    },
 };
 
-/// Pinned, DMA-mapped host pages.
+/// Zeroed, DMA-mapped host pages.
 pub(crate) struct HostMem {
     // Fields drop in order: the DMA mapping goes before the pages.
     dma: KBox<DmaSgTable>,
     pages: KVec<Page>,
-    device: Arc<Device>,
 }
 
 impl HostMem {
-    /// `size` bytes (a multiple of the page size), zeroed, counted against
-    /// the device's pinned-memory limit (ENOMEM beyond it).
-    pub(crate) fn new(device: Arc<Device>, size: u64) -> Result<Self> {
+    /// `size` bytes (a multiple of the page size), zeroed, mapped for `dev`.
+    pub(crate) fn new(dev: &Device, size: u64) -> Result<Self> {
         let count = usize::try_from(size / PAGE_SIZE as u64)?;
-        device.pin_host(size)?;
-        // Give the bytes back if anything below fails.
-        let unpin = kernel::types::ScopeGuard::new(|| device.unpin_host(size));
         let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
         let mut raw = KVec::with_capacity(count, GFP_KERNEL)?;
         for _ in 0..count {
@@ -46,15 +51,14 @@ impl HostMem {
         // SAFETY: the pages are owned by `pages`, which the returned object
         // keeps, and its field order drops the table first.
         let dma = unsafe {
-            DmaSgTable::new(
-                device.hw().dma_device(),
-                &mut raw,
-                size as usize,
-                bindings::dma_data_direction::DMA_BIDIRECTIONAL,
-            )?
+            DmaSgTable::new(dev, &mut raw, size as usize, bindings::dma_data_direction::DMA_BIDIRECTIONAL)?
         };
-        unpin.dismiss();
-        Ok(Self { dma, pages, device })
+        Ok(Self { dma, pages })
+    }
+
+    /// Bytes.
+    pub(crate) fn size(&self) -> u64 {
+        (self.pages.len() * PAGE_SIZE) as u64
     }
 
     /// The device's view: `(DMA address, length)` segments, in order.
@@ -66,10 +70,47 @@ impl HostMem {
     pub(crate) fn pages(&self) -> &[Page] {
         &self.pages
     }
+
+    /// Copies `dst.len()` bytes at `offset` into `dst` (a process may be
+    /// writing them through its mapping: the caller checks what it got).
+    pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result {
+        let mut done = 0;
+        each_page_chunk(offset, dst.len(), self.size(), |page, at, n| {
+            read_page(self.pages.get(page).ok_or(EINVAL)?, at, dst.get_mut(done..done + n).ok_or(EINVAL)?)?;
+            done += n;
+            Ok(())
+        })
+    }
+
+    /// Copies `src` to `offset`.
+    pub(crate) fn write(&mut self, offset: u64, src: &[u8]) -> Result {
+        let mut done = 0;
+        let size = self.size();
+        each_page_chunk(offset, src.len(), size, |page, at, n| {
+            write_page(self.pages.get_mut(page).ok_or(EINVAL)?, at, src.get(done..done + n).ok_or(EINVAL)?)?;
+            done += n;
+            Ok(())
+        })
+    }
+
+    /// Hands `[offset, offset + len)` to the device or back to the CPU.
+    pub(crate) fn sync(&self, offset: u64, len: u64, to: Handover) -> Result {
+        self.dma.sync(offset, len, to)
+    }
 }
 
-impl Drop for HostMem {
-    fn drop(&mut self) {
-        self.device.unpin_host((self.pages.len() * PAGE_SIZE) as u64);
+/// Calls `each(page index, offset in page, bytes)` over `len` bytes at
+/// `offset` of a `size`-byte run of pages; EINVAL unless all lie inside.
+fn each_page_chunk(offset: u64, len: usize, size: u64, mut each: impl FnMut(usize, usize, usize) -> Result) -> Result {
+    if offset.checked_add(len as u64).is_none_or(|end| end > size) {
+        return Err(EINVAL);
     }
+    let mut done = 0;
+    while done < len {
+        let at = offset as usize + done;
+        let n = (PAGE_SIZE - at % PAGE_SIZE).min(len - done);
+        each(at / PAGE_SIZE, at % PAGE_SIZE, n)?;
+        done += n;
+    }
+    Ok(())
 }

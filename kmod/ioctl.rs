@@ -44,7 +44,9 @@ macro_rules! ioctl_args {
         // cover every byte), so every bit pattern is valid, no byte is
         // uninitialised, and there is no interior mutability.
         unsafe impl FromBytes for $ty {}
-        // SAFETY: as above.
+        // SAFETY: `repr(C)` with integer fields only and explicit padding
+        // (checked by uapi/tests/c_header.rs): no byte is uninitialised and
+        // there is no interior mutability.
         unsafe impl AsBytes for $ty {}
         impl IoctlArg for $ty {
             const SIZES: &'static [usize] = $sizes;
@@ -69,14 +71,19 @@ ioctl_args! {
     uapi::SemExportSyncFile => uapi::sizes::SEM_EXPORT_SYNC_FILE;
     uapi::SemImportSyncFile => uapi::sizes::SEM_IMPORT_SYNC_FILE;
     uapi::QueueCreate => uapi::sizes::QUEUE_CREATE;
-    // Also QUEUE_KICK's argument.
     uapi::QueueDestroy => uapi::sizes::QUEUE_DESTROY;
+    uapi::QueueKick => uapi::sizes::QUEUE_KICK;
     uapi::QueueQuery => uapi::sizes::QUEUE_QUERY;
 }
 
+// Read from user memory as plain bytes: SEM_WAIT's points, and packets
+// from mapped rings.
 // SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
 // layout test): every bit pattern is valid and no byte is uninitialised.
 unsafe impl FromBytes for uapi::SemWaitPoint {}
+// SAFETY: `repr(C)`, integer fields (its header's too), explicit padding
+// (checked by the uapi layout test): every bit pattern is valid.
+unsafe impl FromBytes for uapi::Packet {}
 
 /// Routes an ioctl on a device file.
 pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize> {

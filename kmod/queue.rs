@@ -8,6 +8,9 @@
 //! Nothing in these pages is trusted: the kernel keeps its own indices and
 //! state here and rewrites the control block from them, and reads only the
 //! write index and packet bytes, which it checks.
+//!
+//! A queue reaches its file only through [`FileObjects`]: the objects its
+//! packets may name.
 
 use core::mem::offset_of;
 use kernel::{
@@ -17,6 +20,7 @@ use kernel::{
         PAGE_SIZE, //
     },
     prelude::*,
+    transmute::FromBytes,
     sync::{
         atomic::{
             Acquire,
@@ -30,14 +34,27 @@ use kernel::{
 };
 
 use crate::{
-    context::Context,
-    hw::command::Command,
-    raw::page_atomic,
+    bo::Bo,
+    raw::{
+        page_atomic,
+        read_page, //
+    },
+    semaphore::Semaphores,
     uapi::{
         self,
         QueueControl, //
     },
 };
+
+/// What a queue's packets may reach of the file that created it: its
+/// objects, by handle, and nothing else.
+pub(crate) trait FileObjects: Send + Sync {
+    /// The BO behind a handle of the file; ENOENT if there is none.
+    fn bo(&self, handle: u32) -> Result<Arc<Bo>>;
+
+    /// The file's semaphores.
+    fn semaphores(&self) -> &Semaphores;
+}
 
 /// The kernel's record of a queue; the control block mirrors it.
 #[derive(Clone, Copy, Default)]
@@ -61,50 +78,25 @@ pub(crate) struct QueueState {
     skip_error: u32,
 }
 
-/// What a packet's completion does to a semaphore.
-#[derive(Clone, Copy)]
-pub(crate) enum SemUpdate {
-    /// A SIGNAL_SEMAPHORE: raise `handle` to `value`.
-    Signal { handle: u32, value: u64 },
-    /// A skipped SIGNAL_SEMAPHORE: fail `handle` (unless it reached
-    /// `value`) with the positive errno.
-    Fail { handle: u32, value: u64, error: u32 },
-}
-
-/// Commands of one packet that did not all fit in the device at once.
-pub(crate) struct Staged {
-    pub(crate) packet: u64,
-    pub(crate) commands: KVec<Command>,
-    pub(crate) next: usize,
-    /// BOs the commands use, kept alive until the packet completes.
-    pub(crate) bos: KVec<Arc<crate::bo::Bo>>,
-    /// Host memory the commands write (DMA ranges), handed back to the CPU
-    /// when the packet completes.
-    pub(crate) written: KVec<(u64, u64)>,
-    /// Applied when the packet completes.
-    pub(crate) update: Option<SemUpdate>,
-}
-
 /// One user-mode queue.
 #[pin_data]
 pub(crate) struct Queue {
     pub(crate) id: u32,
-    /// The file it belongs to: its BOs are the only ones packets may name.
-    pub(crate) ctx: Arc<Context>,
+    /// The process that created it, for debugfs.
+    pub(crate) tgid: i32,
+    /// Its file's objects: the only ones its packets may name.
+    objects: Arc<dyn FileObjects>,
     ring: KVec<Page>,
     ring_packets: u32,
     control: Page,
+    /// Innermost lock: see the scheduler.
     #[pin]
     state: Mutex<QueueState>,
-    /// The scheduler's partly submitted packet. Lock order: see the
-    /// scheduler; `state` is innermost.
-    #[pin]
-    pub(crate) staged: Mutex<Option<Staged>>,
 }
 
 impl Queue {
     /// A queue of `ring_packets` packets (checked by the caller).
-    pub(crate) fn new(ctx: Arc<Context>, id: u32, ring_packets: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(objects: Arc<dyn FileObjects>, tgid: i32, id: u32, ring_packets: u32) -> Result<Arc<Self>> {
         let pages = (ring_packets as usize * uapi::PACKET_SIZE).div_ceil(PAGE_SIZE);
         let mut ring = KVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
@@ -114,15 +106,19 @@ impl Queue {
         Arc::pin_init(
             try_pin_init!(Self {
                 id,
-                ctx,
+                tgid,
+                objects,
                 ring,
                 ring_packets,
                 control,
                 state <- new_mutex!(QueueState::default(), "Queue::state"),
-                staged <- new_mutex!(None, "Queue::staged"),
             }),
             GFP_KERNEL,
         )
+    }
+
+    pub(crate) fn objects(&self) -> &dyn FileObjects {
+        &*self.objects
     }
 
     pub(crate) fn ring_packets(&self) -> u32 {
@@ -162,12 +158,10 @@ impl Queue {
     pub(crate) fn packet(&self, index: u64) -> Result<uapi::Packet> {
         let slot = index.checked_rem(u64::from(self.ring_packets)).ok_or(EINVAL)? as usize * uapi::PACKET_SIZE;
         let page = self.ring.get(slot / PAGE_SIZE).ok_or(EINVAL)?;
-        let mut packet = uapi::Packet::default();
-        // A packet never crosses a page (64 divides the page size), and only
-        // userspace writes the ring, through its mapping, never Rust code.
-        // SAFETY: `packet` is 64 writable bytes; see above for the source.
-        unsafe { page.read_raw(core::ptr::from_mut(&mut packet).cast(), slot % PAGE_SIZE, uapi::PACKET_SIZE)? };
-        Ok(packet)
+        // A packet never crosses a page: 64 divides the page size.
+        let mut bytes = [0u8; uapi::PACKET_SIZE];
+        read_page(page, slot % PAGE_SIZE, &mut bytes)?;
+        uapi::Packet::from_bytes_copy(&bytes).ok_or(EINVAL)
     }
 
     /// The scheduler took packet `index`.
@@ -246,7 +240,7 @@ impl Queue {
         for i in index..end {
             let Ok(packet) = self.packet(i) else { continue };
             if packet.header.kind == uapi::packet_kind::SIGNAL_SEMAPHORE {
-                self.ctx.sems.fail_from_queue(packet.body[0] as u32, packet.body[1], error);
+                self.objects.semaphores().fail_from_queue(packet.body[0] as u32, packet.body[1], error);
             }
         }
     }

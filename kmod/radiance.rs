@@ -19,13 +19,16 @@ mod fifo;
 mod host_mem;
 mod hw;
 mod ioctl;
+mod misc_node;
 mod queue;
 mod raw;
 mod scheduler;
 mod sem_import;
 mod semaphore;
-mod sync_file;
 mod sg_table;
+mod staging;
+mod sync_file;
+mod translate;
 mod vram;
 
 // The ABI shared with userspace: the kernel cannot take crates.io crates, so

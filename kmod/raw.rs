@@ -2,8 +2,9 @@
 
 //! Raw views of kernel objects that 7.3's abstractions do not give out:
 //! `Device::as_raw` is private to the kernel crate, `VmaNew` has no
-//! accessor for the mmap offset, and `Page` no atomic access to words that
-//! userspace shares with the kernel.
+//! accessor for the mmap offset, `Page` no atomic or byte access to memory
+//! that userspace shares with the kernel, `Work` no flush, and
+//! `kernel::workqueue` no `system_dfl_wq`.
 
 use kernel::{
     bindings,
@@ -20,6 +21,11 @@ use kernel::{
     sync::atomic::{
         Atomic,
         AtomicType, //
+    },
+    workqueue::{
+        DelayedWork,
+        Queue,
+        Work, //
     },
 };
 
@@ -56,4 +62,50 @@ pub(crate) fn page_atomic<T: AtomicType, R>(page: &Page, offset: usize, f: impl 
         bindings::kunmap_local(base.cast());
         Ok(r)
     }
+}
+
+/// Copies `dst.len()` bytes at `offset` of `page` into `dst`; EINVAL if
+/// they are not all inside the page.
+///
+/// For pages a process may map and write while the kernel reads them
+/// (queue rings, host buffer objects): what is read are plain bytes, which
+/// the caller checks.
+pub(crate) fn read_page(page: &Page, offset: usize, dst: &mut [u8]) -> Result {
+    // SAFETY: `dst` is valid for writing `dst.len()` bytes. No Rust code
+    // writes the page meanwhile: the driver writes pages only through
+    // [`write_page`], which needs `&mut Page`; a process writing its
+    // mapping of the page changes only which bytes are copied.
+    unsafe { page.read_raw(dst.as_mut_ptr(), offset, dst.len()) }
+}
+
+/// Copies `src` to `offset` of `page`; EINVAL if it does not fit.
+pub(crate) fn write_page(page: &mut Page, offset: usize, src: &[u8]) -> Result {
+    // SAFETY: `src` is valid for reading `src.len()` bytes, and `&mut Page`
+    // means no other Rust code reads or writes the page meanwhile.
+    unsafe { page.write_raw(src.as_ptr(), offset, src.len()) }
+}
+
+/// Waits until the last queued run of `work` has finished.
+pub(crate) fn flush_work<T: ?Sized, const ID: u64>(work: &Work<T, ID>) {
+    // SAFETY: a `Work` can only be borrowed once it is pinned and
+    // initialised, and the borrow keeps it alive for the call.
+    unsafe { bindings::flush_work(Work::raw_get(work)) };
+}
+
+/// Runs a pending `work` now and waits until it has finished.
+pub(crate) fn flush_delayed_work<T: ?Sized, const ID: u64>(work: &DelayedWork<T, ID>) {
+    // A `delayed_work` starts with its `work_struct`, so a pointer to the
+    // one is a pointer to the other.
+    // SAFETY: as for `flush_work`: a borrowed `DelayedWork` is pinned,
+    // initialised and alive for the call.
+    unsafe { bindings::flush_delayed_work(DelayedWork::raw_as_work(work).cast()) };
+}
+
+/// The system's default unbound workqueue, `system_dfl_wq`. 7.3 deprecates
+/// `system_unbound_wq` (what `workqueue::system_unbound()` returns) and warns
+/// when work is first queued on it.
+pub(crate) fn system_dfl() -> &'static Queue {
+    // SAFETY: `system_dfl_wq` is created at boot, before any module can
+    // load, and never destroyed.
+    unsafe { Queue::from_raw(bindings::system_dfl_wq) }
 }

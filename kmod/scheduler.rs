@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The scheduler: every queue of every file of a device, multiplexed onto
-//! the device's one command FIFO.
+//! the device's one command FIFO. It queues, completes and watches; what a
+//! packet turns into is [`translate`]'s business.
 //!
 //! It runs as a work item, woken by a doorbell (QUEUE_KICK), a new queue or
 //! the device's interrupt. Each pass takes responses first (completing
@@ -17,15 +18,13 @@
 //! the reset dropped are issued again, in order. A launch of a destroyed
 //! queue at the head is reset at once, the same way.
 //!
-//! Lock order: `Scheduler::state`, then `Queue::staged`, then a file's
-//! `Context::objects` (BO lookups) or `Semaphores::table`, then VRAM and
+//! Lock order: `Scheduler::state`, then a file's `Context::objects` (BO
+//! lookups) or `Semaphores::table`, then `LaunchStaging::pages`, VRAM and
 //! backend locks. `Queue::state` is innermost: taken under any of these,
 //! it is never held while taking another.
 
 use kernel::{
-    bindings,
     new_mutex,
-    page::PAGE_SIZE,
     prelude::*,
     sync::{
         atomic::{
@@ -37,9 +36,13 @@ use kernel::{
         Arc,
         Mutex,
     },
-    time::msecs_to_jiffies,
+    time::{
+        msecs_to_jiffies,
+        Delta,
+        Instant,
+        Monotonic, //
+    },
     workqueue::{
-        self,
         impl_has_delayed_work,
         impl_has_work,
         new_delayed_work,
@@ -51,45 +54,42 @@ use kernel::{
 };
 
 use crate::{
-    bo::Bo,
     fifo::Fifo,
     hw::{
         command::{
             Command,
-            CopyDir,
             Response, //
         },
         Gluon,
         Interrupt,
     },
-    queue::{
-        Queue,
-        SemUpdate,
-        Staged, //
+    queue::Queue,
+    raw::{
+        flush_delayed_work,
+        flush_work, //
     },
-    semaphore::WaitState,
-    sg_table::{
-        sync_for_cpu,
-        sync_for_device, //
-    },
-    uapi::{
+    staging::LaunchStaging,
+    translate::{
         self,
-        packet_kind, //
+        Completion,
+        SemUpdate,
+        Staged,
+        Translated,
+        Translator, //
     },
-    vram,
+    uapi::packet_kind,
 };
 
 /// Commands in flight at most: within the device's FIFO depth and the
 /// 256 one-byte command IDs.
 const MAX_IN_FLIGHT: usize = 64;
 
-/// The largest single COPY or MEMSET: lengths are 32-bit.
-const MAX_COMMAND_BYTES: u64 = 1 << 30;
-
-/// Where launch blocks land in VRAM: the start of the reserved region.
-/// Launches run one at a time, so one slot serves all of them.
-const LAUNCH_SLOT: u32 = 0;
-const _: () = assert!(vram::RESERVED >= 64 * 1024);
+/// A queue as the scheduler keeps it.
+struct Scheduled {
+    queue: Arc<Queue>,
+    /// Its packet whose commands did not all fit in the device yet.
+    staged: Option<Staged>,
+}
 
 struct InFlight {
     id: u8,
@@ -97,38 +97,28 @@ struct InFlight {
     cmd: Command,
     queue: Arc<Queue>,
     packet: u64,
-    /// The packet's last command: its response completes the packet.
-    last: bool,
-    /// What the packet's commands touch, alive until it completes.
-    _bos: KVec<Arc<Bo>>,
-    /// Host memory the packet's commands write (DMA ranges), handed back
-    /// to the CPU when it completes; on the last command.
-    written: KVec<(u64, u64)>,
-    /// The packet's semaphore update, on the last command.
-    update: Option<SemUpdate>,
+    /// On the packet's last command, until its response: what completing
+    /// the packet does, and what the packet holds until then.
+    completion: Option<Completion>,
 }
 
 struct State {
-    queues: KVec<Arc<Queue>>,
+    queues: KVec<Scheduled>,
     cursor: usize,
     in_flight: Fifo<InFlight>,
     next_id: u8,
-    /// When the oldest command in flight became the oldest (ns, monotonic).
-    head_since: i64,
+    /// When the oldest command in flight became the oldest.
+    head_since: Instant<Monotonic>,
     /// Device resets so far.
     resets: u64,
-}
-
-/// Monotonic nanoseconds.
-fn now_ns() -> i64 {
-    // SAFETY: no preconditions.
-    unsafe { bindings::ktime_get() }
 }
 
 /// One device's scheduler.
 #[pin_data]
 pub(crate) struct Scheduler {
     hw: Arc<dyn Gluon>,
+    /// Where launch blocks are copied for the device to read.
+    staging: Arc<LaunchStaging>,
     /// 1 while a queue waits on a semaphore: only then do semaphore
     /// changes wake the scheduler (host-only semaphores cost no pass).
     blocked: Atomic<i32>,
@@ -167,13 +157,15 @@ impl Scheduler {
             cursor: 0,
             in_flight: Fifo::with_capacity(MAX_IN_FLIGHT)?,
             next_id: 0,
-            head_since: 0,
+            head_since: Instant::now(),
             resets: 0,
         };
+        let staging = LaunchStaging::new(hw.dma_device())?;
         let device_hw = hw.clone();
         let this = Arc::pin_init(
             pin_init!(Self {
                 hw: device_hw,
+                staging,
                 blocked: Atomic::new(0),
                 state <- new_mutex!(state, "Scheduler::state"),
                 work <- new_work!("Scheduler::work"),
@@ -189,7 +181,7 @@ impl Scheduler {
     /// Wakes the scheduler (doorbell, interrupt, new queue).
     pub(crate) fn kick(this: &Arc<Self>) {
         // Already queued: that run will see what this kick is for.
-        let _ = workqueue::system_unbound().enqueue::<_, 0>(this.clone());
+        let _ = crate::raw::system_dfl().enqueue::<_, 0>(this.clone());
     }
 
     /// A semaphore changed: wake the scheduler if a queue waits on one.
@@ -208,7 +200,7 @@ impl Scheduler {
         if state.queues.len() >= crate::device::MAX_QUEUES as usize {
             return Err(ENOSPC);
         }
-        state.queues.push(queue, GFP_KERNEL)?;
+        state.queues.push(Scheduled { queue, staged: None }, GFP_KERNEL)?;
         drop(state);
         Self::kick(this);
         Ok(())
@@ -223,21 +215,20 @@ impl Scheduler {
         queue.destroy();
         queue.cancel_signals();
         let mut state = this.state.lock();
-        state.queues.retain(|q| !Arc::ptr_eq(q, queue));
-        *queue.staged.lock() = None;
+        state.queues.retain(|q| !Arc::ptr_eq(&q.queue, queue));
         Self::watchdog(this, &mut state);
     }
 
     /// debugfs `queues`: one line of `key=value` pairs per queue.
     pub(crate) fn write_queues(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let state = self.state.lock();
-        for q in state.queues.iter() {
+        for q in state.queues.iter().map(|s| &s.queue) {
             let s = q.state();
             writeln!(
                 f,
                 "pid={} queue={} ring={} submitted={} completed={} status={} error={} fault_index={} \
                  err_code={} err_pc={:#x} err_thread={}",
-                q.ctx.tgid,
+                q.tgid,
                 q.id,
                 q.ring_packets(),
                 s.submitted,
@@ -282,12 +273,8 @@ impl Scheduler {
             }
         };
         drop(in_flight);
-        // SAFETY: both work items are initialised and live as long as
-        // `self`; flushing a delayed work runs a pending one now.
-        unsafe {
-            bindings::flush_delayed_work(DelayedWork::raw_as_work(&self.watchdog).cast());
-            bindings::flush_work(Work::raw_get(&self.work));
-        }
+        flush_delayed_work(&self.watchdog);
+        flush_work(&self.work);
     }
 
     /// The watchdog's work item.
@@ -303,17 +290,17 @@ impl Scheduler {
     fn watchdog(this: &Arc<Self>, state: &mut State) {
         let Some(head) = state.in_flight.front() else { return };
         let abandoned = matches!(head.cmd, Command::LaunchKernel { .. }) && head.queue.state().destroyed;
-        let timeout = i64::from(this.timeout_ms) * 1_000_000;
-        let age = now_ns() - state.head_since;
+        let timeout = Delta::from_millis(this.timeout_ms.into());
+        let age = state.head_since.elapsed();
         if age < timeout && !abandoned {
-            let left = u32::try_from((timeout - age).div_euclid(1_000_000) + 1).unwrap_or(this.timeout_ms);
-            let _ = workqueue::system_unbound().enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(left));
+            let left = u32::try_from((timeout - age).as_millis() + 1).unwrap_or(this.timeout_ms);
+            let _ = crate::raw::system_dfl().enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(left));
             return;
         }
         this.hw.reset();
         state.resets += 1;
         let why = if abandoned { "of a destroyed queue" } else { "overdue" };
-        pr_warn!("command {} {why}: device reset {}\n", head.id, state.resets);
+        dev_warn!(this.hw.dma_device(), "command {} {why}: device reset {}\n", head.id, state.resets);
         let error = if abandoned { ECANCELED } else { ETIMEDOUT };
         // The reset dropped every command in flight: the oldest's queue is
         // guilty and loses its commands; the others' are issued again.
@@ -336,7 +323,7 @@ impl Scheduler {
                 issued
             }
         });
-        state.head_since = now_ns();
+        state.head_since = Instant::now();
         Self::kick(this);
     }
 
@@ -344,13 +331,16 @@ impl Scheduler {
     fn take_responses(&self, state: &mut State) {
         while let Some(raw) = self.hw.pop_response() {
             let response = Response::decode(&raw);
-            let Some(done) = state.in_flight.front() else {
-                pr_err!("response {} with nothing in flight\n", response.id);
+            let Some(done) = state.in_flight.front_mut() else {
+                dev_err!(self.hw.dma_device(), "response {} with nothing in flight\n", response.id);
                 continue;
             };
             if done.id != response.id {
-                pr_err!("response {} out of order (expected {})\n", response.id, done.id);
+                dev_err!(self.hw.dma_device(), "response {} out of order (expected {})\n", response.id, done.id);
             }
+            // Dropped at the end of this turn: the packet's BOs and launch
+            // slot are free once its last command is done.
+            let completion = done.completion.take();
             if response.err_code != 0 {
                 done.queue.fault(
                     done.packet,
@@ -359,18 +349,14 @@ impl Scheduler {
                     response.err_pc,
                     response.err_thread,
                 );
-            } else if done.last {
-                for &(addr, len) in done.written.iter() {
-                    // SAFETY: the range lies in the bidirectional mapping
-                    // of a BO in `done._bos`, alive until the entry goes.
-                    unsafe { sync_for_cpu(self.hw.dma_device(), addr, len) };
-                }
+            } else if let Some(completion) = completion {
+                completion.hand_back();
                 // Not from the fault on: `fault` failed this semaphore.
                 // Before the read index moves: a process that sees the
                 // packet completed sees what it did to its semaphore.
                 let s = done.queue.state();
-                let sems = &done.queue.ctx.sems;
-                match (done.update, s.faulted && done.packet >= s.fault_index) {
+                let sems = done.queue.objects().semaphores();
+                match (completion.update, s.faulted && done.packet >= s.fault_index) {
                     (Some(SemUpdate::Signal { handle, value }), false) => sems.signal_from_queue(handle, value),
                     (Some(SemUpdate::Fail { handle, value, error }), false) => sems.fail_from_queue(handle, value, error),
                     _ => {}
@@ -378,44 +364,44 @@ impl Scheduler {
                 done.queue.complete(done.packet);
             }
             // Once all are taken, the finished entries are dropped: their
-            // queues and BOs may go then.
+            // queues may go then.
             state.in_flight.advance();
-            state.head_since = now_ns();
+            state.head_since = Instant::now();
         }
     }
 
-    /// Pushes as many commands of `queue`'s staged packet as fit. True if
+    /// Pushes as many commands of queue `i`'s staged packet as fit. True if
     /// anything was pushed.
-    fn push_staged(&self, state: &mut State, queue: &Arc<Queue>) -> bool {
-        let mut slot = queue.staged.lock();
-        if queue.state().faulted {
+    fn push_staged(&self, state: &mut State, i: usize) -> bool {
+        let State { queues, in_flight, next_id, head_since, .. } = state;
+        let Some(entry) = queues.get_mut(i) else { return false };
+        if entry.queue.state().faulted {
             // The rest of a faulted packet never runs.
-            *slot = None;
+            entry.staged = None;
         }
-        let Some(staged) = &mut *slot else { return false };
         let mut pushed = false;
-        while staged.next < staged.commands.len() && state.in_flight.len() < MAX_IN_FLIGHT {
-            let id = state.next_id;
-            let last = staged.next + 1 == staged.commands.len();
-            if self.hw.push_command(&staged.commands[staged.next].encode(id)).is_err() {
+        while let Some(staged) = &mut entry.staged {
+            let Some(&cmd) = staged.commands.get(staged.next) else {
+                entry.staged = None;
+                break;
+            };
+            if in_flight.len() >= MAX_IN_FLIGHT || self.hw.push_command(&cmd.encode(*next_id)).is_err() {
                 break;
             }
-            let bos = if last { core::mem::take(&mut staged.bos) } else { KVec::new() };
-            let written = if last { core::mem::take(&mut staged.written) } else { KVec::new() };
-            let update = if last { staged.update } else { None };
-            let cmd = staged.commands[staged.next];
-            let entry = InFlight { id, cmd, queue: queue.clone(), packet: staged.packet, last, _bos: bos, written, update };
-            if state.in_flight.is_empty() {
-                state.head_since = now_ns();
-            }
-            // Capacity for MAX_IN_FLIGHT was reserved: this cannot fail.
-            let _ = state.in_flight.push(entry);
-            state.next_id = id.wrapping_add(1);
             staged.next += 1;
+            let packet = staged.packet;
+            // The packet is all in the device: what completing it does goes
+            // with its last command.
+            let completion =
+                if staged.next == staged.commands.len() { entry.staged.take().map(|s| s.completion) } else { None };
+            if in_flight.is_empty() {
+                *head_since = Instant::now();
+            }
+            let entry_in_flight = InFlight { id: *next_id, cmd, queue: entry.queue.clone(), packet, completion };
+            // Capacity for MAX_IN_FLIGHT was reserved: this cannot fail.
+            let _ = in_flight.push(entry_in_flight);
+            *next_id = next_id.wrapping_add(1);
             pushed = true;
-        }
-        if staged.next == staged.commands.len() {
-            *slot = None;
         }
         pushed
     }
@@ -424,17 +410,20 @@ impl Scheduler {
     fn submit(&self, state: &mut State) -> bool {
         let mut progressed = false;
         let n = state.queues.len();
-        for i in 0..n {
-            let Some(queue) = state.queues.get((state.cursor + i) % n).cloned() else { break };
-            if queue.staged.lock().is_none() {
+        for turn in 0..n {
+            let i = (state.cursor + turn) % n;
+            let Some(entry) = state.queues.get_mut(i) else { break };
+            if entry.staged.is_none() {
+                let queue = entry.queue.clone();
                 let Some(index) = queue.pending() else { continue };
-                match translate_marking_waits(self, &queue, index) {
+                match self.translate(&queue, index) {
                     Ok(Translated::Run(staged)) => {
                         queue.mark_submitted(index);
-                        *queue.staged.lock() = Some(staged);
+                        entry.staged = Some(staged);
                     }
-                    // Waiting on a semaphore: its signal wakes us.
-                    Ok(Translated::Blocked) => continue,
+                    // Waiting on a semaphore (its signal wakes us), or for
+                    // a launch in flight to give back its staging slot.
+                    Ok(Translated::Blocked | Translated::Busy) => continue,
                     // Translated again next turn, as the first packet skipped.
                     Ok(Translated::Skip { count, error }) => {
                         queue.start_skip(index, count, error);
@@ -447,10 +436,40 @@ impl Scheduler {
                     }
                 }
             }
-            progressed |= self.push_staged(state, &queue);
+            progressed |= self.push_staged(state, i);
         }
         state.cursor = if n == 0 { 0 } else { (state.cursor + 1) % n };
         progressed
+    }
+
+    /// Translates packet `index` of `queue`. A WAIT_SEMAPHORE sets
+    /// `blocked` first, so that it is woken by the semaphore's change.
+    fn translate(&self, queue: &Queue, index: u64) -> Result<Translated> {
+        let packet = queue.packet(index)?;
+        self.mark_if_wait(&packet);
+        let t = Translator { objects: queue.objects(), staging: &self.staging };
+        translate::translate(&t, index, &packet, queue.skipping(index))
+    }
+
+    /// What a queue's next packet lets the scheduler do.
+    fn head(&self, queue: &Queue) -> Head {
+        let Some(index) = queue.pending() else { return Head::Empty };
+        let Ok(packet) = queue.packet(index) else { return Head::Runnable };
+        self.mark_if_wait(&packet);
+        let t = Translator { objects: queue.objects(), staging: &self.staging };
+        if translate::blocks(&t, &packet, queue.skipping(index)) {
+            Head::Waiting
+        } else {
+            Head::Runnable
+        }
+    }
+
+    /// Sets `blocked` before a WAIT_SEMAPHORE's semaphore is looked at (see
+    /// [`Scheduler::semaphore_changed`]).
+    fn mark_if_wait(&self, packet: &crate::uapi::Packet) {
+        if packet.header.kind == packet_kind::WAIT_SEMAPHORE {
+            self.blocked.xchg(1, Full);
+        }
     }
 }
 
@@ -471,7 +490,7 @@ impl WorkItem for Scheduler {
         this.blocked.store(0, Relaxed);
         // Busy now: processes need not kick.
         for q in state.queues.iter() {
-            q.set_needs_kick(false);
+            q.queue.set_needs_kick(false);
         }
         loop {
             this.take_responses(&mut state);
@@ -491,13 +510,13 @@ impl WorkItem for Scheduler {
             // before it, so a busy process submits behind it without
             // system calls.
             for q in state.queues.iter() {
-                q.set_needs_kick(true);
+                q.queue.set_needs_kick(true);
             }
             let mut runnable = false;
             for q in state.queues.iter() {
-                match this.head(q) {
+                match this.head(&q.queue) {
                     Head::Runnable => runnable = true,
-                    Head::Waiting => q.set_needs_kick(false),
+                    Head::Waiting => q.queue.set_needs_kick(false),
                     Head::Empty => {}
                 }
             }
@@ -505,7 +524,7 @@ impl WorkItem for Scheduler {
                 return;
             }
             for q in state.queues.iter() {
-                q.set_needs_kick(false);
+                q.queue.set_needs_kick(false);
             }
         }
     }
@@ -519,294 +538,4 @@ enum Head {
     Waiting,
     /// Something to take (or a packet that faults the queue).
     Runnable,
-}
-
-impl Scheduler {
-    fn head(&self, queue: &Queue) -> Head {
-        match queue.pending() {
-            None => Head::Empty,
-            Some(index) => match translate_marking_waits(self, queue, index) {
-                Ok(Translated::Blocked) => Head::Waiting,
-                _ => Head::Runnable,
-            },
-        }
-    }
-}
-
-/// [`translate`], with `blocked` set first: a packet that turns out to
-/// wait on a semaphore is then woken by the semaphore's change.
-fn translate_marking_waits(scheduler: &Scheduler, queue: &Queue, index: u64) -> Result<Translated> {
-    let is_wait = queue.packet(index).is_ok_and(|p| p.header.kind == packet_kind::WAIT_SEMAPHORE);
-    if is_wait {
-        scheduler.blocked.xchg(1, Full);
-    }
-    translate(queue, index)
-}
-
-fn vram_addr(bo: &Bo, offset: u64) -> Result<u32> {
-    if bo.placement() != uapi::placement::VRAM {
-        return Err(EINVAL);
-    }
-    u32::try_from(bo.device_address() + offset).map_err(|_| EINVAL)
-}
-
-/// The one DMA address of `[offset, offset + size)` of a host BO: Gluon
-/// reaches launch blocks and printf output in one piece.
-fn single_dma_address(bo: &Bo, offset: u64, size: u64) -> Result<u32> {
-    let mut pieces = KVec::new();
-    bo.host_pieces(offset, size, &mut |dma, _| Ok(pieces.push(dma, GFP_KERNEL)?))?;
-    let [addr] = pieces[..] else { return Err(EINVAL) };
-    u32::try_from(addr).map_err(|_| EINVAL)
-}
-
-/// The `limit` of a launch block's printf ring (right after the params),
-/// if the block holds the ring header and `limit` bytes after it.
-fn printf_ring_limit(block: &[u8]) -> Option<u32> {
-    let word = |at: usize| Some(u32::from_le_bytes(block.get(at..at + 4)?.try_into().ok()?));
-    let ring = size_of::<uapi::LaunchBlock>()
-        .checked_add(usize::try_from(word(28)?).ok()?)?
-        .checked_add(usize::try_from(word(32)?).ok()?)?;
-    let limit = word(ring + 12)?;
-    (ring + size_of::<uapi::PrintfRing>() + limit as usize <= block.len()).then_some(limit)
-}
-
-/// COPY commands between host BO `host` and VRAM BO `vram` (direction
-/// `dir`), split where the host side's DMA segments end. What the device
-/// will read is handed to it now; what it will write goes into `written`,
-/// to be handed back to the CPU when the packet completes.
-#[expect(clippy::too_many_arguments, reason = "one copy, both sides and where its DMA ranges go")]
-fn host_copy(
-    commands: &mut KVec<Command>,
-    written: &mut KVec<(u64, u64)>,
-    dma_dev: &kernel::device::Device,
-    host: &Bo,
-    host_off: u64,
-    vram: &Bo,
-    vram_off: u64,
-    size: u64,
-    dir: CopyDir,
-) -> Result {
-    let mut done = 0;
-    host.host_pieces(host_off, size, &mut |dma, len| {
-        let host_addr = u32::try_from(dma).map_err(|_| EINVAL)?;
-        let dev = vram_addr(vram, vram_off + done)?;
-        let (src, dst) = if dir == CopyDir::HostToDevice {
-            // SAFETY: the piece lies in `host`'s bidirectional mapping,
-            // which the packet keeps alive.
-            unsafe { sync_for_device(dma_dev, dma, len) };
-            (host_addr, dev)
-        } else {
-            written.push((dma, len), GFP_KERNEL)?;
-            (dev, host_addr)
-        };
-        commands.push(Command::Copy { src, dst, len: len as u32, dir }, GFP_KERNEL)?;
-        done += len;
-        Ok(())
-    })
-}
-
-/// What a packet of a queue turned into.
-enum Translated {
-    /// Commands to run.
-    Run(Staged),
-    /// A WAIT_SEMAPHORE that is not satisfied yet.
-    Blocked,
-    /// A WAIT_SEMAPHORE with SKIP_ON_FAILURE on a semaphore that failed
-    /// with the positive errno `error`: skip it and `count` more packets.
-    Skip { count: u32, error: u32 },
-}
-
-/// Translates packet `index` of `queue` into Gluon commands: every handle
-/// must be an object of the queue's file and every range inside its BO.
-/// An error is the queue's fault.
-fn translate(queue: &Queue, index: u64) -> Result<Translated> {
-    let packet = queue.packet(index)?;
-    let h = packet.header;
-    let skip_flag = h.flags & uapi::packet_flags::SKIP_ON_FAILURE != 0;
-    if h.reserved != 0 || h.pad != 0 || h.flags & !uapi::packet_flags::ALL != 0 {
-        return Err(EINVAL);
-    }
-    if skip_flag && h.kind != packet_kind::WAIT_SEMAPHORE {
-        return Err(EINVAL);
-    }
-    let mut commands = KVec::new();
-    let mut bos = KVec::new();
-    let mut written = KVec::new();
-    let mut update = None;
-    let dma_dev = queue.ctx.device().hw().dma_device();
-    let body = packet.body;
-    let lo = |w: u64| w as u32;
-    let hi = |w: u64| (w >> 32) as u32;
-    if let Some(error) = queue.skipping(index) {
-        // Skipped packets run nothing but still complete in order; a
-        // skipped signal fails its semaphore then.
-        if h.kind == packet_kind::SIGNAL_SEMAPHORE {
-            update = Some(SemUpdate::Fail { handle: lo(body[0]), value: body[1], error });
-        }
-        commands.push(Command::Fence, GFP_KERNEL)?;
-        return Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, written: KVec::new(), update }));
-    }
-    if h.flags & uapi::packet_flags::BARRIER != 0 {
-        commands.push(Command::Fence, GFP_KERNEL)?;
-    }
-    // Words of the body a packet kind does not use must be zero.
-    let zero_from = |word: usize| body.get(word..).is_some_and(|rest| rest.iter().all(|&w| w == 0));
-    match h.kind {
-        packet_kind::NOP | packet_kind::FENCE => {
-            if !zero_from(0) {
-                return Err(EINVAL);
-            }
-            // A FENCE keeps the packet in order and gives it a response.
-            commands.push(Command::Fence, GFP_KERNEL)?;
-        }
-        packet_kind::FILL => {
-            let (dst, pattern_size, offset, size) = (lo(body[0]), hi(body[0]), body[1], body[2]);
-            let (pattern, pad) = (lo(body[3]), hi(body[3]));
-            if pad != 0 || !zero_from(4) {
-                return Err(EINVAL);
-            }
-            let bo = queue.ctx.bo(dst)?;
-            bo.check_range(offset, size)?;
-            let pattern = match pattern_size {
-                1 if pattern <= 0xff => pattern * 0x0101_0101,
-                2 if pattern <= 0xffff => pattern * 0x0001_0001,
-                4 => pattern,
-                _ => return Err(EINVAL),
-            };
-            if offset % u64::from(pattern_size) != 0 || size % u64::from(pattern_size) != 0 {
-                return Err(EINVAL);
-            }
-            let mut done = 0;
-            while done < size {
-                let n = (size - done).min(MAX_COMMAND_BYTES);
-                commands.push(Command::Memset { dst: vram_addr(&bo, offset + done)?, pattern, len: n as u32 }, GFP_KERNEL)?;
-                done += n;
-            }
-            bos.push(bo, GFP_KERNEL)?;
-        }
-        packet_kind::COPY => {
-            let (src, dst, src_off, dst_off, size) = (lo(body[0]), hi(body[0]), body[1], body[2], body[3]);
-            if !zero_from(4) {
-                return Err(EINVAL);
-            }
-            let (s, d) = (queue.ctx.bo(src)?, queue.ctx.bo(dst)?);
-            s.check_range(src_off, size)?;
-            d.check_range(dst_off, size)?;
-            if Arc::ptr_eq(&s, &d) && src_off < dst_off + size && dst_off < src_off + size {
-                return Err(EINVAL);
-            }
-            let vram = uapi::placement::VRAM;
-            match (s.placement() == vram, d.placement() == vram) {
-                (true, true) => {
-                    let mut done = 0;
-                    while done < size {
-                        let n = (size - done).min(MAX_COMMAND_BYTES);
-                        let (a, b) = (vram_addr(&s, src_off + done)?, vram_addr(&d, dst_off + done)?);
-                        commands.push(Command::Copy { src: a, dst: b, len: n as u32, dir: CopyDir::DeviceToDevice }, GFP_KERNEL)?;
-                        done += n;
-                    }
-                }
-                (false, true) => {
-                    host_copy(&mut commands, &mut written, dma_dev, &s, src_off, &d, dst_off, size, CopyDir::HostToDevice)?
-                }
-                (true, false) => {
-                    host_copy(&mut commands, &mut written, dma_dev, &d, dst_off, &s, src_off, size, CopyDir::DeviceToHost)?
-                }
-                // Gluon copies to or from VRAM only.
-                (false, false) => return Err(EINVAL),
-            }
-            bos.push(s, GFP_KERNEL)?;
-            bos.push(d, GFP_KERNEL)?;
-        }
-        packet_kind::LAUNCH => {
-            let (block, pad, offset, size) = (lo(body[0]), hi(body[0]), body[1], body[2]);
-            let (printf, pad2, printf_offset, printf_size) = (lo(body[3]), hi(body[3]), body[4], body[5]);
-            if pad != 0 || pad2 != 0 || !zero_from(6) {
-                return Err(EINVAL);
-            }
-            let bo = queue.ctx.bo(block)?;
-            bo.check_range(offset, size)?;
-            let size = usize::try_from(size)?;
-            if size < size_of::<uapi::LaunchBlock>() || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
-                return Err(EINVAL);
-            }
-            // The device reads a copy the process can no longer change, with
-            // the printf address set here: a process never names a DMA
-            // address itself.
-            let mut copy = KVec::from_elem(0u8, size, GFP_KERNEL)?;
-            bo.read_host(offset, &mut copy)?;
-            let printf_addr = if printf == 0 {
-                if printf_offset != 0 || printf_size != 0 {
-                    return Err(EINVAL);
-                }
-                0
-            } else {
-                let out = queue.ctx.bo(printf)?;
-                out.check_range(printf_offset, printf_size)?;
-                let limit = printf_ring_limit(&copy).ok_or(EINVAL)?;
-                if printf_size < 4 + u64::from(limit) {
-                    return Err(EINVAL);
-                }
-                let addr = single_dma_address(&out, printf_offset, printf_size)?;
-                // The device writes only the text it has: the bytes after
-                // it must reach the CPU as they were, so they go to the
-                // device first.
-                // SAFETY: the range lies in `out`'s bidirectional mapping,
-                // which the packet keeps alive.
-                unsafe { sync_for_device(dma_dev, addr.into(), printf_size) };
-                written.push((addr.into(), printf_size), GFP_KERNEL)?;
-                bos.push(out, GFP_KERNEL)?;
-                addr
-            };
-            copy.get_mut(24..28).ok_or(EINVAL)?.copy_from_slice(&printf_addr.to_le_bytes());
-            let staging = Bo::new_host(queue.ctx.device().clone(), PAGE_SIZE as u64, uapi::bo_flags::MAPPABLE)?;
-            staging.write_host(0, &copy)?;
-            let host_addr = single_dma_address(&staging, 0, size as u64)?;
-            // SAFETY: the block lies in the staging BO's bidirectional
-            // mapping, which the packet keeps alive.
-            unsafe { sync_for_device(dma_dev, host_addr.into(), size as u64) };
-            commands.push(Command::LaunchKernel { host_addr, size: size as u32, gpu_addr: LAUNCH_SLOT }, GFP_KERNEL)?;
-            bos.push(bo, GFP_KERNEL)?;
-            bos.push(staging, GFP_KERNEL)?;
-        }
-        packet_kind::WAIT_SEMAPHORE | packet_kind::SIGNAL_SEMAPHORE => {
-            let (handle, skip, value) = (lo(body[0]), hi(body[0]), body[1]);
-            if (skip != 0 && !skip_flag) || !zero_from(2) {
-                return Err(EINVAL);
-            }
-            let state = queue.ctx.sems.wait_state(handle, value)?;
-            if h.kind == packet_kind::WAIT_SEMAPHORE {
-                match state {
-                    WaitState::Pending => return Ok(Translated::Blocked),
-                    WaitState::Failed(error) if skip_flag => return Ok(Translated::Skip { count: skip, error }),
-                    WaitState::Failed(error) => return Err(Error::from_errno(-(error as i32))),
-                    WaitState::Reached => {}
-                }
-            } else {
-                update = Some(SemUpdate::Signal { handle, value });
-            }
-            // In order after everything before it on the queue.
-            commands.push(Command::Fence, GFP_KERNEL)?;
-        }
-        packet_kind::READ_COUNTER | packet_kind::TIMESTAMP => {
-            let (dst, counter, offset) = (lo(body[0]), hi(body[0]), body[1]);
-            if !zero_from(2) || offset % 8 != 0 {
-                return Err(EINVAL);
-            }
-            let counter = match (h.kind, counter) {
-                (packet_kind::TIMESTAMP, 0) => uapi::counter::CLOCK_NS,
-                (packet_kind::READ_COUNTER, c) if c < uapi::counter::COUNT => c,
-                _ => return Err(EINVAL),
-            };
-            let bo = queue.ctx.bo(dst)?;
-            bo.check_range(offset, 8)?;
-            // Counts everything before it, even on a device that executes
-            // out of order.
-            commands.push(Command::Fence, GFP_KERNEL)?;
-            commands.push(Command::ReadCounter { counter, dst: vram_addr(&bo, offset)? }, GFP_KERNEL)?;
-            bos.push(bo, GFP_KERNEL)?;
-        }
-        _ => return Err(EINVAL),
-    }
-    Ok(Translated::Run(Staged { packet: index, commands, next: 0, bos, written, update }))
 }

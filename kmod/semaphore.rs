@@ -11,7 +11,6 @@
 //! thing that never misses one.
 
 use kernel::{
-    bindings,
     new_condvar,
     new_mutex,
     page::{
@@ -29,13 +28,20 @@ use kernel::{
         CondVarTimeoutResult,
         Mutex, //
     },
-    time::msecs_to_jiffies,
+    time::{
+        msecs_to_jiffies,
+        ClockSource,
+        Monotonic, //
+    },
 };
 
 use crate::{
     dma_fence::Fence,
     scheduler::Scheduler,
-    sem_import::FenceImport,
+    sem_import::{
+        self,
+        FenceImport, //
+    },
     uapi::{
         self,
         SemWaitPoint, //
@@ -318,7 +324,7 @@ impl Semaphores {
                 return Err(e);
             }
         }
-        FenceImport::start(self, handle, value, fence)
+        sem_import::start(self, handle, value, fence)
     }
 
     /// An import's fence signalled (`error` if it failed).
@@ -440,8 +446,8 @@ impl Semaphores {
                 }
                 Check::Pending => {}
             }
-            // SAFETY: `ktime_get` has no preconditions.
-            let remaining = deadline_ns.saturating_sub(unsafe { bindings::ktime_get() });
+            // The deadline is CLOCK_MONOTONIC nanoseconds, as the ABI says.
+            let remaining = deadline_ns.saturating_sub(Monotonic::ktime_get());
             if remaining <= 0 {
                 break Err(ETIME);
             }

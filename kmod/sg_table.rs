@@ -5,7 +5,9 @@
 //! 7.3's `kernel::scatterlist` maps only vmalloc'ed buffers it owns; the
 //! driver needs tables over pages owned elsewhere (a host BO's pages, VRAM
 //! pages handed to a dma-buf importer), so this is a small wrapper over
-//! `sg_alloc_table_from_pages_segment` and `dma_map_sgtable`.
+//! `sg_alloc_table_from_pages_segment` and `dma_map_sgtable`, plus
+//! bounds-checked DMA syncs over a table's byte range, so that no caller
+//! handles a raw DMA address to sync it.
 
 use kernel::{
     bindings,
@@ -16,31 +18,119 @@ use kernel::{
     types::Opaque,
 };
 
-/// Hands `len` bytes at DMA address `addr` to the device after the CPU
-/// wrote them: where the mapping bounces (swiotlb: a 32-bit device and
-/// memory above 4 GiB) this copies them to the bounce buffer, and on a
-/// non-coherent platform it writes back caches.
-///
-/// # Safety
-///
-/// `[addr, addr + len)` lies in a live streaming mapping for `dev` made
-/// with `DMA_BIDIRECTIONAL`.
-pub(crate) unsafe fn sync_for_device(dev: &Device, addr: u64, len: u64) {
-    let dir = bindings::dma_data_direction::DMA_BIDIRECTIONAL;
-    // SAFETY: the caller's promise; `dev` is live.
-    unsafe { bindings::__dma_sync_single_for_device(crate::raw::device(dev), addr, len as usize, dir) };
+/// Which way a DMA sync hands memory over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Handover {
+    /// To the device, after the CPU wrote it: where the mapping bounces
+    /// (swiotlb: a 32-bit device and memory above 4 GiB) this copies it to
+    /// the bounce buffer; on a non-coherent platform it writes back caches.
+    ToDevice,
+    /// Back to the CPU, after the device wrote it (from the bounce buffer,
+    /// or past stale cache lines).
+    ToCpu,
 }
 
-/// Hands `len` bytes at DMA address `addr` back to the CPU after the device
-/// wrote them (from the bounce buffer, or past stale cache lines).
+/// Calls `each(dma_address, length)` for the pieces of `[offset, offset +
+/// len)` of a buffer laid out as `segments` (`(DMA address, length)`, in
+/// order), in order. EINVAL if the range is empty or runs past the end.
+pub(crate) fn pieces(
+    segments: impl Iterator<Item = (u64, u64)>,
+    offset: u64,
+    len: u64,
+    each: &mut dyn FnMut(u64, u64) -> Result,
+) -> Result {
+    let end = offset.checked_add(len).filter(|_| len > 0).ok_or(EINVAL)?;
+    let mut seg_start = 0u64;
+    for (dma, seg_len) in segments {
+        let (from, to) = (offset.max(seg_start), end.min(seg_start + seg_len));
+        if from < to {
+            each(dma + (from - seg_start), to - from)?;
+        }
+        seg_start += seg_len;
+        if seg_start >= end {
+            return Ok(());
+        }
+    }
+    Err(EINVAL)
+}
+
+/// Syncs `[offset, offset + len)` of a mapped table, checked against its
+/// length (EINVAL past the end).
 ///
 /// # Safety
 ///
-/// As for [`sync_for_device`].
-pub(crate) unsafe fn sync_for_cpu(dev: &Device, addr: u64, len: u64) {
-    let dir = bindings::dma_data_direction::DMA_BIDIRECTIONAL;
-    // SAFETY: the caller's promise; `dev` is live.
-    unsafe { bindings::__dma_sync_single_for_cpu(crate::raw::device(dev), addr, len as usize, dir) };
+/// `sgt` is DMA-mapped for `dev` in direction `dir` and stays mapped for
+/// the duration of the call.
+unsafe fn sync_range(
+    dev: &Device,
+    sgt: *mut bindings::sg_table,
+    dir: bindings::dma_data_direction,
+    offset: u64,
+    len: u64,
+    to: Handover,
+) -> Result {
+    // SAFETY: the caller's promise.
+    let segments = unsafe { segments_of(sgt) };
+    let dev = crate::raw::device(dev);
+    pieces(segments, offset, len, &mut |addr, n| {
+        // SAFETY: `[addr, addr + n)` lies inside one segment of the table
+        // (`pieces` checked), which the caller promises is mapped for `dev`
+        // in `dir`; `dev` is live while borrowed.
+        unsafe {
+            match to {
+                Handover::ToDevice => bindings::__dma_sync_single_for_device(dev, addr, n as usize, dir),
+                Handover::ToCpu => bindings::__dma_sync_single_for_cpu(dev, addr, n as usize, dir),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A mapped table that someone else owns (a dma-buf exporter), borrowed
+/// for as long as it stays mapped.
+///
+/// # Invariants
+///
+/// `sgt` is DMA-mapped for `dev` in direction `dir` for as long as `self`
+/// lives.
+pub(crate) struct MappedTable {
+    sgt: *mut bindings::sg_table,
+    dev: ARef<Device>,
+    dir: bindings::dma_data_direction,
+}
+
+// SAFETY: only read, and the DMA API may be called for it from any thread.
+unsafe impl Send for MappedTable {}
+// SAFETY: `&MappedTable` only reads the table.
+unsafe impl Sync for MappedTable {}
+
+impl MappedTable {
+    /// Borrows a table.
+    ///
+    /// # Safety
+    ///
+    /// `sgt` is DMA-mapped for `dev` in direction `dir`, and stays so until
+    /// the returned value is dropped.
+    pub(crate) unsafe fn new(sgt: *mut bindings::sg_table, dev: &Device, dir: bindings::dma_data_direction) -> Self {
+        // INVARIANT: the caller's promise.
+        Self { sgt, dev: dev.into(), dir }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::sg_table {
+        self.sgt
+    }
+
+    /// The `(DMA address, length)` of each mapped segment, in order.
+    pub(crate) fn segments(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        // SAFETY: mapped while `self` lives (type invariant).
+        unsafe { segments_of(self.sgt) }
+    }
+
+    /// Syncs `[offset, offset + len)` of the buffer; EINVAL past its end.
+    pub(crate) fn sync(&self, offset: u64, len: u64, to: Handover) -> Result {
+        // SAFETY: mapped for `dev` in `dir` while `self` lives (invariant).
+        unsafe { sync_range(&self.dev, self.sgt, self.dir, offset, len, to) }
+    }
 }
 
 /// A `struct sg_table` mapped for `dev`; unmapped and freed on drop.
@@ -103,7 +193,8 @@ impl DmaSgTable {
         })?;
         // SAFETY: the table was just allocated and filled; `dev` is live.
         if let Err(e) = to_result(unsafe { bindings::dma_map_sgtable(crate::raw::device(dev), sgt.get(), dir, 0) }) {
-            // SAFETY: allocated above, not mapped, used by nobody else.
+            // SAFETY: `sgt` was allocated in this function, is not mapped,
+            // and nobody else uses it.
             unsafe { bindings::sg_free_table(sgt.get()) };
             return Err(e);
         }
@@ -116,6 +207,12 @@ impl DmaSgTable {
     pub(crate) fn segments(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         // SAFETY: the table is mapped as long as `self` lives.
         unsafe { segments_of(self.sgt.get()) }
+    }
+
+    /// Syncs `[offset, offset + len)` of the buffer; EINVAL past its end.
+    pub(crate) fn sync(&self, offset: u64, len: u64, to: Handover) -> Result {
+        // SAFETY: mapped for `dev` in `dir` while `self` lives (invariant).
+        unsafe { sync_range(&self.dev, self.sgt.get(), self.dir, offset, len, to) }
     }
 
     /// Hands the table to C (a dma-buf importer); get it back with
@@ -141,7 +238,7 @@ impl DmaSgTable {
 /// # Safety
 ///
 /// `sgt` is a DMA-mapped table that stays mapped for `'a`.
-pub(crate) unsafe fn segments_of<'a>(sgt: *mut bindings::sg_table) -> impl Iterator<Item = (u64, u64)> + 'a {
+unsafe fn segments_of<'a>(sgt: *mut bindings::sg_table) -> impl Iterator<Item = (u64, u64)> + 'a {
     // SAFETY: the caller's promise.
     let table = unsafe { kernel::scatterlist::SGTable::from_raw(sgt) };
     table.iter().map(|e| (e.dma_address(), e.dma_len()))

@@ -35,7 +35,7 @@ pub(crate) fn export(fence: &Fence, cloexec: bool) -> Result<i32> {
     // SAFETY: `fence` is live; the sync_file takes its own reference.
     let sync_file = unsafe { sync_file_create(fence.as_raw()) };
     if sync_file.is_null() {
-        // SAFETY: reserved above and not installed.
+        // SAFETY: `fd` was reserved in this function and never installed.
         unsafe { bindings::put_unused_fd(fd as u32) };
         return Err(ENOMEM);
     }

@@ -8,9 +8,10 @@
 //! Both operations are O(log n) in the number of free blocks.
 //!
 //! Every allocation carries the tree nodes its range will need when it is
-//! freed, so freeing never allocates and cannot fail. Freed ranges are
-//! scrubbed (zeroed) before they go back into the free trees, so no process
-//! ever reads what another left in VRAM.
+//! freed, so freeing never allocates and cannot fail. The owner scrubs
+//! (zeroes) a range through the device before it frees it, so no process
+//! ever reads what another left in VRAM; the allocator itself knows only
+//! numbers, and imports nothing else of the driver.
 
 use kernel::{
     new_mutex,
@@ -21,8 +22,6 @@ use kernel::{
     },
     sync::Mutex,
 };
-
-use crate::hw::Gluon;
 
 /// The smallest unit of VRAM handed out, and the minimum alignment.
 pub(crate) const GRANULE: u64 = 256;
@@ -179,13 +178,9 @@ impl Vram {
         Ok(VramRange { addr, size, by_addr_node, by_size_node })
     }
 
-    /// Scrubs a range and returns it to the free space, merged with its free
-    /// neighbours.
-    pub(crate) fn free(&self, hw: &dyn Gluon, range: VramRange) {
-        // Before the range is free for anyone else, and outside the lock:
-        // zeroing can take a while.
-        hw.vram_zero(range.addr, range.size);
-
+    /// Returns a range, already scrubbed by its owner, to the free space,
+    /// merged with its free neighbours.
+    pub(crate) fn free(&self, range: VramRange) {
         let VramRange { mut addr, size, by_addr_node, by_size_node } = range;
         let mut len = size;
         let mut free = self.free.lock();
@@ -217,5 +212,102 @@ impl Vram {
     /// A snapshot of the counters.
     pub(crate) fn stats(&self) -> VramStats {
         self.free.lock().stats
+    }
+}
+
+#[kunit_tests(radiance_vram)]
+mod tests {
+    use super::*;
+
+    /// A small VRAM: 64 KiB reserved, then 64 KiB to allocate.
+    const SIZE: u64 = RESERVED + 64 * 1024;
+
+    fn vram() -> Result<Pin<KBox<Vram>>> {
+        KBox::pin_init(Vram::new(SIZE)?, GFP_KERNEL)
+    }
+
+    #[test]
+    fn starts_empty_after_the_reserved_range() -> Result {
+        let vram = vram()?;
+        let s = vram.stats();
+        assert_eq!(s.total, SIZE - RESERVED);
+        assert_eq!((s.used, s.allocations, s.free_blocks), (0, 0, 1));
+        assert_eq!(s.largest_free, s.total);
+        let a = vram.alloc(1, GRANULE)?;
+        assert_eq!((a.addr(), a.size()), (RESERVED, GRANULE));
+        vram.free(a);
+        Ok(())
+    }
+
+    #[test]
+    fn takes_the_smallest_hole_that_fits() -> Result {
+        let vram = vram()?;
+        let a = vram.alloc(1024, GRANULE)?;
+        let b = vram.alloc(4096, GRANULE)?;
+        let c = vram.alloc(1024, GRANULE)?;
+        let d = vram.alloc(8192, GRANULE)?;
+        let e = vram.alloc(1024, GRANULE)?;
+        let (b_addr, d_addr) = (b.addr(), d.addr());
+        // Holes of 4 KiB and 8 KiB, and the tail after `e`.
+        vram.free(d);
+        vram.free(b);
+        let f = vram.alloc(3000, GRANULE)?;
+        assert_eq!(f.addr(), b_addr);
+        let g = vram.alloc(6000, GRANULE)?;
+        assert_eq!(g.addr(), d_addr);
+        for r in [a, c, e, f, g] {
+            vram.free(r);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn merges_free_neighbours() -> Result {
+        let vram = vram()?;
+        let a = vram.alloc(4096, GRANULE)?;
+        let b = vram.alloc(4096, GRANULE)?;
+        let c = vram.alloc(4096, GRANULE)?;
+        vram.free(a);
+        vram.free(c);
+        // `a`'s hole, and `c` merged into the tail.
+        assert_eq!(vram.stats().free_blocks, 2);
+        // Both neighbours of `b` are free: one block again.
+        vram.free(b);
+        let s = vram.stats();
+        assert_eq!((s.free_blocks, s.used, s.allocations), (1, 0, 0));
+        assert_eq!(s.largest_free, s.total);
+        Ok(())
+    }
+
+    #[test]
+    fn aligns_and_keeps_the_front_free() -> Result {
+        let vram = vram()?;
+        let a = vram.alloc(GRANULE, GRANULE)?;
+        let b = vram.alloc(100, 4096)?;
+        assert_eq!(b.addr() % 4096, 0);
+        assert_eq!(b.size(), GRANULE);
+        // The bytes skipped for alignment are a hole a small request fills.
+        let c = vram.alloc(GRANULE, GRANULE)?;
+        assert_eq!(c.addr(), a.addr() + GRANULE);
+        let s = vram.stats();
+        assert_eq!((s.used, s.allocations), (3 * GRANULE, 3));
+        for r in [a, b, c] {
+            vram.free(r);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_what_cannot_fit() -> Result {
+        let vram = vram()?;
+        assert_eq!(vram.alloc(SIZE, GRANULE).err(), Some(ENOMEM));
+        assert_eq!(vram.alloc(0, GRANULE).err(), Some(EINVAL));
+        assert_eq!(vram.alloc(GRANULE, 3 * GRANULE).err(), Some(EINVAL));
+        assert_eq!(vram.alloc(GRANULE, GRANULE / 2).err(), Some(EINVAL));
+        let all = vram.alloc(SIZE - RESERVED, GRANULE)?;
+        assert_eq!(vram.alloc(1, GRANULE).err(), Some(ENOMEM));
+        assert_eq!(vram.stats().largest_free, 0);
+        vram.free(all);
+        Ok(())
     }
 }

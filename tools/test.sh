@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Every test, from nothing: the host tests (cargo test), then in QEMU on our
-# test kernel the kselftests, libradiance's kmod tests, the conformance suite,
+# Every test, from nothing: the host tests (cargo test) and the module's
+# formatting, then in QEMU on our test kernel (two CPUs) the module's KUnit
+# suites, the kselftests, libradiance's kmod tests, the conformance suite,
 # the C ABI test and the radctl smoke tests, then the tests that move data
 # between host memory and the device again with every DMA bounced
 # (swiotlb=force). The last line is the
@@ -28,6 +29,16 @@ read -r host_pass host_fail host_skip < <(awk '
 	END { print p + 0, f + 0, s + 0 }' "$BUILD/host-tests.log")
 # A crash or a build error prints no result line: count it as a failure.
 if ((host_rc != 0 && host_fail == 0)); then host_fail=1; fi
+
+# The module is kernel code: it keeps the kernel's rustfmt style.
+log "host: kmod/ against the kernel's .rustfmt.toml"
+if "$TOP"/tools/rustfmt-kmod.sh --check >"$BUILD/rustfmt.log" 2>&1; then
+	host_pass=$((host_pass + 1))
+else
+	sed -n '1,40p' "$BUILD/rustfmt.log"
+	log "rustfmt: kmod/ is not formatted (bash tools/rustfmt-kmod.sh fixes it)"
+	host_fail=$((host_fail + 1))
+fi
 
 log "guest: kselftests in QEMU"
 guest_pass=0 guest_fail=0 guest_skip=0

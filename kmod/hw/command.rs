@@ -141,3 +141,49 @@ impl Response {
         Self { id: b[0], err_code: b[1], err_pc: u32_at(b, 4), err_thread: u32_at(b, 8) }
     }
 }
+
+#[kernel::prelude::kunit_tests(radiance_command)]
+mod tests {
+    use super::*;
+
+    const COMMANDS: [Command; 7] = [
+        Command::LaunchKernel { host_addr: 0x1234_5000, size: 0x40, gpu_addr: 0x100 },
+        Command::Copy { src: 0x8000_0000, dst: 0x1_0000, len: 4096, dir: CopyDir::HostToDevice },
+        Command::Copy { src: 0x1_0000, dst: 0x8000_1000, len: 1, dir: CopyDir::DeviceToHost },
+        Command::Copy { src: 0x2_0000, dst: 0x3_0000, len: u32::MAX, dir: CopyDir::DeviceToDevice },
+        Command::Memset { dst: 0xffff_ff00, pattern: 0xdead_beef, len: 256 },
+        Command::ReadCounter { counter: 2, dst: 0x1_0008 },
+        Command::Fence,
+    ];
+
+    #[test]
+    fn commands_round_trip() {
+        for (id, cmd) in (248u8..=254).zip(COMMANDS) {
+            assert_eq!(Command::decode(&cmd.encode(id)), (id, Some(cmd)));
+        }
+    }
+
+    #[test]
+    fn encoding_puts_fields_where_the_device_reads_them() {
+        let b = Command::Copy { src: 0x0403_0201, dst: 0x0807_0605, len: 0x0c0b_0a09, dir: CopyDir::DeviceToHost }
+            .encode(7);
+        assert_eq!(b, [opcode::COPY, 7, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    }
+
+    #[test]
+    fn malformed_commands_decode_to_none() {
+        let mut bad_op = Command::Fence.encode(3);
+        bad_op[0] = 0xee;
+        assert_eq!(Command::decode(&bad_op), (3, None));
+        let mut bad_dir = COMMANDS[1].encode(4);
+        bad_dir[2] = 9;
+        assert_eq!(Command::decode(&bad_dir), (4, None));
+    }
+
+    #[test]
+    fn responses_round_trip() {
+        let r = Response { id: 9, err_code: err::BAD_PC, err_pc: 0x8000_0010, err_thread: 77 };
+        assert_eq!(Response::decode(&r.encode()), r);
+        assert_eq!(Response::decode(&[0; 16]), Response::default());
+    }
+}

@@ -48,10 +48,11 @@ use kernel::{
     },
     time::{
         delay::fsleep,
-        Delta, //
+        ClockSource,
+        Delta,
+        Monotonic, //
     },
     workqueue::{
-        self,
         impl_has_work,
         new_work,
         Work,
@@ -72,6 +73,7 @@ use super::{
 };
 use crate::{
     fifo::Fifo,
+    raw::flush_work,
     uapi, //
 };
 
@@ -240,7 +242,14 @@ impl From<Fault> for Response {
 }
 
 /// Host memory at a DMA address, mapped for the worker.
-struct HostMap(*mut u8);
+///
+/// # Invariants
+///
+/// `ptr` maps `len` bytes of host memory until `self` is dropped.
+struct HostMap {
+    ptr: *mut u8,
+    len: usize,
+}
 
 impl HostMap {
     /// Maps `len` bytes at DMA address `addr` (a physical address on the
@@ -252,14 +261,28 @@ impl HostMap {
         if ptr.is_null() {
             return Err(Fault(err::DMA, 0, 0));
         }
-        Ok(Self(ptr.cast()))
+        // INVARIANT: mapped above for `len` bytes.
+        Ok(Self { ptr: ptr.cast(), len: len as usize })
+    }
+
+    /// Writes `src` at byte `at` of the mapping; EINVAL past its end.
+    fn write(&self, at: usize, src: &[u8]) -> Result {
+        if at.checked_add(src.len()).is_none_or(|end| end > self.len) {
+            return Err(EINVAL);
+        }
+        // SAFETY: `[at, at + src.len())` lies in the mapping (checked on entry,
+        // and the type invariant). The host memory is the device's to write
+        // while it runs the command, as on hardware; no Rust code reads it
+        // meanwhile.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len()) };
+        Ok(())
     }
 }
 
 impl Drop for HostMap {
     fn drop(&mut self) {
         // SAFETY: mapped by `memremap` in `new`.
-        unsafe { bindings::memunmap(self.0.cast()) };
+        unsafe { bindings::memunmap(self.ptr.cast()) };
     }
 }
 
@@ -287,20 +310,48 @@ impl Engine {
         Ok(())
     }
 
-    /// Copies VRAM into `dst` (kernel memory of `dst.len()` bytes).
-    fn read_vram(&self, addr: u64, dst: *mut u8, len: usize) -> Result {
-        self.vram_chunks(addr, len as u64, |p, off, n, done| {
-            // SAFETY: `dst` has `len` bytes; the device is the only kernel
-            // user of VRAM contents while it executes a command.
-            unsafe { p.read_raw(dst.add(done), off, n) }
+    /// Copies VRAM at `addr` into `dst`.
+    fn read_vram(&self, addr: u64, dst: &mut [u8]) -> Result {
+        self.vram_chunks(addr, dst.len() as u64, |p, off, n, done| {
+            let dst = dst.get_mut(done..done + n).ok_or(EINVAL)?;
+            // SAFETY: `dst` is valid for `n` writable bytes. VRAM pages are
+            // read and written only under `vram`, which `vram_chunks` holds.
+            unsafe { p.read_raw(dst.as_mut_ptr(), off, n) }
         })
     }
 
-    /// Copies `len` bytes from `src` (kernel memory) into VRAM.
-    fn write_vram(&self, addr: u64, src: *const u8, len: usize) -> Result {
+    /// Copies `src` into VRAM at `addr`.
+    fn write_vram(&self, addr: u64, src: &[u8]) -> Result {
+        self.vram_chunks(addr, src.len() as u64, |p, off, n, done| {
+            let src = src.get(done..done + n).ok_or(EINVAL)?;
+            // SAFETY: `src` is valid for `n` bytes. VRAM pages are read and
+            // written only under `vram`, which `vram_chunks` holds.
+            unsafe { p.write_raw(src.as_ptr(), off, n) }
+        })
+    }
+
+    /// DMA: all of `host` into VRAM at `addr`.
+    fn host_to_vram(&self, host: &HostMap, addr: u64) -> Result {
+        self.vram_chunks(addr, host.len as u64, |p, off, n, done| {
+            // SAFETY: `host` maps `host.len` bytes (its invariant) and
+            // `vram_chunks` keeps `done + n` within them. VRAM pages are read
+            // and written only under `vram`, which `vram_chunks` holds. The
+            // host bytes are the device's to read while it runs the command.
+            unsafe { p.write_raw(host.ptr.add(done), off, n) }
+        })
+    }
+
+    /// DMA: `len` bytes of VRAM at `addr` into `host` from byte `at`.
+    fn vram_to_host(&self, addr: u64, host: &HostMap, at: usize, len: usize) -> Result {
+        if at.checked_add(len).is_none_or(|end| end > host.len) {
+            return Err(EINVAL);
+        }
         self.vram_chunks(addr, len as u64, |p, off, n, done| {
-            // SAFETY: as in `read_vram`.
-            unsafe { p.write_raw(src.add(done), off, n) }
+            // SAFETY: `[at, at + len)` lies in the mapping (checked on entry,
+            // and its invariant), and `done + n <= len`. VRAM pages are read
+            // and written only under `vram`, which `vram_chunks` holds. The
+            // host bytes are the device's to write while it runs the command.
+            unsafe { p.read_raw(host.ptr.add(at + done), off, n) }
         })
     }
 
@@ -309,7 +360,7 @@ impl Engine {
         if addr % 4 != 0 {
             return Err(EINVAL);
         }
-        self.read_vram(addr.into(), v.as_mut_ptr(), 4)?;
+        self.read_vram(addr.into(), &mut v)?;
         Ok(u32::from_le_bytes(v))
     }
 
@@ -317,7 +368,7 @@ impl Engine {
         if addr % 4 != 0 {
             return Err(EINVAL);
         }
-        self.write_vram(addr.into(), value.to_le_bytes().as_ptr(), 4)
+        self.write_vram(addr.into(), &value.to_le_bytes())
     }
 
     fn execute(&self, cmd: Command) -> Result<(), Fault> {
@@ -334,7 +385,8 @@ impl Engine {
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(chunk.len() as u32);
-                    self.write_vram(u64::from(dst) + u64::from(done), chunk.as_ptr(), n as usize).map_err(bad_address)?;
+                    let chunk = chunk.get(..n as usize).ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
+                    self.write_vram(u64::from(dst) + u64::from(done), chunk).map_err(bad_address)?;
                     done += n;
                 }
                 Ok(())
@@ -342,11 +394,11 @@ impl Engine {
             Command::Copy { src, dst, len, dir } => match dir {
                 CopyDir::HostToDevice => {
                     let host = HostMap::new(src, len)?;
-                    self.write_vram(dst.into(), host.0, len as usize).map_err(bad_address)
+                    self.host_to_vram(&host, dst.into()).map_err(bad_address)
                 }
                 CopyDir::DeviceToHost => {
                     let host = HostMap::new(dst, len)?;
-                    self.read_vram(src.into(), host.0, len as usize).map_err(bad_address)
+                    self.vram_to_host(src.into(), &host, 0, len as usize).map_err(bad_address)
                 }
                 CopyDir::DeviceToDevice => {
                     let mut buf = KVec::<u8>::with_capacity(PAGE_SIZE, GFP_KERNEL).map_err(|_| Fault(err::DMA, 0, 0))?;
@@ -354,10 +406,9 @@ impl Engine {
                     let mut done = 0u32;
                     while done < len {
                         let n = (len - done).min(PAGE_SIZE as u32);
-                        self.read_vram(u64::from(src) + u64::from(done), buf.as_mut_ptr(), n as usize)
-                            .map_err(bad_address)?;
-                        self.write_vram(u64::from(dst) + u64::from(done), buf.as_ptr(), n as usize)
-                            .map_err(bad_address)?;
+                        let buf = buf.get_mut(..n as usize).ok_or(Fault(err::DMA, 0, 0))?;
+                        self.read_vram(u64::from(src) + u64::from(done), buf).map_err(bad_address)?;
+                        self.write_vram(u64::from(dst) + u64::from(done), buf).map_err(bad_address)?;
                         done += n;
                     }
                     Ok(())
@@ -368,14 +419,14 @@ impl Engine {
                 let value = match counter {
                     uapi::counter::COMMANDS => self.commands.load(Relaxed),
                     uapi::counter::THREADS => self.threads.load(Relaxed),
-                    // SAFETY: `ktime_get` has no preconditions.
-                    uapi::counter::CLOCK_NS => unsafe { bindings::ktime_get() },
+                    // The device's clock is the host's monotonic clock.
+                    uapi::counter::CLOCK_NS => Monotonic::ktime_get(),
                     _ => return Err(Fault(err::BAD_COMMAND, 0, 0)),
                 };
                 if dst % 8 != 0 {
                     return Err(Fault(err::BAD_ADDRESS, 0, 0));
                 }
-                self.write_vram(dst.into(), value.to_le_bytes().as_ptr(), 8).map_err(bad_address)
+                self.write_vram(dst.into(), &value.to_le_bytes()).map_err(bad_address)
             }
         }
     }
@@ -388,7 +439,7 @@ impl Engine {
             return Err(Fault(err::BAD_LAUNCH, 0, 0));
         }
         let host = HostMap::new(host_addr, size)?;
-        self.write_vram(gpu_addr.into(), host.0, size as usize).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
+        self.host_to_vram(&host, gpu_addr.into()).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
         drop(host);
         // From here on the device reads its VRAM copy, as hardware does.
         let word = |at: u32| self.read_u32(gpu_addr + at).map_err(|_| Fault(err::BAD_LAUNCH, 0, 0));
@@ -484,7 +535,7 @@ impl Engine {
             return Err(EINVAL);
         }
         let n = (text.len() as u32).min(limit.saturating_sub(head));
-        self.write_vram(u64::from(data + head), text.as_ptr(), n as usize)?;
+        self.write_vram(u64::from(data + head), text.get(..n as usize).ok_or(EINVAL)?)?;
         self.write_u32(ring + 4, head + n)
     }
 
@@ -496,11 +547,8 @@ impl Engine {
         let len = head.min(limit).saturating_sub(tail);
         let data = ring + size_of::<uapi::PrintfRing>() as u32 + tail;
         let host = HostMap::new(addr, 4 + len).map_err(|_| EINVAL)?;
-        // SAFETY: `host` maps `4 + len` bytes of the host buffer the kernel
-        // checked holds them.
-        unsafe { core::ptr::copy_nonoverlapping(len.to_le_bytes().as_ptr(), host.0, 4) };
-        // SAFETY: as above, from byte 4.
-        self.read_vram(data.into(), unsafe { host.0.add(4) }, len as usize)?;
+        host.write(0, &len.to_le_bytes())?;
+        self.vram_to_host(data.into(), &host, 4, len as usize)?;
         self.write_u32(ring + 8, tail + len)
     }
 
@@ -597,7 +645,7 @@ impl Gluon for Emu {
             f.commands.push(*header)?;
         }
         // Already queued or running: it will see the new command.
-        let _ = workqueue::system_unbound().enqueue(self.engine.clone());
+        let _ = crate::raw::system_dfl().enqueue(self.engine.clone());
         Ok(())
     }
 
@@ -612,8 +660,7 @@ impl Gluon for Emu {
     fn reset(&self) {
         let engine = &self.engine;
         engine.abort.store(1, Release);
-        // SAFETY: `work` is initialised and lives as long as `engine`.
-        unsafe { bindings::flush_work(Work::raw_get(&engine.work)) };
+        flush_work(&engine.work);
         {
             let mut f = engine.fifos.lock();
             f.commands.clear();

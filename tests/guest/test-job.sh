@@ -1,14 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Runs inside the QEMU guest (as /job): loads radiance.ko, runs every
-# kselftest, libradiance's kmod tests, the HAL conformance suite and the C
-# ABI's test program against kmod:0 and the radctl smoke tests, unloads the
-# module. Each prints KTAP;
-# the host turns the console into pass/fail (tools/run-qemu.sh).
+# Runs inside the QEMU guest (as /job): loads radiance.ko (which runs its
+# KUnit suites), runs every kselftest, libradiance's kmod tests, the HAL
+# conformance suite and the C ABI's test program against kmod:0 and the
+# radctl smoke tests, unloads the module. Each prints KTAP; the host turns
+# the console into pass/fail (tools/run-qemu.sh).
 set -u
+
+# Every race test below means something only on more than one CPU.
+cpus=$(grep -c '^processor' /proc/cpuinfo)
+echo "radiance-guest: $cpus CPUs online"
+/ktap-one.sh guest_runs_on_two_cpus test "$cpus" -ge 2
 
 # Matches radiance_test.h.
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+/kunit-ktap.sh
 
 for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /queue_test /lifecycle_test; do
 	RADIANCE_KO=/radiance.ko "$t"

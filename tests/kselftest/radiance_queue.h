@@ -48,7 +48,7 @@ static inline void queue_close(struct queue *q)
 /* Kicks only when the scheduler asked for it; returns whether it did. */
 static inline int queue_publish(struct queue *q)
 {
-	struct radiance_queue_destroy kick = { .queue_id = q->id };
+	struct radiance_queue_kick kick = { .queue_id = q->id };
 
 	atomic_store_explicit((_Atomic uint64_t *)&q->ctl->write_index, q->written, memory_order_seq_cst);
 	if (atomic_load_explicit((_Atomic uint32_t *)&q->ctl->needs_kick, memory_order_seq_cst)) {

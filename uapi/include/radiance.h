@@ -230,13 +230,23 @@ struct radiance_queue_create {
 };
 
 /*
- * QUEUE_DESTROY and QUEUE_KICK. Destroying cancels what the queue has not
- * completed: its signals fail with ECANCELED (values already reached stay),
- * and a launch the device runs for it is stopped by a device reset (1.7).
+ * QUEUE_DESTROY. Destroying cancels what the queue has not completed: its
+ * signals fail with ECANCELED (values already reached stay), and a launch the
+ * device runs for it is stopped by a device reset (1.7).
  */
 struct radiance_queue_destroy {
 	__u32 queue_id;
 	__u32 pad;
+};
+
+/*
+ * QUEUE_KICK, the doorbell: only needed when the control block's needs_kick
+ * is set. Same layout (and ioctl number) as struct radiance_queue_destroy,
+ * which it was until 1.7.
+ */
+struct radiance_queue_kick {
+	__u32 queue_id;
+	__u32 pad;		/* zero */
 };
 
 struct radiance_queue_query {
@@ -387,6 +397,6 @@ struct radiance_launch_block {
 #define RADIANCE_IOCTL_QUEUE_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x20, struct radiance_queue_create)
 #define RADIANCE_IOCTL_QUEUE_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x21, struct radiance_queue_destroy)
 #define RADIANCE_IOCTL_QUEUE_QUERY _IOWR(RADIANCE_IOCTL_TYPE, 0x22, struct radiance_queue_query)
-#define RADIANCE_IOCTL_QUEUE_KICK _IOWR(RADIANCE_IOCTL_TYPE, 0x23, struct radiance_queue_destroy)
+#define RADIANCE_IOCTL_QUEUE_KICK _IOWR(RADIANCE_IOCTL_TYPE, 0x23, struct radiance_queue_kick)
 
 #endif /* _RADIANCE_UAPI_H */

@@ -513,8 +513,16 @@ pub struct QueueDestroy {
 }
 
 /// `RADIANCE_IOCTL_QUEUE_KICK`: the doorbell; only needed when
-/// `QueueControl::needs_kick` is set.
-pub type QueueKick = QueueDestroy;
+/// `QueueControl::needs_kick` is set. Released in 1.3 as `QueueDestroy`'s
+/// layout, which it keeps (so the ioctl number is unchanged).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueKick {
+    /// In.
+    pub queue_id: u32,
+    /// In: must be zero.
+    pub pad: u32,
+}
 
 /// `RADIANCE_IOCTL_QUEUE_QUERY`: the kernel's view of a queue.
 #[repr(C)]
@@ -872,6 +880,8 @@ pub mod sizes {
     pub const QUEUE_CREATE: &[usize] = &[32];
     /// [`super::QueueDestroy`] as released in ABI 1.3.
     pub const QUEUE_DESTROY: &[usize] = &[8];
+    /// [`super::QueueKick`] as released in ABI 1.3.
+    pub const QUEUE_KICK: &[usize] = &[8];
     /// [`super::QueueQuery`] as released in ABI 1.3.
     pub const QUEUE_QUERY: &[usize] = &[56];
 }
@@ -895,6 +905,7 @@ const _: () = assert!(core::mem::size_of::<SemImportSyncFile>() == 24);
 const _: () = assert!(core::mem::size_of::<QueueControl>() == 48);
 const _: () = assert!(core::mem::size_of::<QueueCreate>() == 32);
 const _: () = assert!(core::mem::size_of::<QueueQuery>() == 56);
+const _: () = assert!(core::mem::size_of::<QueueKick>() == 8);
 const _: () = assert!(core::mem::size_of::<PacketHeader>() == 8);
 const _: () = assert!(core::mem::size_of::<Packet>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<FillPacket>() == PACKET_SIZE);

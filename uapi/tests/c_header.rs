@@ -74,6 +74,7 @@ fn facts() -> Vec<Fact> {
         ring_packets, priority, flags, queue_id, ring_offset, control_offset,
     ]);
     abi_struct!(f, uapi::QueueDestroy, "radiance_queue_destroy", [queue_id, pad]);
+    abi_struct!(f, uapi::QueueKick, "radiance_queue_kick", [queue_id, pad]);
     abi_struct!(f, uapi::QueueQuery, "radiance_queue_query", [
         queue_id, pad, read_index, submit_index, status, error, fault_index, err_code, err_pc, err_thread, pad1,
     ]);

@@ -469,7 +469,7 @@ impl Queue {
         // Sequentially consistent against the kernel's fully ordered
         // needs_kick update: either it sees our index or we see its flag.
         if self.status.u32_at(offset_of!(uapi::QueueControl, needs_kick)).load(Ordering::SeqCst) != 0 {
-            let mut args = uapi::QueueDestroy { queue_id: self.id, pad: 0 };
+            let mut args = uapi::QueueKick { queue_id: self.id, pad: 0 };
             ioctl::queue_kick(&*self.fd, &mut args).map_err(|e| Error::os("QUEUE_KICK", e))?;
         }
         Ok(())

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Launch blocks on their way to the device.
+//!
+//! Gluon DMAs a launch block from host memory. The kernel copies each block
+//! out of the process's buffer into a page of its own first, so that the
+//! device reads a block the process can no longer change, with the printf
+//! address the kernel set. Those pages are pinned and DMA-mapped once, when
+//! the device is created: the scheduler stages blocks under its lock, where
+//! nothing may pin or map memory.
+//!
+//! A slot is the device's from [`LaunchStaging::take`] until the
+//! [`Slot`] is dropped: when its launch completes, or a reset drops it.
+//! When every slot is taken, launches wait for one to complete.
+
+use kernel::{
+    device::Device,
+    new_mutex,
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::{
+        Arc,
+        Mutex, //
+    },
+};
+
+use crate::{
+    host_mem::HostMem,
+    sg_table::{
+        pieces,
+        Handover, //
+    },
+};
+
+/// Launch blocks staged at once, at most. The emulated device runs one
+/// launch at a time; a few more keep it fed.
+const SLOTS: usize = 16;
+
+/// The pages and which of them are taken.
+struct Pages {
+    mem: HostMem,
+    /// Bit `i` set: slot `i` is taken.
+    taken: u32,
+}
+
+/// One device's staging pages.
+#[pin_data]
+pub(crate) struct LaunchStaging {
+    #[pin]
+    pages: Mutex<Pages>,
+    /// Slot `i`'s DMA address: one page, one piece, below 4 GiB.
+    dma: [u32; SLOTS],
+}
+
+impl LaunchStaging {
+    /// Pins and maps the pages for `dev`, the device that DMAs from them.
+    pub(crate) fn new(dev: &Device) -> Result<Arc<Self>> {
+        let mem = HostMem::new(dev, (SLOTS * PAGE_SIZE) as u64)?;
+        let mut dma = [0u32; SLOTS];
+        for (i, addr) in dma.iter_mut().enumerate() {
+            let mut found = None;
+            pieces(mem.segments(), (i * PAGE_SIZE) as u64, PAGE_SIZE as u64, &mut |piece, len| {
+                // A page is never split between segments; if it were, the
+                // device could not read a block from it in one piece.
+                if found.is_some() || len != PAGE_SIZE as u64 {
+                    return Err(EINVAL);
+                }
+                found = Some(u32::try_from(piece)?);
+                Ok(())
+            })?;
+            *addr = found.ok_or(EINVAL)?;
+        }
+        Arc::pin_init(
+            try_pin_init!(Self {
+                pages <- new_mutex!(Pages { mem, taken: 0 }, "LaunchStaging::pages"),
+                dma,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// A free slot, or `None` when launches in flight hold them all.
+    pub(crate) fn take(this: &Arc<Self>) -> Option<Slot> {
+        let mut pages = this.pages.lock();
+        let index = pages.taken.trailing_ones() as usize;
+        if index >= SLOTS {
+            return None;
+        }
+        pages.taken |= 1 << index;
+        Some(Slot { staging: this.clone(), index })
+    }
+}
+
+/// A taken slot; given back when dropped.
+pub(crate) struct Slot {
+    staging: Arc<LaunchStaging>,
+    index: usize,
+}
+
+impl Slot {
+    /// Copies `block` (at most a page) into the slot and hands it to the
+    /// device. Returns its DMA address.
+    pub(crate) fn fill(&mut self, block: &[u8]) -> Result<u32> {
+        if block.len() > PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        let offset = (self.index * PAGE_SIZE) as u64;
+        let mut pages = self.staging.pages.lock();
+        pages.mem.write(offset, block)?;
+        pages.mem.sync(offset, block.len() as u64, Handover::ToDevice)?;
+        Ok(self.staging.dma[self.index])
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.staging.pages.lock().taken &= !(1 << self.index);
+    }
+}
