@@ -57,26 +57,59 @@ impl Bo {
     /// A VRAM BO as BO_CREATE asks; `size` and `flags` are checked.
     pub(crate) fn new_vram(device: Arc<Device>, size: u64, flags: u32) -> Result<Arc<Self>> {
         // A mappable BO owns whole pages, so a mapping shows nobody else's.
-        let align = if flags & uapi::bo_flags::MAPPABLE != 0 { PAGE_SIZE as u64 } else { GRANULE };
+        let align = if flags & uapi::bo_flags::MAPPABLE != 0 {
+            PAGE_SIZE as u64
+        } else {
+            GRANULE
+        };
         let size = size.checked_next_multiple_of(align).ok_or(EINVAL)?;
         let range = device.vram().alloc(size, align)?;
         let size = range.size();
         // If this allocation fails, dropping the new `Bo` frees the range.
-        Ok(Arc::new(Self { device, memory: Memory::Vram(Some(range)), size, flags }, GFP_KERNEL)?)
+        Ok(Arc::new(
+            Self {
+                device,
+                memory: Memory::Vram(Some(range)),
+                size,
+                flags,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     /// A HOST BO as BO_CREATE asks; `size` and `flags` are checked.
     pub(crate) fn new_host(device: Arc<Device>, size: u64, flags: u32) -> Result<Arc<Self>> {
-        let size = size.checked_next_multiple_of(PAGE_SIZE as u64).ok_or(EINVAL)?;
+        let size = size
+            .checked_next_multiple_of(PAGE_SIZE as u64)
+            .ok_or(EINVAL)?;
         let pinned = device.pin_host(size)?;
-        let memory = Memory::Host { mem: HostMem::new(device.hw().dma_device(), size)?, _pinned: pinned };
-        Ok(Arc::new(Self { device, memory, size, flags }, GFP_KERNEL)?)
+        let memory = Memory::Host {
+            mem: HostMem::new(device.hw().dma_device(), size)?,
+            _pinned: pinned,
+        };
+        Ok(Arc::new(
+            Self {
+                device,
+                memory,
+                size,
+                flags,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     /// A HOST BO over an imported dma-buf; never mappable through us.
     pub(crate) fn new_imported(device: Arc<Device>, import: Import) -> Result<Arc<Self>> {
         let size = import.size();
-        Ok(Arc::new(Self { device, memory: Memory::Imported { import }, size, flags: 0 }, GFP_KERNEL)?)
+        Ok(Arc::new(
+            Self {
+                device,
+                memory: Memory::Imported { import },
+                size,
+                flags: 0,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     /// Bytes, as rounded at creation.
@@ -111,7 +144,12 @@ impl Bo {
 
     /// Calls `each` with the BO's pages `first .. first + count`, in order.
     /// The pages stay allocated while the BO lives.
-    pub(crate) fn pages(&self, first: usize, count: usize, each: &mut dyn FnMut(&Page) -> Result) -> Result {
+    pub(crate) fn pages(
+        &self,
+        first: usize,
+        count: usize,
+        each: &mut dyn FnMut(&Page) -> Result,
+    ) -> Result {
         let end = first.checked_add(count).ok_or(EINVAL)?;
         if !self.mappable() || end as u64 * PAGE_SIZE as u64 > self.size {
             return Err(EINVAL);
@@ -119,9 +157,18 @@ impl Bo {
         match &self.memory {
             Memory::Vram(Some(range)) => {
                 let page = PAGE_SIZE as u64;
-                self.device.hw().vram_pages(range.addr() + first as u64 * page, count as u64 * page, each)
+                self.device.hw().vram_pages(
+                    range.addr() + first as u64 * page,
+                    count as u64 * page,
+                    each,
+                )
             }
-            Memory::Host { mem: host, .. } => host.pages().get(first..end).ok_or(EINVAL)?.iter().try_for_each(each),
+            Memory::Host { mem: host, .. } => host
+                .pages()
+                .get(first..end)
+                .ok_or(EINVAL)?
+                .iter()
+                .try_for_each(each),
             Memory::Vram(None) | Memory::Imported { .. } => Err(EINVAL),
         }
     }
@@ -129,7 +176,12 @@ impl Bo {
     /// For a host BO, calls `each(dma_address, length)` for the pieces of
     /// `[offset, offset + size)` in the device's view, in order; EINVAL for
     /// VRAM or a range outside the BO.
-    pub(crate) fn host_pieces(&self, offset: u64, size: u64, each: &mut dyn FnMut(u64, u64) -> Result) -> Result {
+    pub(crate) fn host_pieces(
+        &self,
+        offset: u64,
+        size: u64,
+        each: &mut dyn FnMut(u64, u64) -> Result,
+    ) -> Result {
         self.check_range(offset, size)?;
         match &self.memory {
             Memory::Host { mem: host, .. } => pieces(host.segments(), offset, size, each),

@@ -159,18 +159,33 @@ impl Context {
         if handle == u32::MAX {
             return Err(ENOSPC);
         }
-        let pgoff = if bo.mappable() { objects.take_pgoff(pages)? } else { 0 };
+        let pgoff = if bo.mappable() {
+            objects.take_pgoff(pages)?
+        } else {
+            0
+        };
         objects.next_handle += 1;
         if pgoff != 0 {
-            objects.mmap.insert(mmap_node.into_node(pgoff, MapTarget::Bo(handle)));
+            objects
+                .mmap
+                .insert(mmap_node.into_node(pgoff, MapTarget::Bo(handle)));
         }
-        objects.bos.insert(node.into_node(handle, BoEntry { bo, pgoff }));
+        objects
+            .bos
+            .insert(node.into_node(handle, BoEntry { bo, pgoff }));
         Ok((handle, pgoff))
     }
 
     /// The BO behind a handle of this file.
     pub(crate) fn bo(&self, handle: u32) -> Result<Arc<Bo>> {
-        Ok(self.objects.lock().bos.get(&handle).ok_or(ENOENT)?.bo.clone())
+        Ok(self
+            .objects
+            .lock()
+            .bos
+            .get(&handle)
+            .ok_or(ENOENT)?
+            .bo
+            .clone())
     }
 
     /// BO_DESTROY.
@@ -288,7 +303,11 @@ impl Context {
         }
         let count = args.count as usize;
         let mut points = KVec::<uapi::SemWaitPoint>::with_capacity(count, GFP_KERNEL)?;
-        let mut reader = UserSlice::new(UserPtr::from_addr(args.points as usize), count * size_of::<uapi::SemWaitPoint>()).reader();
+        let mut reader = UserSlice::new(
+            UserPtr::from_addr(args.points as usize),
+            count * size_of::<uapi::SemWaitPoint>(),
+        )
+        .reader();
         for _ in 0..count {
             let point: uapi::SemWaitPoint = reader.read()?;
             if point.pad != 0 {
@@ -296,7 +315,8 @@ impl Context {
             }
             points.push(point, GFP_KERNEL)?;
         }
-        self.sems.wait(&points, any, args.deadline_ns, &mut args.index)
+        self.sems
+            .wait(&points, any, args.deadline_ns, &mut args.index)
     }
 
     /// SEM_EXPORT_SYNC_FILE.
@@ -321,7 +341,8 @@ impl Context {
     /// QUEUE_CREATE.
     pub(crate) fn queue_create(self: &Arc<Self>, args: &mut uapi::QueueCreate) -> Result {
         let n = args.ring_packets;
-        if !n.is_power_of_two() || !(uapi::QUEUE_MIN_PACKETS..=uapi::QUEUE_MAX_PACKETS).contains(&n) {
+        if !n.is_power_of_two() || !(uapi::QUEUE_MIN_PACKETS..=uapi::QUEUE_MAX_PACKETS).contains(&n)
+        {
             return Err(EINVAL);
         }
         if args.priority != 0 || args.flags != 0 {
@@ -338,9 +359,20 @@ impl Context {
             let ring_pgoff = objects.take_pgoff(ring_pages)?;
             let control_pgoff = objects.take_pgoff(1)?;
             objects.next_queue_id += 1;
-            objects.mmap.insert(ring_node.into_node(ring_pgoff, MapTarget::Ring(id)));
-            objects.mmap.insert(control_node.into_node(control_pgoff, MapTarget::Control(id)));
-            objects.queues.insert(node.into_node(id, QueueEntry { queue: queue.clone(), ring_pgoff, control_pgoff }));
+            objects
+                .mmap
+                .insert(ring_node.into_node(ring_pgoff, MapTarget::Ring(id)));
+            objects
+                .mmap
+                .insert(control_node.into_node(control_pgoff, MapTarget::Control(id)));
+            objects.queues.insert(node.into_node(
+                id,
+                QueueEntry {
+                    queue: queue.clone(),
+                    ring_pgoff,
+                    control_pgoff,
+                },
+            ));
             args.queue_id = id;
             args.ring_offset = ring_pgoff * PAGE_SIZE as u64;
             args.control_offset = control_pgoff * PAGE_SIZE as u64;
@@ -374,7 +406,14 @@ impl Context {
     }
 
     fn queue(&self, id: u32) -> Result<Arc<Queue>> {
-        Ok(self.objects.lock().queues.get(&id).ok_or(ENOENT)?.queue.clone())
+        Ok(self
+            .objects
+            .lock()
+            .queues
+            .get(&id)
+            .ok_or(ENOENT)?
+            .queue
+            .clone())
     }
 
     /// QUEUE_KICK: the doorbell.
@@ -395,7 +434,11 @@ impl Context {
         let s = self.queue(args.queue_id)?.state();
         args.read_index = s.completed;
         args.submit_index = s.submitted;
-        args.status = if s.faulted { uapi::queue_status::FAULTED } else { uapi::queue_status::ACTIVE };
+        args.status = if s.faulted {
+            uapi::queue_status::FAULTED
+        } else {
+            uapi::queue_status::ACTIVE
+        };
         args.error = s.error;
         args.fault_index = s.fault_index;
         args.err_code = s.err_code;
@@ -461,7 +504,10 @@ impl NodeFile for Context {
         let counted = device.clone();
         let undo = kernel::types::ScopeGuard::new(move || counted.close_file());
         let tgid = kernel::current!().tgid_nr_ns(None);
-        let sems = Arc::pin_init(Semaphores::new(device.scheduler().clone(), tgid)?, GFP_KERNEL)?;
+        let sems = Arc::pin_init(
+            Semaphores::new(device.scheduler().clone(), tgid)?,
+            GFP_KERNEL,
+        )?;
         let ctx = Arc::pin_init(
             try_pin_init!(Self {
                 device: device.clone(),
@@ -495,10 +541,15 @@ impl NodeFile for Context {
                 return Err(EPERM);
             }
             vma.try_clear_maywrite()?;
-            return vma.set_mixedmap().vm_insert_page(vma.start(), ctx.sems.page());
+            return vma
+                .set_mixedmap()
+                .vm_insert_page(vma.start(), ctx.sems.page());
         }
         match ctx.map_target(pgoff)? {
-            MapTarget::Bo(handle) => ctx.bo(handle).map_err(|_| EINVAL)?.map(vma.set_mixedmap(), 0),
+            MapTarget::Bo(handle) => ctx
+                .bo(handle)
+                .map_err(|_| EINVAL)?
+                .map(vma.set_mixedmap(), 0),
             MapTarget::Ring(id) => map_pages(vma, ctx.queue(id).map_err(|_| EINVAL)?.ring_pages()),
             MapTarget::Control(id) => {
                 let queue = ctx.queue(id).map_err(|_| EINVAL)?;

@@ -128,7 +128,10 @@ impl Device {
 
     /// debugfs `semaphores`: every open file's semaphores.
     fn write_semaphores(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.sem_tables.lock().iter().try_for_each(|s| s.write_list(f))
+        self.sem_tables
+            .lock()
+            .iter()
+            .try_for_each(|s| s.write_list(f))
     }
 
     /// Counts semaphores created (`delta` > 0) or gone.
@@ -140,8 +143,15 @@ impl Device {
     /// dropped; ENOMEM past the limit.
     pub(crate) fn pin_host(self: &Arc<Self>, bytes: u64) -> Result<PinCharge> {
         let mut counters = self.counters.lock();
-        counters.pinned = counters.pinned.checked_add(bytes).filter(|&t| t <= self.pinned_limit).ok_or(ENOMEM)?;
-        Ok(PinCharge { device: self.clone(), bytes })
+        counters.pinned = counters
+            .pinned
+            .checked_add(bytes)
+            .filter(|&t| t <= self.pinned_limit)
+            .ok_or(ENOMEM)?;
+        Ok(PinCharge {
+            device: self.clone(),
+            bytes,
+        })
     }
 
     /// Fills GET_INFO's output fields.

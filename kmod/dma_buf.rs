@@ -92,7 +92,11 @@ pub(crate) fn export<T: Exportable>(obj: Arc<T>, owner: &ThisModule, cloexec: bo
             return Err(e);
         }
     };
-    let fd_flags = if cloexec { bindings::O_CLOEXEC as i32 } else { 0 };
+    let fd_flags = if cloexec {
+        bindings::O_CLOEXEC as i32
+    } else {
+        0
+    };
     // SAFETY: `dmabuf` was just exported and we hold its only reference.
     let fd = unsafe { bindings::dma_buf_fd(dmabuf, fd_flags) };
     if fd < 0 {
@@ -214,7 +218,10 @@ impl<T: Exportable> Exporter<T> {
     ///
     /// Called by the dma-buf core, with live arguments, for a buffer exported
     /// by [`export`] for a `T`.
-    unsafe extern "C" fn mmap(dmabuf: *mut bindings::dma_buf, vma: *mut bindings::vm_area_struct) -> c_int {
+    unsafe extern "C" fn mmap(
+        dmabuf: *mut bindings::dma_buf,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
         // SAFETY: the core calls this for a live buffer of ours, with a VMA
         // being set up under the mmap lock.
         let (obj, vma) = unsafe { (Self::obj(dmabuf), VmaNew::from_raw(vma)) };
@@ -236,7 +243,10 @@ impl<T: Exportable> Exporter<T> {
     ///
     /// Called by the dma-buf core, with live arguments, for a buffer exported
     /// by [`export`] for a `T`.
-    unsafe extern "C" fn vmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::iosys_map) -> c_int {
+    unsafe extern "C" fn vmap(
+        dmabuf: *mut bindings::dma_buf,
+        map: *mut bindings::iosys_map,
+    ) -> c_int {
         // SAFETY: the core calls this for a live buffer of ours.
         let (obj, count) = unsafe { (Self::obj(dmabuf), Self::page_count(dmabuf)) };
         let pages = match Self::page_ptrs(&obj, count) {
@@ -245,7 +255,8 @@ impl<T: Exportable> Exporter<T> {
         };
         // SAFETY: the pages stay allocated while the buffer lives (see
         // `map_dma_buf`); `vunmap` undoes this before `release`.
-        let vaddr = unsafe { vm_map_ram(pages.as_ptr().cast(), count as u32, bindings::NUMA_NO_NODE) };
+        let vaddr =
+            unsafe { vm_map_ram(pages.as_ptr().cast(), count as u32, bindings::NUMA_NO_NODE) };
         if vaddr.is_null() {
             return ENOMEM.to_errno();
         }
@@ -265,7 +276,12 @@ impl<T: Exportable> Exporter<T> {
     /// by [`export`] for a `T`.
     unsafe extern "C" fn vunmap(dmabuf: *mut bindings::dma_buf, map: *mut bindings::iosys_map) {
         // SAFETY: `map` holds what `vmap` returned for this live buffer.
-        unsafe { vm_unmap_ram((*map).__bindgen_anon_1.vaddr, Self::page_count(dmabuf) as u32) };
+        unsafe {
+            vm_unmap_ram(
+                (*map).__bindgen_anon_1.vaddr,
+                Self::page_count(dmabuf) as u32,
+            )
+        };
     }
 
     /// `begin_cpu_access` / `end_cpu_access`: nothing to do. What is exported
@@ -278,7 +294,10 @@ impl<T: Exportable> Exporter<T> {
     ///
     /// Called by the dma-buf core, with live arguments, for a buffer exported
     /// by [`export`] for a `T`.
-    unsafe extern "C" fn cpu_access(_dmabuf: *mut bindings::dma_buf, _dir: bindings::dma_data_direction) -> c_int {
+    unsafe extern "C" fn cpu_access(
+        _dmabuf: *mut bindings::dma_buf,
+        _dir: bindings::dma_data_direction,
+    ) -> c_int {
         0
     }
 }
@@ -313,7 +332,9 @@ impl Import {
         // SAFETY: any fd value is fine; the core checks it.
         let dmabuf = from_err_ptr(unsafe { bindings::dma_buf_get(fd) })?;
         // SAFETY: our reference to a live buffer; `dev` is live.
-        let attach = match from_err_ptr(unsafe { bindings::dma_buf_attach(dmabuf, crate::raw::device(dev)) }) {
+        let attach = match from_err_ptr(unsafe {
+            bindings::dma_buf_attach(dmabuf, crate::raw::device(dev))
+        }) {
             Ok(attach) => attach,
             Err(e) => {
                 // SAFETY: our reference, not used after this.
@@ -322,7 +343,9 @@ impl Import {
             }
         };
         // SAFETY: a fresh attachment of our buffer.
-        let sgt = match from_err_ptr(unsafe { bindings::dma_buf_map_attachment_unlocked(attach, IMPORT_DIR) }) {
+        let sgt = match from_err_ptr(unsafe {
+            bindings::dma_buf_map_attachment_unlocked(attach, IMPORT_DIR)
+        }) {
             Ok(sgt) => sgt,
             Err(e) => {
                 // SAFETY: `attach` is our fresh attachment of `dmabuf`, and
@@ -340,7 +363,12 @@ impl Import {
         // SAFETY: `dmabuf` is live while we hold it; its size never changes.
         let size = unsafe { (*dmabuf).size } as u64;
         // INVARIANT: got, attached and mapped above.
-        Ok(Self { dmabuf, attach, table, size })
+        Ok(Self {
+            dmabuf,
+            attach,
+            table,
+            size,
+        })
     }
 
     pub(crate) fn size(&self) -> u64 {
@@ -362,7 +390,11 @@ impl Drop for Import {
     fn drop(&mut self) {
         // SAFETY: by the type invariant: mapped, attached and held by us.
         unsafe {
-            bindings::dma_buf_unmap_attachment_unlocked(self.attach, self.table.as_raw(), IMPORT_DIR);
+            bindings::dma_buf_unmap_attachment_unlocked(
+                self.attach,
+                self.table.as_raw(),
+                IMPORT_DIR,
+            );
             bindings::dma_buf_detach(self.dmabuf, self.attach);
             bindings::dma_buf_put(self.dmabuf);
         }

@@ -79,7 +79,10 @@ impl Fence {
 
     /// A new, unsignalled fence of ours at `seqno` on `context`.
     pub(crate) fn new(context: u64, seqno: u64) -> Result<Self> {
-        let raw = KBox::into_raw(KBox::new(Opaque::<bindings::dma_fence>::zeroed(), GFP_KERNEL)?);
+        let raw = KBox::into_raw(KBox::new(
+            Opaque::<bindings::dma_fence>::zeroed(),
+            GFP_KERNEL,
+        )?);
         let fence = raw.cast::<bindings::dma_fence>();
         // SAFETY: `fence` is fresh zeroed kmalloc memory for a fence; `OPS`
         // is static; a NULL lock asks for the fence's own inline lock.
@@ -207,7 +210,11 @@ impl<T: OnSignal> FenceCallback<T> {
         // which the leaked reference keeps until the callback or `cancel`
         // takes it back.
         let armed = to_result(unsafe {
-            bindings::dma_fence_add_callback(this.fence.as_raw(), this.cb.get(), Some(fence_signalled::<T>))
+            bindings::dma_fence_add_callback(
+                this.fence.as_raw(),
+                this.cb.get(),
+                Some(fence_signalled::<T>),
+            )
         });
         match armed {
             Ok(()) => Ok(()),
@@ -230,7 +237,8 @@ impl<T: OnSignal> FenceCallback<T> {
     /// `T::signalled`.
     pub(crate) fn cancel(this: &Arc<Self>) -> bool {
         // SAFETY: the fence and `cb` are live while `this` is.
-        let removed = unsafe { bindings::dma_fence_remove_callback(this.fence.as_raw(), this.cb.get()) };
+        let removed =
+            unsafe { bindings::dma_fence_remove_callback(this.fence.as_raw(), this.cb.get()) };
         if removed {
             // SAFETY: the callback will never run, so the reference it
             // held (leaked in `arm`) is ours.
@@ -251,12 +259,16 @@ impl<T: OnSignal> FenceCallback<T> {
 ///
 /// Called by the dma_fence core once, for a callback added by
 /// [`FenceCallback::arm`].
-unsafe extern "C" fn fence_signalled<T: OnSignal>(_fence: *mut bindings::dma_fence, cb: *mut bindings::dma_fence_cb) {
+unsafe extern "C" fn fence_signalled<T: OnSignal>(
+    _fence: *mut bindings::dma_fence,
+    cb: *mut bindings::dma_fence_cb,
+) {
     let cb = cb.cast::<Opaque<bindings::dma_fence_cb>>();
     // SAFETY: `cb` is the `cb` field of a `FenceCallback<T>` (only `arm`
     // adds this function, with its own `cb`), whose leaked reference this
     // callback now takes back.
-    let this = unsafe { Arc::from_raw(kernel::container_of!(cb, FenceCallback<T>, cb).cast_const()) };
+    let this =
+        unsafe { Arc::from_raw(kernel::container_of!(cb, FenceCallback<T>, cb).cast_const()) };
     // An armed callback fires once, and its work is queued only here, so
     // it is never queued already.
     let _ = crate::raw::system_dfl().enqueue(this);

@@ -33,12 +33,18 @@ impl kernel::Module for Radiance {
             return Err(EINVAL);
         }
         if count > uapi::MAX_DEVICES {
-            pr_err!("emulated_devices={count}: at most {} are supported\n", uapi::MAX_DEVICES);
+            pr_err!(
+                "emulated_devices={count}: at most {} are supported\n",
+                uapi::MAX_DEVICES
+            );
             return Err(EINVAL);
         }
         let vram_size = u64::from(vram_mib) << 20;
         if vram_mib == 0 || vram_size > Emu::MAX_VRAM {
-            pr_err!("emulated_vram_mib={vram_mib}: must be 1 to {}\n", Emu::MAX_VRAM >> 20);
+            pr_err!(
+                "emulated_vram_mib={vram_mib}: must be 1 to {}\n",
+                Emu::MAX_VRAM >> 20
+            );
             return Err(EINVAL);
         }
 
@@ -46,9 +52,18 @@ impl kernel::Module for Radiance {
         let mut nodes = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for index in 0..count {
             let emu = Emu::new(index, vram_size)?;
-            nodes.push(DeviceNode::new(index, emu, exclusive, pinned_limit, timeout_ms, &debugfs)?, GFP_KERNEL)?;
+            nodes.push(
+                DeviceNode::new(index, emu, exclusive, pinned_limit, timeout_ms, &debugfs)?,
+                GFP_KERNEL,
+            )?;
         }
-        pr_info!("{count} emulated device(s), {vram_mib} MiB VRAM each{}\n", if exclusive { ", exclusive" } else { "" });
-        Ok(Self { _nodes: nodes, _debugfs: debugfs })
+        pr_info!(
+            "{count} emulated device(s), {vram_mib} MiB VRAM each{}\n",
+            if exclusive { ", exclusive" } else { "" }
+        );
+        Ok(Self {
+            _nodes: nodes,
+            _debugfs: debugfs,
+        })
     }
 }

@@ -16,7 +16,10 @@ pub(crate) struct Fifo<T> {
 impl<T> Fifo<T> {
     /// A FIFO with room for `capacity` entries reserved up front.
     pub(crate) fn with_capacity(capacity: usize) -> Result<Self> {
-        Ok(Self { entries: KVec::with_capacity(capacity, GFP_KERNEL)?, head: 0 })
+        Ok(Self {
+            entries: KVec::with_capacity(capacity, GFP_KERNEL)?,
+            head: 0,
+        })
     }
 
     /// Entries not taken yet.

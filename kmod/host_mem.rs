@@ -51,7 +51,12 @@ impl HostMem {
         // SAFETY: the pages are owned by `pages`, which the returned object
         // keeps, and its field order drops the table first.
         let dma = unsafe {
-            DmaSgTable::new(dev, &mut raw, size as usize, bindings::dma_data_direction::DMA_BIDIRECTIONAL)?
+            DmaSgTable::new(
+                dev,
+                &mut raw,
+                size as usize,
+                bindings::dma_data_direction::DMA_BIDIRECTIONAL,
+            )?
         };
         Ok(Self { dma, pages })
     }
@@ -76,7 +81,11 @@ impl HostMem {
     pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result {
         let mut done = 0;
         each_page_chunk(offset, dst.len(), self.size(), |page, at, n| {
-            read_page(self.pages.get(page).ok_or(EINVAL)?, at, dst.get_mut(done..done + n).ok_or(EINVAL)?)?;
+            read_page(
+                self.pages.get(page).ok_or(EINVAL)?,
+                at,
+                dst.get_mut(done..done + n).ok_or(EINVAL)?,
+            )?;
             done += n;
             Ok(())
         })
@@ -87,7 +96,11 @@ impl HostMem {
         let mut done = 0;
         let size = self.size();
         each_page_chunk(offset, src.len(), size, |page, at, n| {
-            write_page(self.pages.get_mut(page).ok_or(EINVAL)?, at, src.get(done..done + n).ok_or(EINVAL)?)?;
+            write_page(
+                self.pages.get_mut(page).ok_or(EINVAL)?,
+                at,
+                src.get(done..done + n).ok_or(EINVAL)?,
+            )?;
             done += n;
             Ok(())
         })
@@ -101,7 +114,12 @@ impl HostMem {
 
 /// Calls `each(page index, offset in page, bytes)` over `len` bytes at
 /// `offset` of a `size`-byte run of pages; EINVAL unless all lie inside.
-fn each_page_chunk(offset: u64, len: usize, size: u64, mut each: impl FnMut(usize, usize, usize) -> Result) -> Result {
+fn each_page_chunk(
+    offset: u64,
+    len: usize,
+    size: u64,
+    mut each: impl FnMut(usize, usize, usize) -> Result,
+) -> Result {
     if offset.checked_add(len as u64).is_none_or(|end| end > size) {
         return Err(EINVAL);
     }

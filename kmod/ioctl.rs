@@ -115,14 +115,19 @@ pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize
 }
 
 /// Copies an `_IOWR` argument in, runs `handler` on it and copies it back.
-fn call<T: IoctlArg>(cmd: IoctlCmd, arg: usize, handler: impl FnOnce(&mut T) -> Result) -> Result<isize> {
+fn call<T: IoctlArg>(
+    cmd: IoctlCmd,
+    arg: usize,
+    handler: impl FnOnce(&mut T) -> Result,
+) -> Result<isize> {
     if cmd.dir != uapi::IOC_READ | uapi::IOC_WRITE {
         return Err(ENOTTY);
     }
     if !T::SIZES.contains(&cmd.size) || cmd.size > size_of::<T>() {
         return Err(EINVAL);
     }
-    let (mut reader, mut writer) = UserSlice::new(UserPtr::from_addr(arg), cmd.size).reader_writer();
+    let (mut reader, mut writer) =
+        UserSlice::new(UserPtr::from_addr(arg), cmd.size).reader_writer();
     let mut value = T::default();
     let user_part = value.as_bytes_mut().get_mut(..cmd.size).ok_or(EINVAL)?;
     reader.read_slice(user_part)?;

@@ -20,7 +20,6 @@ use kernel::{
         PAGE_SIZE, //
     },
     prelude::*,
-    transmute::FromBytes,
     sync::{
         atomic::{
             Acquire,
@@ -28,9 +27,9 @@ use kernel::{
             Release, //
         },
         barrier::smp_mb,
-        Arc,
-        Mutex,
+        Arc, Mutex,
     },
+    transmute::FromBytes,
 };
 
 use crate::{
@@ -96,7 +95,12 @@ pub(crate) struct Queue {
 
 impl Queue {
     /// A queue of `ring_packets` packets (checked by the caller).
-    pub(crate) fn new(objects: Arc<dyn FileObjects>, tgid: i32, id: u32, ring_packets: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        objects: Arc<dyn FileObjects>,
+        tgid: i32,
+        id: u32,
+        ring_packets: u32,
+    ) -> Result<Arc<Self>> {
         let pages = (ring_packets as usize * uapi::PACKET_SIZE).div_ceil(PAGE_SIZE);
         let mut ring = KVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
@@ -144,7 +148,10 @@ impl Queue {
         if state.faulted || state.destroyed {
             return None;
         }
-        let write = page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| w.load(Acquire))
+        let write =
+            page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| {
+                w.load(Acquire)
+            })
             .ok()? as u64;
         if write.wrapping_sub(state.completed) > u64::from(self.ring_packets) {
             self.fault(state.submitted, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
@@ -156,7 +163,10 @@ impl Queue {
     /// Packet `index` from the ring. The process may be writing it as we
     /// read: the copy is of plain bytes, checked afterwards.
     pub(crate) fn packet(&self, index: u64) -> Result<uapi::Packet> {
-        let slot = index.checked_rem(u64::from(self.ring_packets)).ok_or(EINVAL)? as usize * uapi::PACKET_SIZE;
+        let slot = index
+            .checked_rem(u64::from(self.ring_packets))
+            .ok_or(EINVAL)? as usize
+            * uapi::PACKET_SIZE;
         let page = self.ring.get(slot / PAGE_SIZE).ok_or(EINVAL)?;
         // A packet never crosses a page: 64 divides the page size.
         let mut bytes = [0u8; uapi::PACKET_SIZE];
@@ -183,7 +193,14 @@ impl Queue {
     /// Stops the queue at packet `index` with a positive errno (and the
     /// device's error for a device fault). The first fault sticks. Every
     /// semaphore the queue still had to signal fails with the same error.
-    pub(crate) fn fault(&self, index: u64, error: u32, err_code: u32, err_pc: u32, err_thread: u32) {
+    pub(crate) fn fault(
+        &self,
+        index: u64,
+        error: u32,
+        err_code: u32,
+        err_pc: u32,
+        err_thread: u32,
+    ) {
         {
             let mut state = self.state.lock();
             if state.faulted {
@@ -232,7 +249,10 @@ impl Queue {
     /// Fails the semaphores of the SIGNAL_SEMAPHORE packets from `index`
     /// to the process's write index (at most one ring's worth).
     fn fail_signals(&self, index: u64, error: u32) {
-        let Ok(write) = page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| w.load(Acquire))
+        let Ok(write) =
+            page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| {
+                w.load(Acquire)
+            })
         else {
             return;
         };
@@ -240,7 +260,11 @@ impl Queue {
         for i in index..end {
             let Ok(packet) = self.packet(i) else { continue };
             if packet.header.kind == uapi::packet_kind::SIGNAL_SEMAPHORE {
-                self.objects.semaphores().fail_from_queue(packet.body[0] as u32, packet.body[1], error);
+                self.objects.semaphores().fail_from_queue(
+                    packet.body[0] as u32,
+                    packet.body[1],
+                    error,
+                );
             }
         }
     }
@@ -273,7 +297,11 @@ impl Queue {
         put64(offset_of!(QueueControl, fault_index), state.fault_index);
         put32(offset_of!(QueueControl, err_pc), state.err_pc);
         put32(offset_of!(QueueControl, err_thread), state.err_thread);
-        let status = if state.faulted { uapi::queue_status::FAULTED } else { uapi::queue_status::ACTIVE };
+        let status = if state.faulted {
+            uapi::queue_status::FAULTED
+        } else {
+            uapi::queue_status::ACTIVE
+        };
         put32(offset_of!(QueueControl, status), status);
         // Last: a process that sees the read index move sees the rest too.
         put64(offset_of!(QueueControl, read_index), state.completed);

@@ -48,7 +48,11 @@ pub(crate) fn vma_pgoff(vma: &VmaNew) -> usize {
 /// atomic: for words a process reads or writes through its own mapping of
 /// the page at the same time (semaphore values, queue control blocks).
 /// EINVAL if `offset` is misaligned or out of the page.
-pub(crate) fn page_atomic<T: AtomicType, R>(page: &Page, offset: usize, f: impl FnOnce(&Atomic<T>) -> R) -> Result<R> {
+pub(crate) fn page_atomic<T: AtomicType, R>(
+    page: &Page,
+    offset: usize,
+    f: impl FnOnce(&Atomic<T>) -> R,
+) -> Result<R> {
     let size = core::mem::size_of::<T>();
     if offset % size != 0 || offset + size > PAGE_SIZE {
         return Err(EINVAL);

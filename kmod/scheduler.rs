@@ -33,8 +33,7 @@ use kernel::{
             Full,
             Relaxed, //
         },
-        Arc,
-        Mutex,
+        Arc, Mutex,
     },
     time::{
         msecs_to_jiffies,
@@ -60,8 +59,7 @@ use crate::{
             Command,
             Response, //
         },
-        Gluon,
-        Interrupt,
+        Gluon, Interrupt,
     },
     queue::Queue,
     raw::{
@@ -200,7 +198,13 @@ impl Scheduler {
         if state.queues.len() >= crate::device::MAX_QUEUES as usize {
             return Err(ENOSPC);
         }
-        state.queues.push(Scheduled { queue, staged: None }, GFP_KERNEL)?;
+        state.queues.push(
+            Scheduled {
+                queue,
+                staged: None,
+            },
+            GFP_KERNEL,
+        )?;
         drop(state);
         Self::kick(this);
         Ok(())
@@ -288,27 +292,43 @@ impl Scheduler {
     /// a launch of a destroyed queue (it may never end, and nobody waits for
     /// it); else looks again when it would be overdue.
     fn watchdog(this: &Arc<Self>, state: &mut State) {
-        let Some(head) = state.in_flight.front() else { return };
-        let abandoned = matches!(head.cmd, Command::LaunchKernel { .. }) && head.queue.state().destroyed;
+        let Some(head) = state.in_flight.front() else {
+            return;
+        };
+        let abandoned =
+            matches!(head.cmd, Command::LaunchKernel { .. }) && head.queue.state().destroyed;
         let timeout = Delta::from_millis(this.timeout_ms.into());
         let age = state.head_since.elapsed();
         if age < timeout && !abandoned {
             let left = u32::try_from((timeout - age).as_millis() + 1).unwrap_or(this.timeout_ms);
-            let _ = crate::raw::system_dfl().enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(left));
+            let _ = crate::raw::system_dfl()
+                .enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(left));
             return;
         }
         this.hw.reset();
         state.resets += 1;
-        let why = if abandoned { "of a destroyed queue" } else { "overdue" };
-        dev_warn!(this.hw.dma_device(), "command {} {why}: device reset {}\n", head.id, state.resets);
+        let why = if abandoned {
+            "of a destroyed queue"
+        } else {
+            "overdue"
+        };
+        dev_warn!(
+            this.hw.dma_device(),
+            "command {} {why}: device reset {}\n",
+            head.id,
+            state.resets
+        );
         let error = if abandoned { ECANCELED } else { ETIMEDOUT };
         // The reset dropped every command in flight: the oldest's queue is
         // guilty and loses its commands; the others' are issued again.
-        let State { in_flight, next_id, .. } = state;
+        let State {
+            in_flight, next_id, ..
+        } = state;
         let mut guilty: Option<Arc<Queue>> = None;
         in_flight.retain_pending(|e| match &guilty {
             None => {
-                e.queue.fault(e.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
+                e.queue
+                    .fault(e.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
                 guilty = Some(e.queue.clone());
                 false
             }
@@ -332,11 +352,20 @@ impl Scheduler {
         while let Some(raw) = self.hw.pop_response() {
             let response = Response::decode(&raw);
             let Some(done) = state.in_flight.front_mut() else {
-                dev_err!(self.hw.dma_device(), "response {} with nothing in flight\n", response.id);
+                dev_err!(
+                    self.hw.dma_device(),
+                    "response {} with nothing in flight\n",
+                    response.id
+                );
                 continue;
             };
             if done.id != response.id {
-                dev_err!(self.hw.dma_device(), "response {} out of order (expected {})\n", response.id, done.id);
+                dev_err!(
+                    self.hw.dma_device(),
+                    "response {} out of order (expected {})\n",
+                    response.id,
+                    done.id
+                );
             }
             // Dropped at the end of this turn: the packet's BOs and launch
             // slot are free once its last command is done.
@@ -357,8 +386,17 @@ impl Scheduler {
                 let s = done.queue.state();
                 let sems = done.queue.objects().semaphores();
                 match (completion.update, s.faulted && done.packet >= s.fault_index) {
-                    (Some(SemUpdate::Signal { handle, value }), false) => sems.signal_from_queue(handle, value),
-                    (Some(SemUpdate::Fail { handle, value, error }), false) => sems.fail_from_queue(handle, value, error),
+                    (Some(SemUpdate::Signal { handle, value }), false) => {
+                        sems.signal_from_queue(handle, value)
+                    }
+                    (
+                        Some(SemUpdate::Fail {
+                            handle,
+                            value,
+                            error,
+                        }),
+                        false,
+                    ) => sems.fail_from_queue(handle, value, error),
                     _ => {}
                 }
                 done.queue.complete(done.packet);
@@ -373,8 +411,16 @@ impl Scheduler {
     /// Pushes as many commands of queue `i`'s staged packet as fit. True if
     /// anything was pushed.
     fn push_staged(&self, state: &mut State, i: usize) -> bool {
-        let State { queues, in_flight, next_id, head_since, .. } = state;
-        let Some(entry) = queues.get_mut(i) else { return false };
+        let State {
+            queues,
+            in_flight,
+            next_id,
+            head_since,
+            ..
+        } = state;
+        let Some(entry) = queues.get_mut(i) else {
+            return false;
+        };
         if entry.queue.state().faulted {
             // The rest of a faulted packet never runs.
             entry.staged = None;
@@ -385,19 +431,30 @@ impl Scheduler {
                 entry.staged = None;
                 break;
             };
-            if in_flight.len() >= MAX_IN_FLIGHT || self.hw.push_command(&cmd.encode(*next_id)).is_err() {
+            if in_flight.len() >= MAX_IN_FLIGHT
+                || self.hw.push_command(&cmd.encode(*next_id)).is_err()
+            {
                 break;
             }
             staged.next += 1;
             let packet = staged.packet;
             // The packet is all in the device: what completing it does goes
             // with its last command.
-            let completion =
-                if staged.next == staged.commands.len() { entry.staged.take().map(|s| s.completion) } else { None };
+            let completion = if staged.next == staged.commands.len() {
+                entry.staged.take().map(|s| s.completion)
+            } else {
+                None
+            };
             if in_flight.is_empty() {
                 *head_since = Instant::now();
             }
-            let entry_in_flight = InFlight { id: *next_id, cmd, queue: entry.queue.clone(), packet, completion };
+            let entry_in_flight = InFlight {
+                id: *next_id,
+                cmd,
+                queue: entry.queue.clone(),
+                packet,
+                completion,
+            };
             // Capacity for MAX_IN_FLIGHT was reserved: this cannot fail.
             let _ = in_flight.push(entry_in_flight);
             *next_id = next_id.wrapping_add(1);
@@ -412,10 +469,14 @@ impl Scheduler {
         let n = state.queues.len();
         for turn in 0..n {
             let i = (state.cursor + turn) % n;
-            let Some(entry) = state.queues.get_mut(i) else { break };
+            let Some(entry) = state.queues.get_mut(i) else {
+                break;
+            };
             if entry.staged.is_none() {
                 let queue = entry.queue.clone();
-                let Some(index) = queue.pending() else { continue };
+                let Some(index) = queue.pending() else {
+                    continue;
+                };
                 match self.translate(&queue, index) {
                     Ok(Translated::Run(staged)) => {
                         queue.mark_submitted(index);
@@ -447,16 +508,26 @@ impl Scheduler {
     fn translate(&self, queue: &Queue, index: u64) -> Result<Translated> {
         let packet = queue.packet(index)?;
         self.mark_if_wait(&packet);
-        let t = Translator { objects: queue.objects(), staging: &self.staging };
+        let t = Translator {
+            objects: queue.objects(),
+            staging: &self.staging,
+        };
         translate::translate(&t, index, &packet, queue.skipping(index))
     }
 
     /// What a queue's next packet lets the scheduler do.
     fn head(&self, queue: &Queue) -> Head {
-        let Some(index) = queue.pending() else { return Head::Empty };
-        let Ok(packet) = queue.packet(index) else { return Head::Runnable };
+        let Some(index) = queue.pending() else {
+            return Head::Empty;
+        };
+        let Ok(packet) = queue.packet(index) else {
+            return Head::Runnable;
+        };
         self.mark_if_wait(&packet);
-        let t = Translator { objects: queue.objects(), staging: &self.staging };
+        let t = Translator {
+            objects: queue.objects(),
+            staging: &self.staging,
+        };
         if translate::blocks(&t, &packet, queue.skipping(index)) {
             Head::Waiting
         } else {

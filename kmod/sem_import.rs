@@ -40,7 +40,14 @@ impl OnSignal for ImportPoint {
 /// Arms an import: semaphore `handle` of `sems` advances to `value` when
 /// `fence` signals. A fence that has signalled already applies at once.
 pub(crate) fn start(sems: &Arc<Semaphores>, handle: u32, value: u64, fence: Fence) -> Result {
-    let import = FenceImport::new(fence, ImportPoint { sems: sems.clone(), handle, value })?;
+    let import = FenceImport::new(
+        fence,
+        ImportPoint {
+            sems: sems.clone(),
+            handle,
+            value,
+        },
+    )?;
     sems.track_import(import.clone())?;
     FenceImport::arm(&import).inspect_err(|_| sems.untrack_import(&import))
 }

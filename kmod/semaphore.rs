@@ -11,8 +11,7 @@
 //! thing that never misses one.
 
 use kernel::{
-    new_condvar,
-    new_mutex,
+    new_condvar, new_mutex,
     page::{
         Page,
         PAGE_SIZE, //
@@ -118,7 +117,12 @@ impl Table {
     }
 
     fn take_slot(&mut self) -> Result<usize> {
-        let (word, bits) = self.slots.iter_mut().enumerate().find(|(_, w)| **w != u64::MAX).ok_or(ENOSPC)?;
+        let (word, bits) = self
+            .slots
+            .iter_mut()
+            .enumerate()
+            .find(|(_, w)| **w != u64::MAX)
+            .ok_or(ENOSPC)?;
         let bit = bits.trailing_ones() as usize;
         *bits |= 1 << bit;
         Ok(word * 64 + bit)
@@ -170,7 +174,12 @@ pub(crate) struct Semaphores {
 impl Semaphores {
     pub(crate) fn new(scheduler: Arc<Scheduler>, tgid: i32) -> Result<impl PinInit<Self, Error>> {
         let page = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
-        let table = Table { sems: RBTree::new(), closed: false, next_handle: 1, slots: [0; SLOTS / 64] };
+        let table = Table {
+            sems: RBTree::new(),
+            closed: false,
+            next_handle: 1,
+            slots: [0; SLOTS / 64],
+        };
         Ok(try_pin_init!(Self {
             table <- new_mutex!(table, "Semaphores::table"),
             changed <- new_condvar!("Semaphores::changed"),
@@ -208,8 +217,14 @@ impl Semaphores {
         }
         let slot = table.take_slot()?;
         table.next_handle += 1;
-        let sem =
-            Sem { value: initial, error: 0, slot, fence_context: Fence::new_context(), pending: KVec::new(), waiters: 0 };
+        let sem = Sem {
+            value: initial,
+            error: 0,
+            slot,
+            fence_context: Fence::new_context(),
+            pending: KVec::new(),
+            waiters: 0,
+        };
         table.sems.insert(node.into_node(handle, sem));
         self.publish(slot, initial);
         Ok((handle, slot))
@@ -334,7 +349,9 @@ impl Semaphores {
             return;
         }
         // Destroyed meanwhile: nothing to advance.
-        let Ok(sem) = table.get_mut(handle) else { return };
+        let Ok(sem) = table.get_mut(handle) else {
+            return;
+        };
         if sem.error != 0 {
             return;
         }
@@ -367,7 +384,9 @@ impl Semaphores {
         // which the work takes.
         self.imports.lock().retain(|i| !FenceImport::cancel(i));
         loop {
-            let Some(fired) = self.imports.lock().first().cloned() else { break };
+            let Some(fired) = self.imports.lock().first().cloned() else {
+                break;
+            };
             FenceImport::flush(&fired);
         }
         let sems = core::mem::take(&mut self.table.lock().sems);
@@ -419,7 +438,13 @@ impl Semaphores {
     /// (ETIME), or a signal comes (ERESTARTSYS: the deadline is absolute, so
     /// a restart is exact). Returns the index for `ANY`, and on failure sets
     /// `*index` to the failed point.
-    pub(crate) fn wait(&self, points: &[SemWaitPoint], any: bool, deadline_ns: i64, index: &mut u32) -> Result {
+    pub(crate) fn wait(
+        &self,
+        points: &[SemWaitPoint],
+        any: bool,
+        deadline_ns: i64,
+        index: &mut u32,
+    ) -> Result {
         let mut table = self.table.lock();
         // Every handle must be valid when the wait starts.
         for p in points {
@@ -429,7 +454,11 @@ impl Semaphores {
         let count = |table: &mut Table, up: bool| {
             for p in points {
                 if let Ok(sem) = table.get_mut(p.handle) {
-                    sem.waiters = if up { sem.waiters + 1 } else { sem.waiters.saturating_sub(1) };
+                    sem.waiters = if up {
+                        sem.waiters + 1
+                    } else {
+                        sem.waiters.saturating_sub(1)
+                    };
                 }
             }
         };
@@ -454,8 +483,9 @@ impl Semaphores {
             // Rounded up, so a wake-up by timeout is never early; the loop
             // rechecks the clock anyway.
             let ms = u32::try_from((remaining as u64).div_ceil(1_000_000)).unwrap_or(u32::MAX);
-            if let CondVarTimeoutResult::Signal { .. } =
-                self.changed.wait_interruptible_timeout(&mut table, msecs_to_jiffies(ms))
+            if let CondVarTimeoutResult::Signal { .. } = self
+                .changed
+                .wait_interruptible_timeout(&mut table, msecs_to_jiffies(ms))
             {
                 break Err(ERESTARTSYS);
             }

@@ -10,12 +10,7 @@
 //! handles a raw DMA address to sync it.
 
 use kernel::{
-    bindings,
-    device::Device,
-    error::to_result,
-    prelude::*,
-    sync::aref::ARef,
-    types::Opaque,
+    bindings, device::Device, error::to_result, prelude::*, sync::aref::ARef, types::Opaque,
 };
 
 /// Which way a DMA sync hands memory over.
@@ -78,7 +73,9 @@ unsafe fn sync_range(
         // in `dir`; `dev` is live while borrowed.
         unsafe {
             match to {
-                Handover::ToDevice => bindings::__dma_sync_single_for_device(dev, addr, n as usize, dir),
+                Handover::ToDevice => {
+                    bindings::__dma_sync_single_for_device(dev, addr, n as usize, dir)
+                }
                 Handover::ToCpu => bindings::__dma_sync_single_for_cpu(dev, addr, n as usize, dir),
             }
         }
@@ -111,9 +108,17 @@ impl MappedTable {
     ///
     /// `sgt` is DMA-mapped for `dev` in direction `dir`, and stays so until
     /// the returned value is dropped.
-    pub(crate) unsafe fn new(sgt: *mut bindings::sg_table, dev: &Device, dir: bindings::dma_data_direction) -> Self {
+    pub(crate) unsafe fn new(
+        sgt: *mut bindings::sg_table,
+        dev: &Device,
+        dir: bindings::dma_data_direction,
+    ) -> Self {
         // INVARIANT: the caller's promise.
-        Self { sgt, dev: dev.into(), dir }
+        Self {
+            sgt,
+            dev: dev.into(),
+            dir,
+        }
     }
 
     pub(crate) fn as_raw(&self) -> *mut bindings::sg_table {
@@ -192,7 +197,9 @@ impl DmaSgTable {
             )
         })?;
         // SAFETY: the table was just allocated and filled; `dev` is live.
-        if let Err(e) = to_result(unsafe { bindings::dma_map_sgtable(crate::raw::device(dev), sgt.get(), dir, 0) }) {
+        if let Err(e) = to_result(unsafe {
+            bindings::dma_map_sgtable(crate::raw::device(dev), sgt.get(), dir, 0)
+        }) {
             // SAFETY: `sgt` was allocated in this function, is not mapped,
             // and nobody else uses it.
             unsafe { bindings::sg_free_table(sgt.get()) };
@@ -200,7 +207,14 @@ impl DmaSgTable {
         }
         // INVARIANT: allocated and mapped for `dev` in `dir`. If the box
         // cannot be allocated, dropping `Self` unmaps and frees the table.
-        Ok(KBox::new(Self { sgt, dev: dev.into(), dir }, GFP_KERNEL)?)
+        Ok(KBox::new(
+            Self {
+                sgt,
+                dev: dev.into(),
+                dir,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     /// The `(DMA address, length)` of each mapped segment, in order.

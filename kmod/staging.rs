@@ -59,15 +59,20 @@ impl LaunchStaging {
         let mut dma = [0u32; SLOTS];
         for (i, addr) in dma.iter_mut().enumerate() {
             let mut found = None;
-            pieces(mem.segments(), (i * PAGE_SIZE) as u64, PAGE_SIZE as u64, &mut |piece, len| {
-                // A page is never split between segments; if it were, the
-                // device could not read a block from it in one piece.
-                if found.is_some() || len != PAGE_SIZE as u64 {
-                    return Err(EINVAL);
-                }
-                found = Some(u32::try_from(piece)?);
-                Ok(())
-            })?;
+            pieces(
+                mem.segments(),
+                (i * PAGE_SIZE) as u64,
+                PAGE_SIZE as u64,
+                &mut |piece, len| {
+                    // A page is never split between segments; if it were, the
+                    // device could not read a block from it in one piece.
+                    if found.is_some() || len != PAGE_SIZE as u64 {
+                        return Err(EINVAL);
+                    }
+                    found = Some(u32::try_from(piece)?);
+                    Ok(())
+                },
+            )?;
             *addr = found.ok_or(EINVAL)?;
         }
         Arc::pin_init(
@@ -87,7 +92,10 @@ impl LaunchStaging {
             return None;
         }
         pages.taken |= 1 << index;
-        Some(Slot { staging: this.clone(), index })
+        Some(Slot {
+            staging: this.clone(),
+            index,
+        })
     }
 }
 
@@ -107,7 +115,9 @@ impl Slot {
         let offset = (self.index * PAGE_SIZE) as u64;
         let mut pages = self.staging.pages.lock();
         pages.mem.write(offset, block)?;
-        pages.mem.sync(offset, block.len() as u64, Handover::ToDevice)?;
+        pages
+            .mem
+            .sync(offset, block.len() as u64, Handover::ToDevice)?;
         Ok(self.staging.dma[self.index])
     }
 }

@@ -72,7 +72,12 @@ pub(crate) struct Completion {
 
 impl Completion {
     fn new() -> Self {
-        Self { bos: KVec::new(), written: KVec::new(), launch: None, update: None }
+        Self {
+            bos: KVec::new(),
+            written: KVec::new(),
+            launch: None,
+            update: None,
+        }
     }
 
     /// The device finished the packet: what it wrote goes back to the CPU.
@@ -134,12 +139,21 @@ pub(crate) fn translate(
     let h = packet.header;
     check_header(&h)?;
     let body = &packet.body;
-    let mut out = Staged { packet: index, commands: KVec::new(), next: 0, completion: Completion::new() };
+    let mut out = Staged {
+        packet: index,
+        commands: KVec::new(),
+        next: 0,
+        completion: Completion::new(),
+    };
     if let Some(error) = skipping {
         // Skipped packets run nothing but still complete in order; a
         // skipped signal fails its semaphore then.
         if h.kind == packet_kind::SIGNAL_SEMAPHORE {
-            out.completion.update = Some(SemUpdate::Fail { handle: lo(body[0]), value: body[1], error });
+            out.completion.update = Some(SemUpdate::Fail {
+                handle: lo(body[0]),
+                value: body[1],
+                error,
+            });
         }
         out.push(Command::Fence)?;
         return Ok(Translated::Run(out));
@@ -263,7 +277,13 @@ fn fill(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result {
     if offset % u64::from(pattern_size) != 0 || size % u64::from(pattern_size) != 0 {
         return Err(EINVAL);
     }
-    split(size, |done, len| out.push(Command::Memset { dst: vram_addr(&bo, offset + done)?, pattern, len }))?;
+    split(size, |done, len| {
+        out.push(Command::Memset {
+            dst: vram_addr(&bo, offset + done)?,
+            pattern,
+            len,
+        })
+    })?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
     Ok(())
 }
@@ -282,8 +302,16 @@ fn copy(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result {
     let vram = uapi::placement::VRAM;
     match (s.placement() == vram, d.placement() == vram) {
         (true, true) => split(size, |done, len| {
-            let (src, dst) = (vram_addr(&s, src_off + done)?, vram_addr(&d, dst_off + done)?);
-            out.push(Command::Copy { src, dst, len, dir: CopyDir::DeviceToDevice })
+            let (src, dst) = (
+                vram_addr(&s, src_off + done)?,
+                vram_addr(&d, dst_off + done)?,
+            );
+            out.push(Command::Copy {
+                src,
+                dst,
+                len,
+                dir: CopyDir::DeviceToDevice,
+            })
         })?,
         (false, true) => host_copy(out, &s, src_off, &d, dst_off, size, CopyDir::HostToDevice)?,
         (true, false) => host_copy(out, &d, dst_off, &s, src_off, size, CopyDir::DeviceToHost)?,
@@ -298,18 +326,32 @@ fn copy(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result {
 /// `dir`), split where the host side's DMA segments end. What the device
 /// will read is handed to it now; what it will write is handed back to the
 /// CPU when the packet completes.
-fn host_copy(out: &mut Staged, host: &Arc<Bo>, host_off: u64, vram: &Bo, vram_off: u64, size: u64, dir: CopyDir) -> Result {
+fn host_copy(
+    out: &mut Staged,
+    host: &Arc<Bo>,
+    host_off: u64,
+    vram: &Bo,
+    vram_off: u64,
+    size: u64,
+    dir: CopyDir,
+) -> Result {
     if dir == CopyDir::HostToDevice {
         host.sync(host_off, size, Handover::ToDevice)?;
     } else {
-        out.completion.written.push((host.clone(), host_off, size), GFP_KERNEL)?;
+        out.completion
+            .written
+            .push((host.clone(), host_off, size), GFP_KERNEL)?;
     }
     let mut at = 0;
     host.host_pieces(host_off, size, &mut |dma, piece| {
         split(piece, |done, len| {
             let host_addr = u32::try_from(dma + done).map_err(|_| EINVAL)?;
             let dev = vram_addr(vram, vram_off + at + done)?;
-            let (src, dst) = if dir == CopyDir::HostToDevice { (host_addr, dev) } else { (dev, host_addr) };
+            let (src, dst) = if dir == CopyDir::HostToDevice {
+                (host_addr, dev)
+            } else {
+                (dev, host_addr)
+            };
             out.push(Command::Copy { src, dst, len, dir })
         })?;
         at += piece;
@@ -333,7 +375,9 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
     if size < size_of::<uapi::LaunchBlock>() || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
         return Err(EINVAL);
     }
-    let Some(mut slot) = LaunchStaging::take(t.staging) else { return Ok(false) };
+    let Some(mut slot) = LaunchStaging::take(t.staging) else {
+        return Ok(false);
+    };
     let mut copy = KVec::from_elem(0u8, size, GFP_KERNEL)?;
     bo.read_host(offset, &mut copy)?;
     let printf_addr = if printf == 0 {
@@ -352,13 +396,21 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
         // The device writes only the text it has: the bytes after it must
         // reach the CPU as they were, so they go to the device first.
         ring.sync(printf_offset, printf_size, Handover::ToDevice)?;
-        out.completion.written.push((ring.clone(), printf_offset, printf_size), GFP_KERNEL)?;
+        out.completion
+            .written
+            .push((ring.clone(), printf_offset, printf_size), GFP_KERNEL)?;
         out.completion.bos.push(ring, GFP_KERNEL)?;
         addr
     };
-    copy.get_mut(24..28).ok_or(EINVAL)?.copy_from_slice(&printf_addr.to_le_bytes());
+    copy.get_mut(24..28)
+        .ok_or(EINVAL)?
+        .copy_from_slice(&printf_addr.to_le_bytes());
     let host_addr = slot.fill(&copy)?;
-    out.push(Command::LaunchKernel { host_addr, size: size as u32, gpu_addr: LAUNCH_SLOT })?;
+    out.push(Command::LaunchKernel {
+        host_addr,
+        size: size as u32,
+        gpu_addr: LAUNCH_SLOT,
+    })?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
     out.completion.launch = Some(slot);
     Ok(true)
@@ -432,7 +484,10 @@ fn counter(t: &Translator<'_>, kind: u8, body: &[u64; 7], out: &mut Staged) -> R
     // Counts everything before it, even on a device that executes out of
     // order.
     out.push(Command::Fence)?;
-    out.push(Command::ReadCounter { counter, dst: vram_addr(&bo, offset)? })?;
+    out.push(Command::ReadCounter {
+        counter,
+        dst: vram_addr(&bo, offset)?,
+    })?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
     Ok(())
 }

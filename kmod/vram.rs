@@ -92,7 +92,10 @@ impl FreeSpace {
         &mut self,
         addr: u64,
         size: u64,
-    ) -> Option<(RBTreeNodeReservation<u64, u64>, RBTreeNodeReservation<SizeKey, ()>)> {
+    ) -> Option<(
+        RBTreeNodeReservation<u64, u64>,
+        RBTreeNodeReservation<SizeKey, ()>,
+    )> {
         let a = self.by_addr.remove_node(&addr)?;
         let s = self.by_size.remove_node(&(size, addr))?;
         self.stats.free_blocks -= 1;
@@ -110,7 +113,9 @@ impl FreeSpace {
         // into it; a block `align - GRANULE` bigger always fits.
         let first = self.by_size.cursor_lower_bound(&(size, 0))?;
         fits(first.current().0).or_else(|| {
-            let cursor = self.by_size.cursor_lower_bound(&(size + align - GRANULE, 0))?;
+            let cursor = self
+                .by_size
+                .cursor_lower_bound(&(size + align - GRANULE, 0))?;
             fits(cursor.current().0)
         })
     }
@@ -121,8 +126,14 @@ impl FreeSpace {
 }
 
 /// Tree nodes for one free block.
-fn node_pair() -> Result<(RBTreeNodeReservation<u64, u64>, RBTreeNodeReservation<SizeKey, ()>)> {
-    Ok((RBTreeNodeReservation::new(GFP_KERNEL)?, RBTreeNodeReservation::new(GFP_KERNEL)?))
+fn node_pair() -> Result<(
+    RBTreeNodeReservation<u64, u64>,
+    RBTreeNodeReservation<SizeKey, ()>,
+)> {
+    Ok((
+        RBTreeNodeReservation::new(GFP_KERNEL)?,
+        RBTreeNodeReservation::new(GFP_KERNEL)?,
+    ))
 }
 
 /// One device's VRAM.
@@ -135,11 +146,17 @@ pub(crate) struct Vram {
 impl Vram {
     /// Manages `[RESERVED, size)` of a device's VRAM, all free.
     pub(crate) fn new(size: u64) -> Result<impl PinInit<Self, Error>> {
-        let total = size.checked_sub(RESERVED).filter(|&t| t >= GRANULE).ok_or(EINVAL)?;
+        let total = size
+            .checked_sub(RESERVED)
+            .filter(|&t| t >= GRANULE)
+            .ok_or(EINVAL)?;
         let mut space = FreeSpace {
             by_addr: RBTree::new(),
             by_size: RBTree::new(),
-            stats: VramStats { total, ..Default::default() },
+            stats: VramStats {
+                total,
+                ..Default::default()
+            },
         };
         let (a, s) = node_pair()?;
         space.insert(RESERVED, total, a, s);
@@ -175,13 +192,23 @@ impl Vram {
         free.stats.used += size;
         free.stats.allocations += 1;
         free.refresh_largest();
-        Ok(VramRange { addr, size, by_addr_node, by_size_node })
+        Ok(VramRange {
+            addr,
+            size,
+            by_addr_node,
+            by_size_node,
+        })
     }
 
     /// Returns a range, already scrubbed by its owner, to the free space,
     /// merged with its free neighbours.
     pub(crate) fn free(&self, range: VramRange) {
-        let VramRange { mut addr, size, by_addr_node, by_size_node } = range;
+        let VramRange {
+            mut addr,
+            size,
+            by_addr_node,
+            by_size_node,
+        } = range;
         let mut len = size;
         let mut free = self.free.lock();
         free.stats.used -= size;
@@ -191,7 +218,10 @@ impl Vram {
         // itself is not free, so the lower bound is the block after it.
         let prev = match free.by_addr.cursor_lower_bound(&addr) {
             Some(next) => next.peek_prev().map(|(&start, &len)| (start, len)),
-            None => free.by_addr.cursor_back().map(|last| (*last.current().0, *last.current().1)),
+            None => free
+                .by_addr
+                .cursor_back()
+                .map(|last| (*last.current().0, *last.current().1)),
         }
         .filter(|&(start, len)| start + len == addr);
         // Merging frees the neighbour's nodes; ours are reused.

@@ -16,9 +16,18 @@
 pub(crate) enum Command {
     /// DMA `size` bytes of launch block from host `host_addr` to VRAM
     /// `gpu_addr`, then run the kernel it describes.
-    LaunchKernel { host_addr: u32, size: u32, gpu_addr: u32 },
+    LaunchKernel {
+        host_addr: u32,
+        size: u32,
+        gpu_addr: u32,
+    },
     /// Copy `len` bytes.
-    Copy { src: u32, dst: u32, len: u32, dir: CopyDir },
+    Copy {
+        src: u32,
+        dst: u32,
+        len: u32,
+        dir: CopyDir,
+    },
     /// Fill `len` VRAM bytes at `dst` with the 4-byte little-endian
     /// `pattern`, phase-aligned to `dst`.
     Memset { dst: u32, pattern: u32, len: u32 },
@@ -62,7 +71,11 @@ impl Command {
         b[1] = id;
         let mut put = |at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
         let op = match *self {
-            Self::LaunchKernel { host_addr, size, gpu_addr } => {
+            Self::LaunchKernel {
+                host_addr,
+                size,
+                gpu_addr,
+            } => {
                 put(4, host_addr);
                 put(8, size);
                 put(12, gpu_addr);
@@ -96,9 +109,11 @@ impl Command {
     /// `None` for a malformed one.
     pub(crate) fn decode(b: &[u8; 16]) -> (u8, Option<Self>) {
         let cmd = match b[0] {
-            opcode::LAUNCH_KERNEL => {
-                Some(Self::LaunchKernel { host_addr: u32_at(b, 4), size: u32_at(b, 8), gpu_addr: u32_at(b, 12) })
-            }
+            opcode::LAUNCH_KERNEL => Some(Self::LaunchKernel {
+                host_addr: u32_at(b, 4),
+                size: u32_at(b, 8),
+                gpu_addr: u32_at(b, 12),
+            }),
             opcode::COPY => {
                 let dir = match b[2] {
                     1 => Some(CopyDir::HostToDevice),
@@ -106,10 +121,22 @@ impl Command {
                     3 => Some(CopyDir::DeviceToDevice),
                     _ => None,
                 };
-                dir.map(|dir| Self::Copy { src: u32_at(b, 4), dst: u32_at(b, 8), len: u32_at(b, 12), dir })
+                dir.map(|dir| Self::Copy {
+                    src: u32_at(b, 4),
+                    dst: u32_at(b, 8),
+                    len: u32_at(b, 12),
+                    dir,
+                })
             }
-            opcode::MEMSET => Some(Self::Memset { dst: u32_at(b, 4), pattern: u32_at(b, 8), len: u32_at(b, 12) }),
-            opcode::READ_COUNTER => Some(Self::ReadCounter { counter: u32_at(b, 4), dst: u32_at(b, 8) }),
+            opcode::MEMSET => Some(Self::Memset {
+                dst: u32_at(b, 4),
+                pattern: u32_at(b, 8),
+                len: u32_at(b, 12),
+            }),
+            opcode::READ_COUNTER => Some(Self::ReadCounter {
+                counter: u32_at(b, 4),
+                dst: u32_at(b, 8),
+            }),
             opcode::FENCE => Some(Self::Fence),
             _ => None,
         };
@@ -138,7 +165,12 @@ impl Response {
     }
 
     pub(crate) fn decode(b: &[u8; 16]) -> Self {
-        Self { id: b[0], err_code: b[1], err_pc: u32_at(b, 4), err_thread: u32_at(b, 8) }
+        Self {
+            id: b[0],
+            err_code: b[1],
+            err_pc: u32_at(b, 4),
+            err_thread: u32_at(b, 8),
+        }
     }
 }
 
@@ -147,12 +179,38 @@ mod tests {
     use super::*;
 
     const COMMANDS: [Command; 7] = [
-        Command::LaunchKernel { host_addr: 0x1234_5000, size: 0x40, gpu_addr: 0x100 },
-        Command::Copy { src: 0x8000_0000, dst: 0x1_0000, len: 4096, dir: CopyDir::HostToDevice },
-        Command::Copy { src: 0x1_0000, dst: 0x8000_1000, len: 1, dir: CopyDir::DeviceToHost },
-        Command::Copy { src: 0x2_0000, dst: 0x3_0000, len: u32::MAX, dir: CopyDir::DeviceToDevice },
-        Command::Memset { dst: 0xffff_ff00, pattern: 0xdead_beef, len: 256 },
-        Command::ReadCounter { counter: 2, dst: 0x1_0008 },
+        Command::LaunchKernel {
+            host_addr: 0x1234_5000,
+            size: 0x40,
+            gpu_addr: 0x100,
+        },
+        Command::Copy {
+            src: 0x8000_0000,
+            dst: 0x1_0000,
+            len: 4096,
+            dir: CopyDir::HostToDevice,
+        },
+        Command::Copy {
+            src: 0x1_0000,
+            dst: 0x8000_1000,
+            len: 1,
+            dir: CopyDir::DeviceToHost,
+        },
+        Command::Copy {
+            src: 0x2_0000,
+            dst: 0x3_0000,
+            len: u32::MAX,
+            dir: CopyDir::DeviceToDevice,
+        },
+        Command::Memset {
+            dst: 0xffff_ff00,
+            pattern: 0xdead_beef,
+            len: 256,
+        },
+        Command::ReadCounter {
+            counter: 2,
+            dst: 0x1_0008,
+        },
         Command::Fence,
     ];
 
@@ -165,9 +223,17 @@ mod tests {
 
     #[test]
     fn encoding_puts_fields_where_the_device_reads_them() {
-        let b = Command::Copy { src: 0x0403_0201, dst: 0x0807_0605, len: 0x0c0b_0a09, dir: CopyDir::DeviceToHost }
-            .encode(7);
-        assert_eq!(b, [opcode::COPY, 7, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+        let b = Command::Copy {
+            src: 0x0403_0201,
+            dst: 0x0807_0605,
+            len: 0x0c0b_0a09,
+            dir: CopyDir::DeviceToHost,
+        }
+        .encode(7);
+        assert_eq!(
+            b,
+            [opcode::COPY, 7, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+        );
     }
 
     #[test]
@@ -182,7 +248,12 @@ mod tests {
 
     #[test]
     fn responses_round_trip() {
-        let r = Response { id: 9, err_code: err::BAD_PC, err_pc: 0x8000_0010, err_thread: 77 };
+        let r = Response {
+            id: 9,
+            err_code: err::BAD_PC,
+            err_pc: 0x8000_0010,
+            err_thread: 77,
+        };
         assert_eq!(Response::decode(&r.encode()), r);
         assert_eq!(Response::decode(&[0; 16]), Response::default());
     }

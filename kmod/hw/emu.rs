@@ -28,8 +28,7 @@ use kernel::{
         Device, //
     },
     error::to_result,
-    faux,
-    new_mutex,
+    faux, new_mutex,
     page::{
         Page,
         PAGE_SIZE, //
@@ -43,8 +42,7 @@ use kernel::{
             Relaxed,
             Release, //
         },
-        Arc,
-        Mutex,
+        Arc, Mutex,
     },
     time::{
         delay::fsleep,
@@ -144,7 +142,10 @@ impl Emu {
         for _ in 0..pages {
             vram.push(None, GFP_KERNEL)?;
         }
-        let fifos = Fifos { commands: Fifo::with_capacity(FIFO_DEPTH)?, responses: Fifo::with_capacity(FIFO_DEPTH)? };
+        let fifos = Fifos {
+            commands: Fifo::with_capacity(FIFO_DEPTH)?,
+            responses: Fifo::with_capacity(FIFO_DEPTH)?,
+        };
         let engine = Arc::pin_init(
             pin_init!(Engine {
                 vram_size,
@@ -213,7 +214,10 @@ struct LineBuf {
 
 impl Default for LineBuf {
     fn default() -> Self {
-        Self { bytes: [0; 64], len: 0 }
+        Self {
+            bytes: [0; 64],
+            len: 0,
+        }
     }
 }
 
@@ -226,7 +230,10 @@ impl LineBuf {
 impl core::fmt::Write for LineBuf {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         let end = self.len + s.len();
-        self.bytes.get_mut(self.len..end).ok_or(core::fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.bytes
+            .get_mut(self.len..end)
+            .ok_or(core::fmt::Error)?
+            .copy_from_slice(s.as_bytes());
         self.len = end;
         Ok(())
     }
@@ -237,7 +244,12 @@ struct Fault(u8, u32, u32);
 
 impl From<Fault> for Response {
     fn from(Fault(err_code, err_pc, err_thread): Fault) -> Self {
-        Response { id: 0, err_code, err_pc, err_thread }
+        Response {
+            id: 0,
+            err_code,
+            err_pc,
+            err_thread,
+        }
     }
 }
 
@@ -257,12 +269,17 @@ impl HostMap {
     fn new(addr: u32, len: u32) -> Result<Self, Fault> {
         // SAFETY: `memremap` accepts any range and fails cleanly for one
         // that is not RAM; a mapping is valid until `memunmap`.
-        let ptr = unsafe { bindings::memremap(addr.into(), len as usize, bindings::MEMREMAP_WB as c_ulong) };
+        let ptr = unsafe {
+            bindings::memremap(addr.into(), len as usize, bindings::MEMREMAP_WB as c_ulong)
+        };
         if ptr.is_null() {
             return Err(Fault(err::DMA, 0, 0));
         }
         // INVARIANT: mapped above for `len` bytes.
-        Ok(Self { ptr: ptr.cast(), len: len as usize })
+        Ok(Self {
+            ptr: ptr.cast(),
+            len: len as usize,
+        })
     }
 
     /// Writes `src` at byte `at` of the mapping; EINVAL past its end.
@@ -289,7 +306,12 @@ impl Drop for HostMap {
 impl Engine {
     /// Calls `each(page, offset in page, bytes, offset in the range)` for
     /// the VRAM pages behind `[addr, addr + len)`, allocating untouched ones.
-    fn vram_chunks(&self, addr: u64, len: u64, mut each: impl FnMut(&Page, usize, usize, usize) -> Result) -> Result {
+    fn vram_chunks(
+        &self,
+        addr: u64,
+        len: u64,
+        mut each: impl FnMut(&Page, usize, usize, usize) -> Result,
+    ) -> Result {
         if addr.checked_add(len).is_none_or(|end| end > self.vram_size) {
             return Err(EINVAL);
         }
@@ -385,8 +407,11 @@ impl Engine {
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(chunk.len() as u32);
-                    let chunk = chunk.get(..n as usize).ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
-                    self.write_vram(u64::from(dst) + u64::from(done), chunk).map_err(bad_address)?;
+                    let chunk = chunk
+                        .get(..n as usize)
+                        .ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
+                    self.write_vram(u64::from(dst) + u64::from(done), chunk)
+                        .map_err(bad_address)?;
                     done += n;
                 }
                 Ok(())
@@ -398,23 +423,32 @@ impl Engine {
                 }
                 CopyDir::DeviceToHost => {
                     let host = HostMap::new(dst, len)?;
-                    self.vram_to_host(src.into(), &host, 0, len as usize).map_err(bad_address)
+                    self.vram_to_host(src.into(), &host, 0, len as usize)
+                        .map_err(bad_address)
                 }
                 CopyDir::DeviceToDevice => {
-                    let mut buf = KVec::<u8>::with_capacity(PAGE_SIZE, GFP_KERNEL).map_err(|_| Fault(err::DMA, 0, 0))?;
-                    buf.resize(PAGE_SIZE, 0, GFP_KERNEL).map_err(|_| Fault(err::DMA, 0, 0))?;
+                    let mut buf = KVec::<u8>::with_capacity(PAGE_SIZE, GFP_KERNEL)
+                        .map_err(|_| Fault(err::DMA, 0, 0))?;
+                    buf.resize(PAGE_SIZE, 0, GFP_KERNEL)
+                        .map_err(|_| Fault(err::DMA, 0, 0))?;
                     let mut done = 0u32;
                     while done < len {
                         let n = (len - done).min(PAGE_SIZE as u32);
                         let buf = buf.get_mut(..n as usize).ok_or(Fault(err::DMA, 0, 0))?;
-                        self.read_vram(u64::from(src) + u64::from(done), buf).map_err(bad_address)?;
-                        self.write_vram(u64::from(dst) + u64::from(done), buf).map_err(bad_address)?;
+                        self.read_vram(u64::from(src) + u64::from(done), buf)
+                            .map_err(bad_address)?;
+                        self.write_vram(u64::from(dst) + u64::from(done), buf)
+                            .map_err(bad_address)?;
                         done += n;
                     }
                     Ok(())
                 }
             },
-            Command::LaunchKernel { host_addr, size, gpu_addr } => self.launch(host_addr, size, gpu_addr),
+            Command::LaunchKernel {
+                host_addr,
+                size,
+                gpu_addr,
+            } => self.launch(host_addr, size, gpu_addr),
             Command::ReadCounter { counter, dst } => {
                 let value = match counter {
                     uapi::counter::COMMANDS => self.commands.load(Relaxed),
@@ -426,7 +460,8 @@ impl Engine {
                 if dst % 8 != 0 {
                     return Err(Fault(err::BAD_ADDRESS, 0, 0));
                 }
-                self.write_vram(dst.into(), &value.to_le_bytes()).map_err(bad_address)
+                self.write_vram(dst.into(), &value.to_le_bytes())
+                    .map_err(bad_address)
             }
         }
     }
@@ -439,10 +474,14 @@ impl Engine {
             return Err(Fault(err::BAD_LAUNCH, 0, 0));
         }
         let host = HostMap::new(host_addr, size)?;
-        self.host_to_vram(&host, gpu_addr.into()).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
+        self.host_to_vram(&host, gpu_addr.into())
+            .map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
         drop(host);
         // From here on the device reads its VRAM copy, as hardware does.
-        let word = |at: u32| self.read_u32(gpu_addr + at).map_err(|_| Fault(err::BAD_LAUNCH, 0, 0));
+        let word = |at: u32| {
+            self.read_u32(gpu_addr + at)
+                .map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))
+        };
         let entry_pc = word(0)?;
         let dims = [word(4)?, word(8)?, word(12)?];
         // grid[3] then block[3], u16 each, from byte 4.
@@ -460,12 +499,14 @@ impl Engine {
             params_size,
             end: gpu_addr + size,
         };
-        self.threads.fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
+        self.threads
+            .fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
         let result = self.run_builtin(&launch);
         // What the kernel printed reaches the host even if it faulted.
         let printf_host_addr = word(24)?;
         if printf_host_addr != 0 {
-            self.drain_printf(&launch, printf_host_addr).map_err(|_| Fault(err::DMA, entry_pc, 0))?;
+            self.drain_printf(&launch, printf_host_addr)
+                .map_err(|_| Fault(err::DMA, entry_pc, 0))?;
         }
         result
     }
@@ -476,7 +517,8 @@ impl Engine {
             if (i + 1) * 4 > l.params_size {
                 return Err(Fault(err::BAD_LAUNCH, l.entry_pc, 0));
             }
-            self.read_u32(l.params + i * 4).map_err(|_| Fault(err::BAD_LAUNCH, l.entry_pc, 0))
+            self.read_u32(l.params + i * 4)
+                .map_err(|_| Fault(err::BAD_LAUNCH, l.entry_pc, 0))
         };
         // A thread's fault names the PC and the thread, as hardware does.
         let at = |t: u64| move |_| Fault(err::BAD_ADDRESS, l.entry_pc, t as u32);
@@ -492,8 +534,11 @@ impl Engine {
             uapi::builtin::COPY_U32 => {
                 let (dst, src, count) = (param(0)?, param(1)?, param(2)?);
                 for t in 0..threads.min(count.into()) {
-                    let v = self.read_u32(src.wrapping_add(4 * t as u32)).map_err(at(t))?;
-                    self.write_u32(dst.wrapping_add(4 * t as u32), v).map_err(at(t))?;
+                    let v = self
+                        .read_u32(src.wrapping_add(4 * t as u32))
+                        .map_err(at(t))?;
+                    self.write_u32(dst.wrapping_add(4 * t as u32), v)
+                        .map_err(at(t))?;
                 }
             }
             uapi::builtin::VECADD_U32 => {
@@ -502,7 +547,8 @@ impl Engine {
                     let off = 4 * t as u32;
                     let x = self.read_u32(a.wrapping_add(off)).map_err(at(t))?;
                     let y = self.read_u32(b.wrapping_add(off)).map_err(at(t))?;
-                    self.write_u32(c.wrapping_add(off), x.wrapping_add(y)).map_err(at(t))?;
+                    self.write_u32(c.wrapping_add(off), x.wrapping_add(y))
+                        .map_err(at(t))?;
                 }
             }
             uapi::builtin::PRINTF_U32 => {
@@ -535,7 +581,10 @@ impl Engine {
             return Err(EINVAL);
         }
         let n = (text.len() as u32).min(limit.saturating_sub(head));
-        self.write_vram(u64::from(data + head), text.get(..n as usize).ok_or(EINVAL)?)?;
+        self.write_vram(
+            u64::from(data + head),
+            text.get(..n as usize).ok_or(EINVAL)?,
+        )?;
         self.write_u32(ring + 4, head + n)
     }
 
@@ -543,7 +592,11 @@ impl Engine {
     /// byte count, then the text.
     fn drain_printf(&self, l: &Launch, addr: u32) -> Result {
         let ring = l.params + l.params_size;
-        let (head, tail, limit) = (self.read_u32(ring + 4)?, self.read_u32(ring + 8)?, self.read_u32(ring + 12)?);
+        let (head, tail, limit) = (
+            self.read_u32(ring + 4)?,
+            self.read_u32(ring + 8)?,
+            self.read_u32(ring + 12)?,
+        );
         let len = head.min(limit).saturating_sub(tail);
         let data = ring + size_of::<uapi::PrintfRing>() as u32 + tail;
         let host = HostMap::new(addr, 4 + len).map_err(|_| EINVAL)?;
@@ -589,7 +642,10 @@ impl WorkItem for Engine {
                 break;
             }
             let response = match result {
-                Ok(()) => Response { id, ..Default::default() },
+                Ok(()) => Response {
+                    id,
+                    ..Default::default()
+                },
                 Err(fault) => Response { id, ..fault.into() },
             };
             this.post(response);

@@ -915,4 +915,5 @@ const _: () = assert!(core::mem::size_of::<SemaphorePacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<CounterPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchBlock>() == 40);
 const _: () = assert!(core::mem::size_of::<PrintfRing>() == 16);
-const _: () = assert!(sizes::GET_INFO[sizes::GET_INFO.len() - 1] == core::mem::size_of::<GetInfo>());
+const _: () =
+    assert!(sizes::GET_INFO[sizes::GET_INFO.len() - 1] == core::mem::size_of::<GetInfo>());
