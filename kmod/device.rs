@@ -173,6 +173,9 @@ impl Device {
         info.features = 0;
         info.builtins = hw.builtins;
         info.pad2 = 0;
+        info.dialect = hw.dialect.id();
+        info.streams = hw.streams.into();
+        info.caps = hw.caps;
     }
 
     /// debugfs `mem`: one `key value` pair a line, for `radctl mem`.

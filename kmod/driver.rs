@@ -48,17 +48,26 @@ impl kernel::Module for Radiance {
             return Err(EINVAL);
         }
 
+        let dialect_id = crate::module_parameters::emulated_dialect.value();
+        let Some(dialect) = crate::gluon::by_id(dialect_id) else {
+            pr_err!("emulated_dialect={dialect_id}: must be 1 (gluon-sim-16) or 2 (gluon-24)\n");
+            return Err(EINVAL);
+        };
+        let gluon_sim = crate::module_parameters::emulated_gluon_sim.value();
+
         let debugfs = debugfs::Dir::new(c"radiance");
         let mut nodes = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for index in 0..count {
-            let emu = Emu::new(index, vram_size)?;
+            let emu = Emu::new(index, vram_size, dialect, gluon_sim)?;
             nodes.push(
                 DeviceNode::new(index, emu, exclusive, pinned_limit, timeout_ms, &debugfs)?,
                 GFP_KERNEL,
             )?;
         }
         pr_info!(
-            "{count} emulated device(s), {vram_mib} MiB VRAM each{}\n",
+            "{count} emulated device(s) speaking {}{}, {vram_mib} MiB VRAM each{}\n",
+            dialect.name(),
+            if gluon_sim { " as gluon-sim does" } else { "" },
             if exclusive { ", exclusive" } else { "" }
         );
         Ok(Self {

@@ -31,6 +31,12 @@ mod sync_file;
 mod translate;
 mod vram;
 
+// Gluon's wire formats, shared with userspace tools and tested on the host
+// (kmod/gluon): a `no_std` crate included as a module, like the uapi.
+#[allow(unreachable_pub, dead_code, unused_attributes)]
+#[path = "gluon/src/lib.rs"]
+mod gluon;
+
 // The ABI shared with userspace: the kernel cannot take crates.io crates, so
 // the uapi crate's one file is included as a module. Not every constant of
 // the ABI is used on this side.
@@ -65,6 +71,14 @@ module! {
         exclusive: bool {
             default: false,
             description: "One open file per device at a time (kernels cannot be isolated from each other)",
+        },
+        emulated_dialect: u32 {
+            default: 1,
+            description: "Wire format of the emulated devices: 1 gluon-sim-16, 2 gluon-24",
+        },
+        emulated_gluon_sim: bool {
+            default: false,
+            description: "Emulated devices implement only what gluon-sim e554ff7 does (no SET, FENCE, device-to-device copy or counters; 4-byte accesses; one command per stream)",
         },
     },
 }

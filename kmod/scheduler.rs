@@ -1,25 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The scheduler: every queue of every file of a device, multiplexed onto
-//! the device's one command FIFO. It queues, completes and watches; what a
-//! packet turns into is [`translate`]'s business.
+//! the device's command FIFO and its hardware streams. It queues, completes
+//! and watches; what a packet turns into is [`translate`]'s business.
+//!
+//! Each queue runs on one stream (the one with fewest queues when it was
+//! created), so its packets complete in order. A response names only its
+//! stream: it completes that stream's oldest command. A packet with no
+//! command for the device (a NOP, a semaphore packet) is a marker in its
+//! stream's FIFO, completed by the scheduler once everything before it on
+//! the stream has: draining, where a FENCE would cost a round trip to the
+//! device. A stream takes as many commands at once as the device says
+//! (gluon-sim: one), and all streams at most [`MAX_IN_FLIGHT`].
 //!
 //! It runs as a work item, woken by a doorbell (QUEUE_KICK), a new queue or
 //! the device's interrupt. Each pass takes responses first (completing
 //! packets in order), then visits the queues round-robin, translating at
-//! most one packet per queue per turn into Gluon commands, with a bounded
-//! number of command IDs in flight. When nothing moves and nothing is in
+//! most one packet per queue per turn. When nothing moves and nothing is in
 //! flight, it sets `needs_kick` on every queue not stopped at a semaphore
 //! wait (a semaphore's change wakes it), looks once more, and sleeps.
 //!
-//! A watchdog (a delayed work item) resets the device when the oldest
-//! command in flight has not completed within the launch timeout: the
-//! guilty queue faults with ETIMEDOUT, and the other queues' commands that
-//! the reset dropped are issued again, in order. A launch of a destroyed
-//! queue at the head is reset at once, the same way.
+//! A watchdog (a delayed work item) watches the command at the head of each
+//! stream: one that has not completed within the launch timeout resets the
+//! device; its queue faults with ETIMEDOUT, and the other queues' commands
+//! that the reset dropped are issued again, in order. A launch of a
+//! destroyed queue at a stream's head is reset at once, the same way.
 //!
 //! Lock order: `Scheduler::state`, then a file's `Context::objects` (BO
-//! lookups) or `Semaphores::table`, then `LaunchStaging::pages`, VRAM and
+//! lookups) or `Semaphores::table`, then `Staging::pages`, VRAM and
 //! backend locks. `Queue::state` is innermost: taken under any of these,
 //! it is never held while taking another.
 
@@ -33,7 +41,8 @@ use kernel::{
             Full,
             Relaxed, //
         },
-        Arc, Mutex,
+        Arc,
+        Mutex,
     },
     time::{
         msecs_to_jiffies,
@@ -54,19 +63,17 @@ use kernel::{
 
 use crate::{
     fifo::Fifo,
+    gluon::Command,
     hw::{
-        command::{
-            Command,
-            Response, //
-        },
-        Gluon, Interrupt,
+        Gluon,
+        Interrupt, //
     },
     queue::Queue,
     raw::{
         flush_delayed_work,
         flush_work, //
     },
-    staging::LaunchStaging,
+    staging::Staging,
     translate::{
         self,
         Completion,
@@ -78,35 +85,51 @@ use crate::{
     uapi::packet_kind,
 };
 
-/// Commands in flight at most: within the device's FIFO depth and the
-/// 256 one-byte command IDs.
+/// Device commands in flight at most, over all streams: within the
+/// device's command FIFO depth.
 const MAX_IN_FLIGHT: usize = 64;
+
+/// Entries one stream's FIFO holds at most: its commands in flight and the
+/// markers between them.
+const STREAM_ENTRIES: usize = 64;
 
 /// A queue as the scheduler keeps it.
 struct Scheduled {
     queue: Arc<Queue>,
+    /// The hardware stream its packets run on.
+    stream: u8,
     /// Its packet whose commands did not all fit in the device yet.
     staged: Option<Staged>,
 }
 
+/// A command in a stream, or a marker.
 struct InFlight {
-    id: u8,
-    /// Kept to issue again after a reset.
-    cmd: Command,
+    /// What the device was given, kept to give it again after a reset;
+    /// `None` for a marker, which the device never sees.
+    cmd: Option<Command>,
     queue: Arc<Queue>,
     packet: u64,
-    /// On the packet's last command, until its response: what completing
-    /// the packet does, and what the packet holds until then.
+    /// On the packet's last entry, until it completes: what completing the
+    /// packet does, and what the packet holds until then.
     completion: Option<Completion>,
+}
+
+/// One hardware stream.
+struct Stream {
+    /// In order: the stream's commands in the device, and markers.
+    fifo: Fifo<InFlight>,
+    /// Commands of `fifo` in the device.
+    sent: usize,
+    /// When its oldest entry became the oldest.
+    head_since: Instant<Monotonic>,
 }
 
 struct State {
     queues: KVec<Scheduled>,
     cursor: usize,
-    in_flight: Fifo<InFlight>,
-    next_id: u8,
-    /// When the oldest command in flight became the oldest.
-    head_since: Instant<Monotonic>,
+    streams: KVec<Stream>,
+    /// Commands in the device, over all streams.
+    sent: usize,
     /// Device resets so far.
     resets: u64,
 }
@@ -116,7 +139,7 @@ struct State {
 pub(crate) struct Scheduler {
     hw: Arc<dyn Gluon>,
     /// Where launch blocks are copied for the device to read.
-    staging: Arc<LaunchStaging>,
+    staging: Arc<Staging>,
     /// 1 while a queue waits on a semaphore: only then do semaphore
     /// changes wake the scheduler (host-only semaphores cost no pass).
     blocked: Atomic<i32>,
@@ -150,15 +173,14 @@ impl Scheduler {
     /// A scheduler for `hw` that resets it when a command takes longer than
     /// `timeout_ms`.
     pub(crate) fn new(hw: Arc<dyn Gluon>, timeout_ms: u32) -> Result<Arc<Self>> {
-        let state = State {
-            queues: KVec::new(),
-            cursor: 0,
-            in_flight: Fifo::with_capacity(MAX_IN_FLIGHT)?,
-            next_id: 0,
-            head_since: Instant::now(),
-            resets: 0,
-        };
-        let staging = LaunchStaging::new(hw.dma_device())?;
+        let count = hw.desc().streams.max(1);
+        let mut streams = KVec::with_capacity(count.into(), GFP_KERNEL)?;
+        for _ in 0..count {
+            let stream = Stream { fifo: Fifo::with_capacity(STREAM_ENTRIES)?, sent: 0, head_since: Instant::now() };
+            streams.push(stream, GFP_KERNEL)?;
+        }
+        let state = State { queues: KVec::new(), cursor: 0, streams, sent: 0, resets: 0 };
+        let staging = Staging::new(hw.dma_device())?;
         let device_hw = hw.clone();
         let this = Arc::pin_init(
             pin_init!(Self {
@@ -192,19 +214,17 @@ impl Scheduler {
         }
     }
 
-    /// Schedules a new queue; ENOSPC past the device's queue limit.
+    /// Schedules a new queue, on the stream with fewest queues; ENOSPC past
+    /// the device's queue limit.
     pub(crate) fn add(this: &Arc<Self>, queue: Arc<Queue>) -> Result {
         let mut state = this.state.lock();
         if state.queues.len() >= crate::device::MAX_QUEUES as usize {
             return Err(ENOSPC);
         }
-        state.queues.push(
-            Scheduled {
-                queue,
-                staged: None,
-            },
-            GFP_KERNEL,
-        )?;
+        let streams = state.streams.len() as u8;
+        let load = |s: u8| state.queues.iter().filter(|q| q.stream == s).count();
+        let stream = (0..streams).min_by_key(|&s| load(s)).unwrap_or(0);
+        state.queues.push(Scheduled { queue, stream, staged: None }, GFP_KERNEL)?;
         drop(state);
         Self::kick(this);
         Ok(())
@@ -226,14 +246,15 @@ impl Scheduler {
     /// debugfs `queues`: one line of `key=value` pairs per queue.
     pub(crate) fn write_queues(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let state = self.state.lock();
-        for q in state.queues.iter().map(|s| &s.queue) {
-            let s = q.state();
+        for entry in state.queues.iter() {
+            let (q, s) = (&entry.queue, entry.queue.state());
             writeln!(
                 f,
-                "pid={} queue={} ring={} submitted={} completed={} status={} error={} fault_index={} \
-                 err_code={} err_pc={:#x} err_thread={}",
+                "pid={} queue={} stream={} ring={} submitted={} completed={} status={} error={} \
+                 fault_index={} err_code={} err_pc={:#x} err_thread={}",
                 q.tgid,
                 q.id,
+                entry.stream,
                 q.ring_packets(),
                 s.submitted,
                 s.completed,
@@ -251,7 +272,7 @@ impl Scheduler {
     /// Scheduled queues, commands in flight and resets, for debugfs.
     pub(crate) fn counts(&self) -> (usize, usize, u64) {
         let state = self.state.lock();
-        (state.queues.len(), state.in_flight.len(), state.resets)
+        (state.queues.len(), state.sent, state.resets)
     }
 
     /// Device teardown: disconnects the interrupt (breaking the cycle
@@ -267,16 +288,24 @@ impl Scheduler {
         self.hw.set_interrupt(None);
         self.hw.reset();
         // Dropped after the lock: the last reference to a context frees
-        // its objects, which takes other locks. An empty FIFO allocates
-        // nothing, so the fallback never runs in practice.
-        let in_flight = match Fifo::with_capacity(0) {
-            Ok(empty) => Some(core::mem::replace(&mut self.state.lock().in_flight, empty)),
-            Err(_) => {
-                self.state.lock().in_flight.clear();
-                None
+        // its objects, which takes other locks.
+        let mut dropped = KVec::new();
+        {
+            let mut state = self.state.lock();
+            state.sent = 0;
+            for stream in state.streams.iter_mut() {
+                stream.sent = 0;
+                // An empty FIFO allocates nothing, so the fallback (dropping
+                // under the lock) never runs in practice.
+                match Fifo::with_capacity(0) {
+                    Ok(empty) => {
+                        let _ = dropped.push(core::mem::replace(&mut stream.fifo, empty), GFP_KERNEL);
+                    }
+                    Err(_) => stream.fifo.clear(),
+                }
             }
-        };
-        drop(in_flight);
+        }
+        drop(dropped);
         flush_delayed_work(&self.watchdog);
         flush_work(&self.work);
     }
@@ -288,177 +317,191 @@ impl Scheduler {
         Self::watchdog(this, &mut state);
     }
 
-    /// Resets the device if the oldest command in flight is overdue, or is
-    /// a launch of a destroyed queue (it may never end, and nobody waits for
-    /// it); else looks again when it would be overdue.
+    /// Resets the device if the command at the head of a stream is overdue,
+    /// or is a launch of a destroyed queue (it may never end, and nobody
+    /// waits for it); else looks again when the first would be overdue.
     fn watchdog(this: &Arc<Self>, state: &mut State) {
-        let Some(head) = state.in_flight.front() else {
+        let timeout = Delta::from_millis(this.timeout_ms.into());
+        let mut next: Option<Delta> = None;
+        let mut culprit = None;
+        for (i, stream) in state.streams.iter().enumerate() {
+            // Markers never stay at a head (see `settle`).
+            let Some(head) = stream.fifo.front() else { continue };
+            let abandoned = matches!(head.cmd, Some(Command::Kernel { .. })) && head.queue.state().destroyed;
+            let age = stream.head_since.elapsed();
+            if age >= timeout || abandoned {
+                culprit = Some((i, abandoned));
+                break;
+            }
+            let left = timeout - age;
+            next = Some(next.map_or(left, |n| if left < n { left } else { n }));
+        }
+        let Some((guilty_stream, abandoned)) = culprit else {
+            if let Some(left) = next {
+                let ms = u32::try_from(left.as_millis() + 1).unwrap_or(this.timeout_ms);
+                let _ = crate::raw::system_dfl().enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(ms));
+            }
             return;
         };
-        let abandoned =
-            matches!(head.cmd, Command::LaunchKernel { .. }) && head.queue.state().destroyed;
-        let timeout = Delta::from_millis(this.timeout_ms.into());
-        let age = state.head_since.elapsed();
-        if age < timeout && !abandoned {
-            let left = u32::try_from((timeout - age).as_millis() + 1).unwrap_or(this.timeout_ms);
-            let _ = crate::raw::system_dfl()
-                .enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(left));
-            return;
-        }
         this.hw.reset();
         state.resets += 1;
-        let why = if abandoned {
-            "of a destroyed queue"
-        } else {
-            "overdue"
-        };
-        dev_warn!(
-            this.hw.dma_device(),
-            "command {} {why}: device reset {}\n",
-            head.id,
-            state.resets
-        );
+        let why = if abandoned { "a launch of a destroyed queue" } else { "overdue" };
+        dev_warn!(this.hw.dma_device(), "stream {guilty_stream}: {why}: device reset {}\n", state.resets);
         let error = if abandoned { ECANCELED } else { ETIMEDOUT };
-        // The reset dropped every command in flight: the oldest's queue is
-        // guilty and loses its commands; the others' are issued again.
-        let State {
-            in_flight, next_id, ..
-        } = state;
-        let mut guilty: Option<Arc<Queue>> = None;
-        in_flight.retain_pending(|e| match &guilty {
-            None => {
-                e.queue
-                    .fault(e.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
-                guilty = Some(e.queue.clone());
-                false
-            }
-            Some(q) if Arc::ptr_eq(q, &e.queue) => false,
-            Some(_) => {
-                // The FIFO was emptied and takes at most MAX_IN_FLIGHT.
-                let issued = this.hw.push_command(&e.cmd.encode(*next_id)).is_ok();
-                if issued {
-                    e.id = *next_id;
-                    *next_id = next_id.wrapping_add(1);
+        // The reset dropped every command: the head's queue is guilty and
+        // loses its commands; the others' are issued again, each stream in
+        // order.
+        let Some(guilty) = state.streams.get(guilty_stream).and_then(|s| s.fifo.front()) else { return };
+        let guilty = guilty.queue.clone();
+        if let Some(head) = state.streams.get(guilty_stream).and_then(|s| s.fifo.front()) {
+            guilty.fault(head.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
+        }
+        let dialect = this.hw.desc().dialect;
+        let mut sent = 0;
+        for (i, stream) in state.streams.iter_mut().enumerate() {
+            stream.sent = 0;
+            stream.fifo.retain_pending(|e| {
+                if Arc::ptr_eq(&e.queue, &guilty) {
+                    return false;
                 }
+                let Some(cmd) = e.cmd else { return true };
+                // The device was emptied and takes at most MAX_IN_FLIGHT.
+                let issued = dialect
+                    .encode(i as u8, &cmd)
+                    .is_ok_and(|frame| this.hw.push_command(frame.as_bytes()).is_ok());
+                stream.sent += usize::from(issued);
                 issued
-            }
-        });
-        state.head_since = Instant::now();
+            });
+            sent += stream.sent;
+            stream.head_since = Instant::now();
+        }
+        state.sent = sent;
+        for i in 0..state.streams.len() {
+            this.settle(state, i);
+        }
         Self::kick(this);
+    }
+
+    /// What completing a packet does: hands back what the device wrote,
+    /// updates its semaphore (unless its queue faulted at or before it),
+    /// moves the queue's read index.
+    fn complete(queue: &Queue, packet: u64, completion: &Completion) {
+        completion.hand_back();
+        // Before the read index moves: a process that sees the packet
+        // completed sees what it did to its semaphore.
+        let s = queue.state();
+        let sems = queue.objects().semaphores();
+        match (completion.update, s.faulted && packet >= s.fault_index) {
+            (Some(SemUpdate::Signal { handle, value }), false) => sems.signal_from_queue(handle, value),
+            (Some(SemUpdate::Fail { handle, value, error }), false) => sems.fail_from_queue(handle, value, error),
+            _ => {}
+        }
+        queue.complete(packet);
+    }
+
+    /// Completes the markers at the head of stream `i`: everything before
+    /// them on the stream has completed.
+    fn settle(&self, state: &mut State, i: usize) {
+        let Some(stream) = state.streams.get_mut(i) else { return };
+        while let Some(head) = stream.fifo.front_mut() {
+            if head.cmd.is_some() {
+                break;
+            }
+            if let Some(completion) = head.completion.take() {
+                Self::complete(&head.queue, head.packet, &completion);
+            }
+            stream.fifo.advance();
+            stream.head_since = Instant::now();
+        }
     }
 
     /// Takes every response: completes packets, records device faults.
     fn take_responses(&self, state: &mut State) {
+        let desc = self.hw.desc();
         while let Some(raw) = self.hw.pop_response() {
-            let response = Response::decode(&raw);
-            let Some(done) = state.in_flight.front_mut() else {
-                dev_err!(
-                    self.hw.dma_device(),
-                    "response {} with nothing in flight\n",
-                    response.id
-                );
+            let response = desc.dialect.decode_response(&raw);
+            let i = usize::from(response.stream);
+            let Some(stream) = state.streams.get_mut(i) else {
+                dev_err!(self.hw.dma_device(), "response on stream {i}, which does not exist\n");
                 continue;
             };
-            if done.id != response.id {
-                dev_err!(
-                    self.hw.dma_device(),
-                    "response {} out of order (expected {})\n",
-                    response.id,
-                    done.id
-                );
-            }
-            // Dropped at the end of this turn: the packet's BOs and launch
-            // slot are free once its last command is done.
+            let Some(done) = stream.fifo.front_mut().filter(|e| e.cmd.is_some()) else {
+                dev_err!(self.hw.dma_device(), "response on stream {i}, which runs nothing\n");
+                continue;
+            };
+            // Dropped at the end of this turn: the packet's BOs and staging
+            // page are free once its last command is done.
             let completion = done.completion.take();
-            if response.err_code != 0 {
-                done.queue.fault(
-                    done.packet,
-                    EIO.to_errno().unsigned_abs(),
-                    response.err_code.into(),
-                    response.err_pc,
-                    response.err_thread,
-                );
-            } else if let Some(completion) = completion {
-                completion.hand_back();
-                // Not from the fault on: `fault` failed this semaphore.
-                // Before the read index moves: a process that sees the
-                // packet completed sees what it did to its semaphore.
-                let s = done.queue.state();
-                let sems = done.queue.objects().semaphores();
-                match (completion.update, s.faulted && done.packet >= s.fault_index) {
-                    (Some(SemUpdate::Signal { handle, value }), false) => {
-                        sems.signal_from_queue(handle, value)
-                    }
-                    (
-                        Some(SemUpdate::Fail {
-                            handle,
-                            value,
-                            error,
-                        }),
-                        false,
-                    ) => sems.fail_from_queue(handle, value, error),
-                    _ => {}
-                }
-                done.queue.complete(done.packet);
+            if response.status != 0 {
+                let (status, pc, warp) = (response.status.into(), response.pc, response.warp);
+                done.queue.fault(done.packet, EIO.to_errno().unsigned_abs(), status, pc, warp);
+            } else if let Some(completion) = &completion {
+                Self::complete(&done.queue, done.packet, completion);
             }
             // Once all are taken, the finished entries are dropped: their
             // queues may go then.
-            state.in_flight.advance();
-            state.head_since = Instant::now();
+            stream.fifo.advance();
+            stream.sent -= 1;
+            stream.head_since = Instant::now();
+            state.sent -= 1;
+            self.settle(state, i);
         }
     }
 
-    /// Pushes as many commands of queue `i`'s staged packet as fit. True if
-    /// anything was pushed.
-    fn push_staged(&self, state: &mut State, i: usize) -> bool {
-        let State {
-            queues,
-            in_flight,
-            next_id,
-            head_since,
-            ..
-        } = state;
-        let Some(entry) = queues.get_mut(i) else {
-            return false;
-        };
+    /// Pushes as many commands of queue `q`'s staged packet as its stream
+    /// and the device take, or its marker. True if anything was pushed.
+    fn push_staged(&self, state: &mut State, q: usize) -> bool {
+        let desc = self.hw.desc();
+        let State { queues, streams, sent, .. } = state;
+        let Some(entry) = queues.get_mut(q) else { return false };
+        let i = usize::from(entry.stream);
+        let Some(stream) = streams.get_mut(i) else { return false };
         if entry.queue.state().faulted {
             // The rest of a faulted packet never runs.
             entry.staged = None;
         }
         let mut pushed = false;
         while let Some(staged) = &mut entry.staged {
-            let Some(&cmd) = staged.commands.get(staged.next) else {
-                entry.staged = None;
-                break;
-            };
-            if in_flight.len() >= MAX_IN_FLIGHT
-                || self.hw.push_command(&cmd.encode(*next_id)).is_err()
-            {
+            if stream.fifo.len() >= STREAM_ENTRIES {
                 break;
             }
-            staged.next += 1;
+            let cmd = staged.commands.get(staged.next).copied();
+            if let Some(cmd) = cmd {
+                if stream.sent >= desc.stream_depth.into() || *sent >= MAX_IN_FLIGHT {
+                    break;
+                }
+                let frame = match desc.dialect.encode(entry.stream, &cmd) {
+                    Ok(frame) => frame,
+                    Err(_) => {
+                        // Translation checked it could be said; if not, the
+                        // packet cannot run here.
+                        entry.queue.fault(staged.packet, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
+                        entry.staged = None;
+                        break;
+                    }
+                };
+                if self.hw.push_command(frame.as_bytes()).is_err() {
+                    break;
+                }
+                stream.sent += 1;
+                *sent += 1;
+                staged.next += 1;
+            }
             let packet = staged.packet;
-            // The packet is all in the device: what completing it does goes
-            // with its last command.
-            let completion = if staged.next == staged.commands.len() {
-                entry.staged.take().map(|s| s.completion)
-            } else {
-                None
-            };
-            if in_flight.is_empty() {
-                *head_since = Instant::now();
+            // The packet is all in the device (or a marker): what completing
+            // it does goes with its last entry.
+            let last = staged.next >= staged.commands.len();
+            let completion = if last { entry.staged.take().map(|s| s.completion) } else { None };
+            if stream.fifo.is_empty() {
+                stream.head_since = Instant::now();
             }
-            let entry_in_flight = InFlight {
-                id: *next_id,
-                cmd,
-                queue: entry.queue.clone(),
-                packet,
-                completion,
-            };
-            // Capacity for MAX_IN_FLIGHT was reserved: this cannot fail.
-            let _ = in_flight.push(entry_in_flight);
-            *next_id = next_id.wrapping_add(1);
+            // Room for STREAM_ENTRIES was reserved and checked above: this
+            // cannot fail.
+            let _ = stream.fifo.push(InFlight { cmd, queue: entry.queue.clone(), packet, completion });
             pushed = true;
+        }
+        if pushed {
+            self.settle(state, i);
         }
         pushed
     }
@@ -469,21 +512,17 @@ impl Scheduler {
         let n = state.queues.len();
         for turn in 0..n {
             let i = (state.cursor + turn) % n;
-            let Some(entry) = state.queues.get_mut(i) else {
-                break;
-            };
+            let Some(entry) = state.queues.get_mut(i) else { break };
             if entry.staged.is_none() {
                 let queue = entry.queue.clone();
-                let Some(index) = queue.pending() else {
-                    continue;
-                };
+                let Some(index) = queue.pending() else { continue };
                 match self.translate(&queue, index) {
                     Ok(Translated::Run(staged)) => {
                         queue.mark_submitted(index);
                         entry.staged = Some(staged);
                     }
                     // Waiting on a semaphore (its signal wakes us), or for
-                    // a launch in flight to give back its staging slot.
+                    // a packet in flight to give back its staging page.
                     Ok(Translated::Blocked | Translated::Busy) => continue,
                     // Translated again next turn, as the first packet skipped.
                     Ok(Translated::Skip { count, error }) => {
@@ -503,32 +542,24 @@ impl Scheduler {
         progressed
     }
 
+    fn translator<'a>(&'a self, queue: &'a Queue) -> Translator<'a> {
+        Translator { objects: queue.objects(), hw: self.hw.desc(), staging: &self.staging }
+    }
+
     /// Translates packet `index` of `queue`. A WAIT_SEMAPHORE sets
     /// `blocked` first, so that it is woken by the semaphore's change.
     fn translate(&self, queue: &Queue, index: u64) -> Result<Translated> {
         let packet = queue.packet(index)?;
         self.mark_if_wait(&packet);
-        let t = Translator {
-            objects: queue.objects(),
-            staging: &self.staging,
-        };
-        translate::translate(&t, index, &packet, queue.skipping(index))
+        translate::translate(&self.translator(queue), index, &packet, queue.skipping(index))
     }
 
     /// What a queue's next packet lets the scheduler do.
     fn head(&self, queue: &Queue) -> Head {
-        let Some(index) = queue.pending() else {
-            return Head::Empty;
-        };
-        let Ok(packet) = queue.packet(index) else {
-            return Head::Runnable;
-        };
+        let Some(index) = queue.pending() else { return Head::Empty };
+        let Ok(packet) = queue.packet(index) else { return Head::Runnable };
         self.mark_if_wait(&packet);
-        let t = Translator {
-            objects: queue.objects(),
-            staging: &self.staging,
-        };
-        if translate::blocks(&t, &packet, queue.skipping(index)) {
+        if translate::blocks(&self.translator(queue), &packet, queue.skipping(index)) {
             Head::Waiting
         } else {
             Head::Runnable
@@ -568,7 +599,7 @@ impl WorkItem for Scheduler {
             if this.submit(&mut state) {
                 continue;
             }
-            if !state.in_flight.is_empty() {
+            if state.sent > 0 {
                 // The interrupt brings the scheduler back; the watchdog
                 // makes sure it does.
                 Self::watchdog(&this, &mut state);

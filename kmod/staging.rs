@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Launch blocks on their way to the device.
+//! Staging pages: launch blocks on their way to the device, and host pages
+//! the kernel uses to make up what a device lacks (fill patterns, bounces).
 //!
 //! Gluon DMAs a launch block from host memory. The kernel copies each block
 //! out of the process's buffer into a page of its own first, so that the
 //! device reads a block the process can no longer change, with the printf
 //! address the kernel set. Those pages are pinned and DMA-mapped once, when
 //! the device is created: the scheduler stages blocks under its lock, where
-//! nothing may pin or map memory.
+//! nothing may pin or map memory. A fill on a device without MEM SET
+//! copies from a page full of its pattern, and a VRAM-to-VRAM copy on a
+//! device that cannot do one bounces through a page.
 //!
-//! A slot is the device's from [`LaunchStaging::take`] until the
+//! A slot is the device's from [`Staging::take`] until the
 //! [`Slot`] is dropped: when its launch completes, or a reset drops it.
 //! When every slot is taken, launches wait for one to complete.
 
@@ -45,14 +48,14 @@ struct Pages {
 
 /// One device's staging pages.
 #[pin_data]
-pub(crate) struct LaunchStaging {
+pub(crate) struct Staging {
     #[pin]
     pages: Mutex<Pages>,
     /// Slot `i`'s DMA address: one page, one piece, below 4 GiB.
     dma: [u32; SLOTS],
 }
 
-impl LaunchStaging {
+impl Staging {
     /// Pins and maps the pages for `dev`, the device that DMAs from them.
     pub(crate) fn new(dev: &Device) -> Result<Arc<Self>> {
         let mem = HostMem::new(dev, (SLOTS * PAGE_SIZE) as u64)?;
@@ -77,7 +80,7 @@ impl LaunchStaging {
         }
         Arc::pin_init(
             try_pin_init!(Self {
-                pages <- new_mutex!(Pages { mem, taken: 0 }, "LaunchStaging::pages"),
+                pages <- new_mutex!(Pages { mem, taken: 0 }, "Staging::pages"),
                 dma,
             }),
             GFP_KERNEL,
@@ -101,7 +104,7 @@ impl LaunchStaging {
 
 /// A taken slot; given back when dropped.
 pub(crate) struct Slot {
-    staging: Arc<LaunchStaging>,
+    staging: Arc<Staging>,
     index: usize,
 }
 
@@ -119,6 +122,14 @@ impl Slot {
             .mem
             .sync(offset, block.len() as u64, Handover::ToDevice)?;
         Ok(self.staging.dma[self.index])
+    }
+}
+
+impl Slot {
+    /// The slot's DMA address, for the device to write and read back (a
+    /// bounce: the CPU never looks at it).
+    pub(crate) fn dma_address(&self) -> u32 {
+        self.staging.dma[self.index]
     }
 }
 

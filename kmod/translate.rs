@@ -8,10 +8,23 @@
 //! queue's fault, with the errno returned here. One function per packet
 //! kind; commands longer than the device takes are split by [`split`].
 //!
+//! Commands are the dialect-neutral [`Command`]s; the scheduler encodes
+//! them in the device's dialect. A queue's packets run in order on one
+//! in-order hardware stream, so no packet needs a FENCE: a packet with
+//! nothing for the device (NOP, FENCE, a semaphore packet) translates into
+//! no command and completes when everything before it on its stream has.
+//!
+//! What the device lacks ([`HwDesc::caps`]) is made up here, so every
+//! device takes the same packets: a fill without MEM SET copies a pattern
+//! page from host memory, a VRAM-to-VRAM copy without COPY_D2D bounces
+//! through a host page. Two things are refused instead, with EOPNOTSUPP:
+//! counter reads on a device without counters, and ranges that are not
+//! whole 4-byte words on a device without sub-word accesses.
+//!
 //! Translation runs under the scheduler's lock: it reads and checks, and
-//! syncs memory for DMA, but never pins or maps memory. Launch blocks are
-//! copied into pages the scheduler mapped when the device was created
-//! ([`LaunchStaging`]).
+//! syncs memory for DMA, but never pins or maps memory. Launch blocks,
+//! patterns and bounces use pages the scheduler mapped when the device was
+//! created ([`Staging`]).
 
 use kernel::{
     page::PAGE_SIZE,
@@ -21,26 +34,29 @@ use kernel::{
 
 use crate::{
     bo::Bo,
-    hw::command::{
+    gluon::{
         Command,
-        CopyDir, //
+        CopyDir,
+        Launch, //
     },
+    hw::HwDesc,
     queue::FileObjects,
     semaphore::WaitState,
     sg_table::Handover,
     staging::{
-        LaunchStaging,
+        Staging,
         Slot, //
     },
     uapi::{
         self,
+        caps,
         packet_flags,
         packet_kind, //
     },
     vram,
 };
 
-/// The largest single COPY or MEMSET: lengths are 32-bit.
+/// The largest single COPY or MEM SET: lengths are 32-bit.
 const MAX_COMMAND_BYTES: u64 = 1 << 30;
 
 /// Where launch blocks land in VRAM: the start of the reserved region.
@@ -65,19 +81,15 @@ pub(crate) struct Completion {
     /// Host ranges the device writes: `(BO, offset, length)`, handed back
     /// to the CPU when the packet completes.
     written: KVec<(Arc<Bo>, u64, u64)>,
-    /// The staged launch block, the device's until the launch completes.
-    launch: Option<Slot>,
+    /// A staging page (launch block, fill pattern or bounce), the device's
+    /// until the packet completes.
+    staging: Option<Slot>,
     pub(crate) update: Option<SemUpdate>,
 }
 
 impl Completion {
     fn new() -> Self {
-        Self {
-            bos: KVec::new(),
-            written: KVec::new(),
-            launch: None,
-            update: None,
-        }
+        Self { bos: KVec::new(), written: KVec::new(), staging: None, update: None }
     }
 
     /// The device finished the packet: what it wrote goes back to the CPU.
@@ -89,7 +101,8 @@ impl Completion {
     }
 }
 
-/// One packet's commands, some perhaps not yet in the device.
+/// One packet's commands, some perhaps not yet in the device; none for a
+/// packet that only marks a point in its stream.
 pub(crate) struct Staged {
     pub(crate) packet: u64,
     pub(crate) commands: KVec<Command>,
@@ -111,8 +124,8 @@ pub(crate) enum Translated {
     Run(Staged),
     /// A WAIT_SEMAPHORE that is not satisfied yet.
     Blocked,
-    /// A LAUNCH, but every staging slot is held by launches in flight: it
-    /// is translated again once one completes.
+    /// It needs a staging page, but launches, fills or copies in flight
+    /// hold them all: it is translated again once one completes.
     Busy,
     /// A WAIT_SEMAPHORE with SKIP_ON_FAILURE on a semaphore that failed
     /// with the positive errno `error`: skip it and `count` more packets.
@@ -123,8 +136,21 @@ pub(crate) enum Translated {
 pub(crate) struct Translator<'a> {
     /// The objects of the queue's file.
     pub(crate) objects: &'a dyn FileObjects,
-    /// The device's launch block staging.
-    pub(crate) staging: &'a Arc<LaunchStaging>,
+    /// The device: its dialect and what it implements.
+    pub(crate) hw: &'a HwDesc,
+    /// The device's staging pages.
+    pub(crate) staging: &'a Arc<Staging>,
+}
+
+impl Translator<'_> {
+    fn has(&self, cap: u64) -> bool {
+        self.hw.caps & cap != 0
+    }
+
+    /// A staging page, or `None` when all are in use.
+    fn slot(&self) -> Option<Slot> {
+        Staging::take(self.staging)
+    }
 }
 
 /// Translates packet `index`, or skips it with the positive errno in
@@ -139,46 +165,35 @@ pub(crate) fn translate(
     let h = packet.header;
     check_header(&h)?;
     let body = &packet.body;
-    let mut out = Staged {
-        packet: index,
-        commands: KVec::new(),
-        next: 0,
-        completion: Completion::new(),
-    };
+    let mut out = Staged { packet: index, commands: KVec::new(), next: 0, completion: Completion::new() };
     if let Some(error) = skipping {
         // Skipped packets run nothing but still complete in order; a
         // skipped signal fails its semaphore then.
         if h.kind == packet_kind::SIGNAL_SEMAPHORE {
-            out.completion.update = Some(SemUpdate::Fail {
-                handle: lo(body[0]),
-                value: body[1],
-                error,
-            });
+            out.completion.update = Some(SemUpdate::Fail { handle: lo(body[0]), value: body[1], error });
         }
-        out.push(Command::Fence)?;
         return Ok(Translated::Run(out));
     }
-    if h.flags & packet_flags::BARRIER != 0 {
-        out.push(Command::Fence)?;
-    }
-    match h.kind {
-        packet_kind::NOP | packet_kind::FENCE => fence(body, &mut out)?,
+    // A BARRIER needs nothing more: the queue's packets run in order on one
+    // stream.
+    let done = match h.kind {
+        packet_kind::NOP | packet_kind::FENCE => zero_from(body, 0).map(|()| true)?,
         packet_kind::FILL => fill(t, body, &mut out)?,
         packet_kind::COPY => copy(t, body, &mut out)?,
-        packet_kind::LAUNCH => {
-            if !launch(t, body, &mut out)? {
-                return Ok(Translated::Busy);
-            }
-        }
+        packet_kind::LAUNCH => launch(t, body, &mut out)?,
         packet_kind::WAIT_SEMAPHORE => match wait(t, &h, body)? {
-            Wait::Reached => out.push(Command::Fence)?,
+            Wait::Reached => true,
             Wait::Pending => return Ok(Translated::Blocked),
             Wait::Skip { count, error } => return Ok(Translated::Skip { count, error }),
         },
-        packet_kind::SIGNAL_SEMAPHORE => signal(t, body, &mut out)?,
-        packet_kind::READ_COUNTER | packet_kind::TIMESTAMP => counter(t, h.kind, body, &mut out)?,
+        packet_kind::SIGNAL_SEMAPHORE => signal(t, body, &mut out).map(|()| true)?,
+        packet_kind::READ_COUNTER | packet_kind::TIMESTAMP => counter(t, h.kind, body, &mut out).map(|()| true)?,
         _ => return Err(EINVAL),
+    };
+    if !done {
+        return Ok(Translated::Busy);
     }
+    check_words(t, &out.commands)?;
     Ok(Translated::Run(out))
 }
 
@@ -219,12 +234,32 @@ fn check_header(h: &uapi::PacketHeader) -> Result {
     Ok(())
 }
 
-/// Calls `each(done, n)` over `[0, size)` in pieces of at most
-/// [`MAX_COMMAND_BYTES`].
-fn split(size: u64, mut each: impl FnMut(u64, u32) -> Result) -> Result {
+/// On a device without sub-word accesses, EOPNOTSUPP unless every address
+/// and length in `commands` is a multiple of 4 (gluon-sim aborts on any
+/// other access).
+fn check_words(t: &Translator<'_>, commands: &[Command]) -> Result {
+    if t.has(caps::SUBWORD) {
+        return Ok(());
+    }
+    let whole = |values: &[u64]| values.iter().all(|v| v % 4 == 0);
+    let ok = commands.iter().all(|c| match *c {
+        Command::Copy { src, dst, len, .. } => whole(&[src, dst, len.into()]),
+        Command::Set { dst, len, .. } => whole(&[dst.into(), len.into()]),
+        Command::Kernel { host_addr, size, gpu_addr } => whole(&[host_addr, size.into(), gpu_addr.into()]),
+        Command::ReadCounter { .. } | Command::Fence | Command::Wait { .. } => true,
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(EOPNOTSUPP)
+    }
+}
+
+/// Calls `each(done, n)` over `[0, size)` in pieces of at most `max` bytes.
+fn split(size: u64, max: u64, mut each: impl FnMut(u64, u32) -> Result) -> Result {
     let mut done = 0;
     while done < size {
-        let n = (size - done).min(MAX_COMMAND_BYTES);
+        let n = (size - done).min(max);
         each(done, n as u32)?;
         done += n;
     }
@@ -252,14 +287,10 @@ fn single_dma_address(bo: &Bo, offset: u64, size: u64) -> Result<u32> {
     u32::try_from(found.ok_or(EINVAL)?).map_err(|_| EINVAL)
 }
 
-/// NOP and FENCE: a FENCE keeps the packet in order and gives it a response.
-fn fence(body: &[u64; 7], out: &mut Staged) -> Result {
-    zero_from(body, 0)?;
-    out.push(Command::Fence)
-}
-
-/// FILL: MEMSETs of a VRAM BO with a 1, 2 or 4 byte pattern.
-fn fill(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result {
+/// FILL: a VRAM BO with a 1, 2 or 4 byte pattern. MEM SET where the device
+/// has it; else copies from a host page full of the pattern. False if that
+/// page is not to be had now.
+fn fill(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool> {
     let (dst, pattern_size, offset, size) = (lo(body[0]), hi(body[0]), body[1], body[2]);
     let (pattern, pad) = (lo(body[3]), hi(body[3]));
     if pad != 0 {
@@ -277,20 +308,33 @@ fn fill(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result {
     if offset % u64::from(pattern_size) != 0 || size % u64::from(pattern_size) != 0 {
         return Err(EINVAL);
     }
-    split(size, |done, len| {
-        out.push(Command::Memset {
-            dst: vram_addr(&bo, offset + done)?,
-            pattern,
-            len,
-        })
-    })?;
+    if t.has(caps::SET) {
+        split(size, MAX_COMMAND_BYTES, |done, len| {
+            out.push(Command::Set { dst: vram_addr(&bo, offset + done)?, value: pattern, len })
+        })?;
+    } else {
+        let Some(mut slot) = t.slot() else { return Ok(false) };
+        let mut page = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
+        for word in page.chunks_exact_mut(4) {
+            word.copy_from_slice(&pattern.to_le_bytes());
+        }
+        let src = u64::from(slot.fill(&page)?);
+        // A page is a multiple of 4 bytes: every copy starts in phase.
+        split(size, PAGE_SIZE as u64, |done, len| {
+            let dst = vram_addr(&bo, offset + done)?.into();
+            out.push(Command::Copy { src, dst, len, dir: CopyDir::HostToDevice })
+        })?;
+        out.completion.staging = Some(slot);
+    }
     out.completion.bos.push(bo, GFP_KERNEL)?;
-    Ok(())
+    Ok(true)
 }
 
 /// COPY: between two VRAM BOs, or a host BO and a VRAM BO in either
-/// direction (Gluon copies to or from VRAM only).
-fn copy(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result {
+/// direction (Gluon copies to or from VRAM only). VRAM to VRAM bounces
+/// through a host page where the device cannot copy it itself. False if
+/// that page is not to be had now.
+fn copy(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool> {
     let (src, dst, src_off, dst_off, size) = (lo(body[0]), hi(body[0]), body[1], body[2], body[3]);
     zero_from(body, 4)?;
     let (s, d) = (t.objects.bo(src)?, t.objects.bo(dst)?);
@@ -301,25 +345,29 @@ fn copy(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result {
     }
     let vram = uapi::placement::VRAM;
     match (s.placement() == vram, d.placement() == vram) {
-        (true, true) => split(size, |done, len| {
-            let (src, dst) = (
-                vram_addr(&s, src_off + done)?,
-                vram_addr(&d, dst_off + done)?,
-            );
-            out.push(Command::Copy {
-                src,
-                dst,
-                len,
-                dir: CopyDir::DeviceToDevice,
-            })
+        (true, true) if t.has(caps::COPY_D2D) => split(size, MAX_COMMAND_BYTES, |done, len| {
+            let (src, dst) = (vram_addr(&s, src_off + done)?.into(), vram_addr(&d, dst_off + done)?.into());
+            out.push(Command::Copy { src, dst, len, dir: CopyDir::DeviceToDevice })
         })?,
+        (true, true) => {
+            let Some(slot) = t.slot() else { return Ok(false) };
+            let bounce = u64::from(slot.dma_address());
+            // Each piece lands in the page and leaves it before the next
+            // comes: the stream runs them in order.
+            split(size, PAGE_SIZE as u64, |done, len| {
+                let (from, to) = (vram_addr(&s, src_off + done)?.into(), vram_addr(&d, dst_off + done)?.into());
+                out.push(Command::Copy { src: from, dst: bounce, len, dir: CopyDir::DeviceToHost })?;
+                out.push(Command::Copy { src: bounce, dst: to, len, dir: CopyDir::HostToDevice })
+            })?;
+            out.completion.staging = Some(slot);
+        }
         (false, true) => host_copy(out, &s, src_off, &d, dst_off, size, CopyDir::HostToDevice)?,
         (true, false) => host_copy(out, &d, dst_off, &s, src_off, size, CopyDir::DeviceToHost)?,
         (false, false) => return Err(EINVAL),
     }
     out.completion.bos.push(s, GFP_KERNEL)?;
     out.completion.bos.push(d, GFP_KERNEL)?;
-    Ok(())
+    Ok(true)
 }
 
 /// COPY commands between host BO `host` and VRAM BO `vram` (direction
@@ -338,20 +386,14 @@ fn host_copy(
     if dir == CopyDir::HostToDevice {
         host.sync(host_off, size, Handover::ToDevice)?;
     } else {
-        out.completion
-            .written
-            .push((host.clone(), host_off, size), GFP_KERNEL)?;
+        out.completion.written.push((host.clone(), host_off, size), GFP_KERNEL)?;
     }
     let mut at = 0;
     host.host_pieces(host_off, size, &mut |dma, piece| {
-        split(piece, |done, len| {
-            let host_addr = u32::try_from(dma + done).map_err(|_| EINVAL)?;
-            let dev = vram_addr(vram, vram_off + at + done)?;
-            let (src, dst) = if dir == CopyDir::HostToDevice {
-                (host_addr, dev)
-            } else {
-                (dev, host_addr)
-            };
+        split(piece, MAX_COMMAND_BYTES, |done, len| {
+            let host_addr = dma + done;
+            let dev = vram_addr(vram, vram_off + at + done)?.into();
+            let (src, dst) = if dir == CopyDir::HostToDevice { (host_addr, dev) } else { (dev, host_addr) };
             out.push(Command::Copy { src, dst, len, dir })
         })?;
         at += piece;
@@ -359,9 +401,26 @@ fn host_copy(
     })
 }
 
-/// LAUNCH: the launch block, copied out of its host BO into a staging
-/// slot with the printf buffer's DMA address set here (a process never
-/// names a DMA address). False if no slot is free.
+/// The block of a LAUNCH packet (ABI 1.x), as its process wrote it: a
+/// 40-byte head (`uapi::LaunchBlock`), the binary, the params, then the
+/// printf ring.
+mod old_block {
+    pub(super) const HEAD: usize = 40;
+    pub(super) const ENTRY_PC: usize = 0;
+    pub(super) const GRID: usize = 4;
+    pub(super) const BLOCK: usize = 10;
+    pub(super) const REGS: usize = 16;
+    pub(super) const FLAGS: usize = 17;
+    pub(super) const SHMEM: usize = 20;
+    pub(super) const BINARY_SIZE: usize = 28;
+    pub(super) const PARAMS_SIZE: usize = 32;
+}
+const _: () = assert!(old_block::HEAD == size_of::<uapi::LaunchBlock>());
+
+/// LAUNCH: the launch block, read out of its host BO and built anew in the
+/// device's dialect in a staging page, with the printf buffer's DMA address
+/// set here (a process never names a DMA address). False if no staging page
+/// is free.
 fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool> {
     let (block, pad, offset, size) = (lo(body[0]), hi(body[0]), body[1], body[2]);
     let (printf, pad2, printf_offset, printf_size) = (lo(body[3]), hi(body[3]), body[4], body[5]);
@@ -372,59 +431,85 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
     let bo = t.objects.bo(block)?;
     bo.check_range(offset, size)?;
     let size = usize::try_from(size)?;
-    if size < size_of::<uapi::LaunchBlock>() || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
+    if size < old_block::HEAD || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
         return Err(EINVAL);
     }
-    let Some(mut slot) = LaunchStaging::take(t.staging) else {
-        return Ok(false);
-    };
-    let mut copy = KVec::from_elem(0u8, size, GFP_KERNEL)?;
-    bo.read_host(offset, &mut copy)?;
+    let Some(mut slot) = t.slot() else { return Ok(false) };
+    let mut old = KVec::from_elem(0u8, size, GFP_KERNEL)?;
+    bo.read_host(offset, &mut old)?;
+    let word = |at: usize| -> Result<u32> { Ok(u32::from_le_bytes(old.get(at..at + 4).ok_or(EINVAL)?.try_into().map_err(|_| EINVAL)?)) };
+    let half = |at: usize| -> Result<u32> { Ok(u16::from_le_bytes(old.get(at..at + 2).ok_or(EINVAL)?.try_into().map_err(|_| EINVAL)?).into()) };
+    let (binary_size, params_size) = (word(old_block::BINARY_SIZE)?, word(old_block::PARAMS_SIZE)?);
+    let binary = old_block::HEAD;
+    let params = binary.checked_add(usize::try_from(binary_size)?).ok_or(EINVAL)?;
+    let ring = params.checked_add(usize::try_from(params_size)?).ok_or(EINVAL)?;
+    let tail = old.get(ring..).ok_or(EINVAL)?;
     let printf_addr = if printf == 0 {
         if printf_offset != 0 || printf_size != 0 {
             return Err(EINVAL);
         }
         0
     } else {
-        let ring = t.objects.bo(printf)?;
-        ring.check_range(printf_offset, printf_size)?;
-        let limit = printf_ring_limit(&copy).ok_or(EINVAL)?;
+        let limit = printf_ring_limit(tail).ok_or(EINVAL)?;
+        let out_bo = t.objects.bo(printf)?;
+        out_bo.check_range(printf_offset, printf_size)?;
         if printf_size < 4 + u64::from(limit) {
             return Err(EINVAL);
         }
-        let addr = single_dma_address(&ring, printf_offset, printf_size)?;
+        let addr = single_dma_address(&out_bo, printf_offset, printf_size)?;
         // The device writes only the text it has: the bytes after it must
         // reach the CPU as they were, so they go to the device first.
-        ring.sync(printf_offset, printf_size, Handover::ToDevice)?;
-        out.completion
-            .written
-            .push((ring.clone(), printf_offset, printf_size), GFP_KERNEL)?;
-        out.completion.bos.push(ring, GFP_KERNEL)?;
+        out_bo.sync(printf_offset, printf_size, Handover::ToDevice)?;
+        out.completion.written.push((out_bo.clone(), printf_offset, printf_size), GFP_KERNEL)?;
+        out.completion.bos.push(out_bo, GFP_KERNEL)?;
         addr
     };
-    copy.get_mut(24..28)
-        .ok_or(EINVAL)?
-        .copy_from_slice(&printf_addr.to_le_bytes());
-    let host_addr = slot.fill(&copy)?;
-    out.push(Command::LaunchKernel {
-        host_addr,
-        size: size as u32,
-        gpu_addr: LAUNCH_SLOT,
-    })?;
+    let entry_pc = word(old_block::ENTRY_PC)?;
+    let header = Launch {
+        start_pc: entry_pc,
+        kernel_pc: entry_pc,
+        params_size,
+        binary_size,
+        grid: [half(old_block::GRID)?, half(old_block::GRID + 2)?, half(old_block::GRID + 4)?],
+        block: [half(old_block::BLOCK)?, half(old_block::BLOCK + 2)?, half(old_block::BLOCK + 4)?],
+        printf_host_addr: printf_addr,
+        regs_per_thread: *old.get(old_block::REGS).ok_or(EINVAL)?,
+        shmem_per_block: word(old_block::SHMEM)?,
+        flags: *old.get(old_block::FLAGS).ok_or(EINVAL)?,
+        ..Default::default()
+    };
+    // The dialect's header, the params, the binary, the ring; padded to
+    // whole words.
+    let dialect = t.hw.dialect;
+    let head = dialect.launch_header_size();
+    let len = (head + size - old_block::HEAD).next_multiple_of(4);
+    if len > PAGE_SIZE {
+        return Err(EINVAL);
+    }
+    let mut new = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+    dialect.encode_launch(&header, &mut new).map_err(|_| EINVAL)?;
+    let parts: [&[u8]; 3] = [
+        old.get(params..ring).ok_or(EINVAL)?,
+        old.get(binary..params).ok_or(EINVAL)?,
+        tail,
+    ];
+    let mut at = head;
+    for part in parts {
+        new.get_mut(at..at + part.len()).ok_or(EINVAL)?.copy_from_slice(part);
+        at += part.len();
+    }
+    let host_addr = slot.fill(&new)?.into();
+    out.push(Command::Kernel { host_addr, size: len as u32, gpu_addr: LAUNCH_SLOT })?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
-    out.completion.launch = Some(slot);
+    out.completion.staging = Some(slot);
     Ok(true)
 }
 
-/// The `limit` of a launch block's printf ring (right after the params),
-/// if the block holds the ring header and `limit` bytes after it.
-fn printf_ring_limit(block: &[u8]) -> Option<u32> {
-    let word = |at: usize| Some(u32::from_le_bytes(block.get(at..at + 4)?.try_into().ok()?));
-    let ring = size_of::<uapi::LaunchBlock>()
-        .checked_add(usize::try_from(word(28)?).ok()?)?
-        .checked_add(usize::try_from(word(32)?).ok()?)?;
-    let limit = word(ring + 12)?;
-    (ring + size_of::<uapi::PrintfRing>() + limit as usize <= block.len()).then_some(limit)
+/// The `limit` of a printf ring at the start of `ring` (the ring's header,
+/// then `limit` bytes of text), if it holds them.
+fn printf_ring_limit(ring: &[u8]) -> Option<u32> {
+    let limit = u32::from_le_bytes(ring.get(12..16)?.try_into().ok()?);
+    (size_of::<uapi::PrintfRing>() + limit as usize <= ring.len()).then_some(limit)
 }
 
 /// Where a WAIT_SEMAPHORE stands.
@@ -463,11 +548,12 @@ fn signal(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result {
     // The semaphore must exist now.
     t.objects.semaphores().wait_state(handle, value)?;
     out.completion.update = Some(SemUpdate::Signal { handle, value });
-    out.push(Command::Fence)
+    Ok(())
 }
 
 /// READ_COUNTER and TIMESTAMP: a device counter (or its clock) into VRAM,
-/// after everything before it.
+/// after everything before it on the queue. EOPNOTSUPP on a device without
+/// counters.
 fn counter(t: &Translator<'_>, kind: u8, body: &[u64; 7], out: &mut Staged) -> Result {
     let (dst, counter, offset) = (lo(body[0]), hi(body[0]), body[1]);
     zero_from(body, 2)?;
@@ -481,13 +567,10 @@ fn counter(t: &Translator<'_>, kind: u8, body: &[u64; 7], out: &mut Staged) -> R
     };
     let bo = t.objects.bo(dst)?;
     bo.check_range(offset, 8)?;
-    // Counts everything before it, even on a device that executes out of
-    // order.
-    out.push(Command::Fence)?;
-    out.push(Command::ReadCounter {
-        counter,
-        dst: vram_addr(&bo, offset)?,
-    })?;
+    if !t.has(caps::COUNTERS) {
+        return Err(EOPNOTSUPP);
+    }
+    out.push(Command::ReadCounter { counter, dst: vram_addr(&bo, offset)? })?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
     Ok(())
 }

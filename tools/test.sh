@@ -47,7 +47,7 @@ stage=$("$TOP"/tools/build-guest.sh) || guest_fail=1
 # Boots the guest with job $1 and kernel parameters $2, adding its counts
 # to the guest's. Counts come only from this run's log.
 guest_run() {
-	local job=$1 log=$BUILD/guest-$1.log rc=0 pass fail skip
+	local job=$1 log=$BUILD/guest-$1-${2//[^a-z0-9]/_}.log rc=0 pass fail skip
 	rm -f "$log"
 	cp "$TOP/tests/guest/$job.sh" "$stage/job"
 	"$TOP"/tools/make-initramfs.sh "$BUILD/$job.cpio.gz" "$stage"
@@ -59,7 +59,11 @@ guest_run() {
 	guest_pass=$((guest_pass + pass)) guest_fail=$((guest_fail + fail)) guest_skip=$((guest_skip + skip))
 }
 if ((guest_fail == 0)); then
+	# Every suite against the emulated device in each dialect.
+	log "guest: the emulated device speaking gluon-sim-16"
 	guest_run test-job ""
+	log "guest: the emulated device speaking gluon-24"
+	guest_run test-job radiance.emulated_dialect=2
 	# Every DMA to and from host memory through bounce buffers, as on a
 	# host with memory above 4 GiB and no IOMMU: without the DMA syncs the
 	# device and the CPU see different bytes.

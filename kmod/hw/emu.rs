@@ -15,10 +15,19 @@
 //! IOMMU (dma-direct), so a DMA address is a physical address, which the
 //! worker maps with `memremap`.
 //!
-//! The emulator cannot run Radiance machine code: a launch whose entry PC is
+//! It speaks either dialect ([`crate::gluon`]): it decodes exactly the
+//! frames and launch blocks a real Gluon of that dialect would get, and
+//! answers on the stream each frame names. It implements what its `caps`
+//! say and answers anything else with an error, as a device that lacks it
+//! would fail: in gluon-sim mode it implements only what gluon-sim e554ff7
+//! does, so the tests show the driver never sends more.
+//!
+//! The emulator cannot run Radiance machine code: a launch whose start PC is
 //! a built-in (`uapi::builtin`) runs that kernel over the grid, reading its
-//! params from the launch block as the hardware would; any other PC is
-//! answered with a bad-PC error. `SPIN` runs until the device is reset.
+//! params from the launch block as the hardware would (`START` runs the
+//! built-in at the block's `kernel_pc`, as start code calls the kernel); any
+//! other PC is answered with an execution error at that PC. `SPIN` runs
+//! until the device is reset.
 
 use core::fmt::Write;
 use kernel::{
@@ -59,20 +68,27 @@ use kernel::{
 };
 
 use super::{
-    command::{
-        err,
-        Command,
-        CopyDir,
-        Response, //
-    },
     Gluon,
     HwDesc,
     Interrupt, //
 };
 use crate::{
     fifo::Fifo,
+    gluon::{
+        self,
+        Command,
+        CopyDir,
+        Dialect,
+        Frame,
+        Response,
+        RESPONSE_SIZE, //
+    },
     raw::flush_work,
-    uapi, //
+    uapi::{
+        self,
+        caps,
+        gluon_err as err, //
+    },
 };
 
 /// The emulated compute shape, a small Radiance configuration.
@@ -86,16 +102,34 @@ const FIFO_DEPTH: usize = 64;
 /// Largest launch block the emulator DMAs in.
 const MAX_LAUNCH_BLOCK: u32 = 64 * 1024;
 
+/// Hardware streams.
+const STREAMS: u8 = 4;
+
+/// Commands one stream takes at once: gluon-sim's one, or a deeper FIFO.
+const GLUON_SIM_DEPTH: u8 = 1;
+const DEPTH: u8 = 16;
+
+/// What it implements in gluon-sim mode, and otherwise (with the
+/// dialect-specific FENCE or WAIT added).
+const GLUON_SIM_CAPS: u64 = caps::VRAM_MAPPABLE;
+const FULL_CAPS: u64 = caps::SET | caps::COPY_D2D | caps::COUNTERS | caps::SUBWORD | caps::VRAM_MAPPABLE;
+
 /// The FIFOs between the driver and the command processor.
 struct Fifos {
-    commands: Fifo<[u8; 16]>,
-    responses: Fifo<[u8; 16]>,
+    commands: Fifo<Frame>,
+    responses: Fifo<[u8; RESPONSE_SIZE]>,
 }
 
 /// The command processor and its memory.
 #[pin_data]
 struct Engine {
     vram_size: u64,
+    dialect: &'static dyn Dialect,
+    /// `uapi::caps` it implements.
+    caps: u64,
+    /// Commands each stream completed since the last reset, for WAIT.
+    #[pin]
+    completed: Mutex<[u32; STREAMS as usize]>,
     /// VRAM page `i` holds bytes `[i * PAGE_SIZE, (i + 1) * PAGE_SIZE)`;
     /// `None` reads as zeros.
     #[pin]
@@ -132,8 +166,15 @@ impl Emu {
     pub(crate) const MAX_VRAM: u64 = 1 << 32;
 
     /// Creates emulated device `index` with `vram_size` bytes of VRAM (a
-    /// multiple of the page size).
-    pub(crate) fn new(index: u32, vram_size: u64) -> Result<Arc<Self>> {
+    /// multiple of the page size), speaking `dialect`; with `gluon_sim`, it
+    /// implements only what gluon-sim e554ff7 does.
+    pub(crate) fn new(index: u32, vram_size: u64, dialect: &'static dyn Dialect, gluon_sim: bool) -> Result<Arc<Self>> {
+        let dialect_caps = match dialect.id() {
+            uapi::dialect::GLUON_SIM_16 => caps::FENCE,
+            uapi::dialect::GLUON_24 => caps::WAIT,
+            _ => 0,
+        };
+        let caps = if gluon_sim { GLUON_SIM_CAPS } else { FULL_CAPS | dialect_caps };
         let name = CString::try_from_fmt(fmt!("radiance-emu{index}"))?;
         let faux = faux::Registration::new(&name, None)?;
         set_dma_mask_32(device_of(&faux))?;
@@ -149,6 +190,9 @@ impl Emu {
         let engine = Arc::pin_init(
             pin_init!(Engine {
                 vram_size,
+                dialect,
+                caps,
+                completed <- new_mutex!([0; STREAMS as usize], "Emu::completed"),
                 vram <- new_mutex!(vram, "Emu::vram"),
                 fifos <- new_mutex!(fifos, "Emu::fifos"),
                 irq <- new_mutex!(None, "Emu::irq"),
@@ -168,6 +212,10 @@ impl Emu {
             vram_size,
             // All of them.
             builtins: (1 << uapi::builtin::ALL.len()) - 1,
+            dialect,
+            streams: STREAMS.min(dialect.max_streams()),
+            stream_depth: if gluon_sim { GLUON_SIM_DEPTH } else { DEPTH },
+            caps,
         };
         Ok(Arc::new(Self { desc, engine, faux }, GFP_KERNEL)?)
     }
@@ -197,11 +245,14 @@ fn set_dma_mask_32(dev: &Device) -> Result {
 
 /// A launch being run: where its params and printf ring are.
 struct Launch {
+    /// The PC a fault is reported at.
     entry_pc: u32,
     threads: u64,
-    /// VRAM address of the params; the printf ring follows them.
+    /// VRAM address of the params.
     params: u32,
     params_size: u32,
+    /// VRAM address of the printf ring header.
+    ring: u32,
     /// VRAM address just past the launch block.
     end: u32,
 }
@@ -239,19 +290,8 @@ impl core::fmt::Write for LineBuf {
     }
 }
 
-/// A device-side failure: the response's ERR_CODE, ERR_PC and ERR_THREAD.
+/// A device-side failure: the response's status, PC and warp.
 struct Fault(u8, u32, u32);
-
-impl From<Fault> for Response {
-    fn from(Fault(err_code, err_pc, err_thread): Fault) -> Self {
-        Response {
-            id: 0,
-            err_code,
-            err_pc,
-            err_thread,
-        }
-    }
-}
 
 /// Host memory at a DMA address, mapped for the worker.
 ///
@@ -266,12 +306,10 @@ struct HostMap {
 impl HostMap {
     /// Maps `len` bytes at DMA address `addr` (a physical address on the
     /// IOMMU-less emulated device).
-    fn new(addr: u32, len: u32) -> Result<Self, Fault> {
+    fn new(addr: u64, len: u32) -> Result<Self, Fault> {
         // SAFETY: `memremap` accepts any range and fails cleanly for one
         // that is not RAM; a mapping is valid until `memunmap`.
-        let ptr = unsafe {
-            bindings::memremap(addr.into(), len as usize, bindings::MEMREMAP_WB as c_ulong)
-        };
+        let ptr = unsafe { bindings::memremap(addr, len as usize, bindings::MEMREMAP_WB as c_ulong) };
         if ptr.is_null() {
             return Err(Fault(err::DMA, 0, 0));
         }
@@ -393,12 +431,43 @@ impl Engine {
         self.write_vram(addr.into(), &value.to_le_bytes())
     }
 
-    fn execute(&self, cmd: Command) -> Result<(), Fault> {
+    /// A fault unless the device implements `cap`.
+    fn require(&self, cap: u64) -> Result<(), Fault> {
+        if self.caps & cap == 0 {
+            return Err(Fault(err::BAD_COMMAND, 0, 0));
+        }
+        Ok(())
+    }
+
+    /// A fault unless `values` are all multiples of 4 on a device without
+    /// sub-word accesses (gluon-sim aborts on such an access).
+    fn aligned(&self, values: &[u64]) -> Result<(), Fault> {
+        if self.caps & caps::SUBWORD == 0 && values.iter().any(|v| v % 4 != 0) {
+            return Err(Fault(err::BAD_ADDRESS, 0, 0));
+        }
+        Ok(())
+    }
+
+    fn execute(&self, stream: u8, cmd: Command) -> Result<(), Fault> {
         let bad_address = |_| Fault(err::BAD_ADDRESS, 0, 0);
+        let vram = |a: u64| u32::try_from(a).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0));
         match cmd {
-            Command::Fence => Ok(()),
-            Command::Memset { dst, pattern, len } => {
-                let bytes = pattern.to_le_bytes();
+            Command::Fence => self.require(caps::FENCE),
+            Command::Wait { stream: waited, count } => {
+                self.require(caps::WAIT)?;
+                // Commands run one at a time, in the order they came: what
+                // a WAIT can name has completed, or never will.
+                let done = *self.completed.lock().get(waited as usize).ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
+                if count.wrapping_sub(done) as i32 > 0 {
+                    return Err(Fault(err::BAD_COMMAND, 0, 0));
+                }
+                let _ = stream;
+                Ok(())
+            }
+            Command::Set { dst, value, len } => {
+                self.require(caps::SET)?;
+                self.aligned(&[dst.into(), len.into()])?;
+                let bytes = value.to_le_bytes();
                 let mut chunk = [0u8; 256];
                 for (i, b) in chunk.iter_mut().enumerate() {
                     *b = bytes[i % 4];
@@ -407,49 +476,45 @@ impl Engine {
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(chunk.len() as u32);
-                    let chunk = chunk
-                        .get(..n as usize)
-                        .ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
-                    self.write_vram(u64::from(dst) + u64::from(done), chunk)
-                        .map_err(bad_address)?;
+                    let chunk = chunk.get(..n as usize).ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
+                    self.write_vram(u64::from(dst) + u64::from(done), chunk).map_err(bad_address)?;
                     done += n;
                 }
                 Ok(())
             }
-            Command::Copy { src, dst, len, dir } => match dir {
-                CopyDir::HostToDevice => {
-                    let host = HostMap::new(src, len)?;
-                    self.host_to_vram(&host, dst.into()).map_err(bad_address)
-                }
-                CopyDir::DeviceToHost => {
-                    let host = HostMap::new(dst, len)?;
-                    self.vram_to_host(src.into(), &host, 0, len as usize)
-                        .map_err(bad_address)
-                }
-                CopyDir::DeviceToDevice => {
-                    let mut buf = KVec::<u8>::with_capacity(PAGE_SIZE, GFP_KERNEL)
-                        .map_err(|_| Fault(err::DMA, 0, 0))?;
-                    buf.resize(PAGE_SIZE, 0, GFP_KERNEL)
-                        .map_err(|_| Fault(err::DMA, 0, 0))?;
-                    let mut done = 0u32;
-                    while done < len {
-                        let n = (len - done).min(PAGE_SIZE as u32);
-                        let buf = buf.get_mut(..n as usize).ok_or(Fault(err::DMA, 0, 0))?;
-                        self.read_vram(u64::from(src) + u64::from(done), buf)
-                            .map_err(bad_address)?;
-                        self.write_vram(u64::from(dst) + u64::from(done), buf)
-                            .map_err(bad_address)?;
-                        done += n;
+            Command::Copy { src, dst, len, dir } => {
+                self.aligned(&[src, dst, len.into()])?;
+                match dir {
+                    CopyDir::HostToDevice => {
+                        let host = HostMap::new(src, len)?;
+                        self.host_to_vram(&host, vram(dst)?.into()).map_err(bad_address)
                     }
-                    Ok(())
+                    CopyDir::DeviceToHost => {
+                        let host = HostMap::new(dst, len)?;
+                        self.vram_to_host(vram(src)?.into(), &host, 0, len as usize).map_err(bad_address)
+                    }
+                    CopyDir::DeviceToDevice => {
+                        self.require(caps::COPY_D2D)?;
+                        let (src, dst) = (vram(src)?, vram(dst)?);
+                        let mut buf = KVec::<u8>::from_elem(0, PAGE_SIZE, GFP_KERNEL).map_err(|_| Fault(err::DMA, 0, 0))?;
+                        let mut done = 0u32;
+                        while done < len {
+                            let n = (len - done).min(PAGE_SIZE as u32);
+                            let buf = buf.get_mut(..n as usize).ok_or(Fault(err::DMA, 0, 0))?;
+                            self.read_vram(u64::from(src) + u64::from(done), buf).map_err(bad_address)?;
+                            self.write_vram(u64::from(dst) + u64::from(done), buf).map_err(bad_address)?;
+                            done += n;
+                        }
+                        Ok(())
+                    }
                 }
-            },
-            Command::LaunchKernel {
-                host_addr,
-                size,
-                gpu_addr,
-            } => self.launch(host_addr, size, gpu_addr),
+            }
+            Command::Kernel { host_addr, size, gpu_addr } => {
+                self.aligned(&[host_addr, size.into(), gpu_addr.into()])?;
+                self.launch(host_addr, size, gpu_addr)
+            }
             Command::ReadCounter { counter, dst } => {
+                self.require(caps::COUNTERS)?;
                 let value = match counter {
                     uapi::counter::COMMANDS => self.commands.load(Relaxed),
                     uapi::counter::THREADS => self.threads.load(Relaxed),
@@ -460,53 +525,52 @@ impl Engine {
                 if dst % 8 != 0 {
                     return Err(Fault(err::BAD_ADDRESS, 0, 0));
                 }
-                self.write_vram(dst.into(), &value.to_le_bytes())
-                    .map_err(bad_address)
+                self.write_vram(dst.into(), &value.to_le_bytes()).map_err(bad_address)
             }
         }
     }
 
-    /// LAUNCH_KERNEL: DMA the launch block into VRAM, run it, then drain
-    /// its printf ring to the host.
-    fn launch(&self, host_addr: u32, size: u32, gpu_addr: u32) -> Result<(), Fault> {
-        let head = size_of::<uapi::LaunchBlock>() as u32;
+    /// KERNEL: DMA the launch block into VRAM, run it, then drain its
+    /// printf ring to the host.
+    fn launch(&self, host_addr: u64, size: u32, gpu_addr: u32) -> Result<(), Fault> {
+        let head = self.dialect.launch_header_size() as u32;
         if size < head || size > MAX_LAUNCH_BLOCK {
             return Err(Fault(err::BAD_LAUNCH, 0, 0));
         }
         let host = HostMap::new(host_addr, size)?;
-        self.host_to_vram(&host, gpu_addr.into())
-            .map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
+        self.host_to_vram(&host, gpu_addr.into()).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
         drop(host);
         // From here on the device reads its VRAM copy, as hardware does.
-        let word = |at: u32| {
-            self.read_u32(gpu_addr + at)
-                .map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))
+        let mut header = [0u8; gluon::LAUNCH_HEADER_SIZE];
+        let header = header.get_mut(..head as usize).ok_or(Fault(err::BAD_LAUNCH, 0, 0))?;
+        self.read_vram(gpu_addr.into(), header).map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))?;
+        let block = self.dialect.decode_launch(header).map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))?;
+        let entry_pc = match block.start_pc {
+            // The start code calls the kernel at `kernel_pc`.
+            uapi::builtin::START => block.kernel_pc,
+            pc => pc,
         };
-        let entry_pc = word(0)?;
-        let dims = [word(4)?, word(8)?, word(12)?];
-        // grid[3] then block[3], u16 each, from byte 4.
-        let half = |i: usize| (dims[i / 2] >> (16 * (i % 2))) & 0xffff;
-        let threads = (0..6).map(half).map(u64::from).product::<u64>();
-        let binary_size = word(28)?;
-        let params_size = word(32)?;
-        if u64::from(head) + u64::from(binary_size) + u64::from(params_size) > u64::from(size) {
-            return Err(Fault(err::BAD_LAUNCH, entry_pc, 0));
+        let threads = Iterator::chain(block.grid.iter(), block.block.iter()).map(|&d| u64::from(d)).product::<u64>();
+        // The params, then the binary, then (our runtime's convention) the
+        // printf ring.
+        let params = gpu_addr + head;
+        let ring = u64::from(params) + u64::from(block.params_size) + u64::from(block.binary_size);
+        if ring > u64::from(gpu_addr) + u64::from(size) {
+            return Err(Fault(err::BAD_LAUNCH, block.start_pc, 0));
         }
         let launch = Launch {
             entry_pc,
             threads,
-            params: gpu_addr + head + binary_size,
-            params_size,
+            params,
+            params_size: block.params_size,
+            ring: ring as u32,
             end: gpu_addr + size,
         };
-        self.threads
-            .fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
+        self.threads.fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
         let result = self.run_builtin(&launch);
         // What the kernel printed reaches the host even if it faulted.
-        let printf_host_addr = word(24)?;
-        if printf_host_addr != 0 {
-            self.drain_printf(&launch, printf_host_addr)
-                .map_err(|_| Fault(err::DMA, entry_pc, 0))?;
+        if block.printf_host_addr != 0 {
+            self.drain_printf(&launch, block.printf_host_addr).map_err(|_| Fault(err::DMA, entry_pc, 0))?;
         }
         result
     }
@@ -566,7 +630,9 @@ impl Engine {
                     fsleep(Delta::from_millis(1));
                 }
             }
-            pc => return Err(Fault(err::BAD_PC, pc, 0)),
+            // Gluon's execution error at the PC where no kernel is (also
+            // start code whose `kernel_pc` is the start code itself).
+            pc => return Err(Fault(gluon::status::EXECUTION, pc, 0)),
         }
         Ok(())
     }
@@ -574,7 +640,7 @@ impl Engine {
     /// A kernel's printf: appends `text` to the launch's ring (dropping what
     /// does not fit, as the ring's limit says).
     fn printf(&self, l: &Launch, text: &[u8]) -> Result {
-        let ring = l.params + l.params_size;
+        let ring = l.ring;
         let (head, limit) = (self.read_u32(ring + 4)?, self.read_u32(ring + 12)?);
         let data = ring + size_of::<uapi::PrintfRing>() as u32;
         if u64::from(data) + u64::from(limit) > u64::from(l.end) {
@@ -591,7 +657,7 @@ impl Engine {
     /// Drains a launch's printf ring to host `addr`: a little-endian u32
     /// byte count, then the text.
     fn drain_printf(&self, l: &Launch, addr: u32) -> Result {
-        let ring = l.params + l.params_size;
+        let ring = l.ring;
         let (head, tail, limit) = (
             self.read_u32(ring + 4)?,
             self.read_u32(ring + 8)?,
@@ -599,14 +665,14 @@ impl Engine {
         );
         let len = head.min(limit).saturating_sub(tail);
         let data = ring + size_of::<uapi::PrintfRing>() as u32 + tail;
-        let host = HostMap::new(addr, 4 + len).map_err(|_| EINVAL)?;
+        let host = HostMap::new(addr.into(), 4 + len).map_err(|_| EINVAL)?;
         host.write(0, &len.to_le_bytes())?;
         self.vram_to_host(data.into(), &host, 4, len as usize)?;
         self.write_u32(ring + 8, tail + len)
     }
 
-    /// The next command header, if any.
-    fn next_command(&self) -> Option<[u8; 16]> {
+    /// The next command frame, if any.
+    fn next_command(&self) -> Option<Frame> {
         self.fifos.lock().commands.pop()
     }
 
@@ -615,7 +681,7 @@ impl Engine {
             let mut f = self.fifos.lock();
             // The driver keeps at most FIFO_DEPTH commands in flight, so
             // this never grows past the capacity reserved in `new`.
-            let _ = f.responses.push(response.encode());
+            let _ = f.responses.push(self.dialect.encode_response(&response));
         }
         if let Some(irq) = &*self.irq.lock() {
             irq.raise();
@@ -627,26 +693,27 @@ impl WorkItem for Engine {
     type Pointer = Arc<Self>;
 
     fn run(this: Arc<Self>) {
-        while let Some(header) = this.next_command() {
+        while let Some(frame) = this.next_command() {
             if this.abort.load(Acquire) != 0 {
                 break;
             }
-            let (id, cmd) = Command::decode(&header);
-            let result = match cmd {
-                Some(cmd) => this.execute(cmd),
-                None => Err(Fault(err::BAD_COMMAND, 0, 0)),
+            let (stream, result) = match this.dialect.decode(frame.as_bytes()) {
+                Ok((stream, _)) if stream >= STREAMS => (stream, Err(Fault(err::BAD_COMMAND, 0, 0))),
+                Ok((stream, cmd)) => (stream, this.execute(stream, cmd)),
+                // Its stream, if the frame is long enough to have one.
+                Err(_) => (frame.as_bytes().first().copied().unwrap_or(0), Err(Fault(err::BAD_COMMAND, 0, 0))),
             };
             this.commands.fetch_add(1, Relaxed);
             if this.abort.load(Acquire) != 0 {
                 // Reset while it ran: it never completed.
                 break;
             }
+            if let Some(done) = this.completed.lock().get_mut(stream as usize) {
+                *done = done.wrapping_add(1);
+            }
             let response = match result {
-                Ok(()) => Response {
-                    id,
-                    ..Default::default()
-                },
-                Err(fault) => Response { id, ..fault.into() },
+                Ok(()) => Response { stream, ..Default::default() },
+                Err(Fault(status, pc, warp)) => Response { stream, status, pc, warp },
             };
             this.post(response);
         }
@@ -692,20 +759,21 @@ impl Gluon for Emu {
         device_of(&self.faux)
     }
 
-    fn push_command(&self, header: &[u8; 16]) -> Result {
+    fn push_command(&self, frame: &[u8]) -> Result {
+        let copy = Frame::from_bytes(frame).ok_or(EINVAL)?;
         {
             let mut f = self.engine.fifos.lock();
             if f.commands.len() >= FIFO_DEPTH {
                 return Err(EBUSY);
             }
-            f.commands.push(*header)?;
+            f.commands.push(copy)?;
         }
         // Already queued or running: it will see the new command.
         let _ = crate::raw::system_dfl().enqueue(self.engine.clone());
         Ok(())
     }
 
-    fn pop_response(&self) -> Option<[u8; 16]> {
+    fn pop_response(&self) -> Option<[u8; RESPONSE_SIZE]> {
         self.engine.fifos.lock().responses.pop()
     }
 
@@ -722,6 +790,7 @@ impl Gluon for Emu {
             f.commands.clear();
             f.responses.clear();
         }
+        *engine.completed.lock() = [0; STREAMS as usize];
         engine.abort.store(0, Release);
     }
 }

@@ -5,8 +5,10 @@
 //!
 //! Glossary:
 //! - Gluon: the command processor in front of Radiance's SIMT cores. It takes
-//!   16-byte command headers through one MMIO FIFO and answers each with a
-//!   16-byte response plus an interrupt.
+//!   fixed-size command frames through one FIFO, runs them on a few in-order
+//!   hardware streams, and answers each with a 16-byte response naming its
+//!   stream, plus an interrupt. The frames' bytes are a dialect
+//!   ([`crate::gluon`]): a backend says which one its device speaks.
 //! - VRAM: device memory; device pointers are raw 32-bit VRAM addresses (there
 //!   is no GPU virtual memory).
 //!
@@ -14,7 +16,6 @@
 //! board and device-tree SoC backends implement the same trait; they are not
 //! written yet because there is no board to bring them up against.
 
-pub(crate) mod command;
 pub(crate) mod emu;
 
 use kernel::{
@@ -24,7 +25,13 @@ use kernel::{
     sync::Arc, //
 };
 
-use crate::uapi;
+use crate::{
+    gluon::{
+        Dialect,
+        RESPONSE_SIZE, //
+    },
+    uapi,
+};
 
 /// What a backend says about the hardware behind it (GET_INFO reports it).
 pub(crate) struct HwDesc {
@@ -39,6 +46,14 @@ pub(crate) struct HwDesc {
     pub(crate) vram_size: u64,
     /// GET_INFO's `builtins`: which `uapi::builtin` kernels it runs.
     pub(crate) builtins: u32,
+    /// The wire format it speaks.
+    pub(crate) dialect: &'static dyn Dialect,
+    /// Its hardware streams (at most the dialect's).
+    pub(crate) streams: u8,
+    /// Commands one stream takes at once (gluon-sim: one).
+    pub(crate) stream_depth: u8,
+    /// What it implements: `uapi::caps` bits.
+    pub(crate) caps: u64,
 }
 
 impl HwDesc {
@@ -70,12 +85,12 @@ pub(crate) trait Gluon: Send + Sync {
     /// bits, Gluon's host address width.
     fn dma_device(&self) -> &Device;
 
-    /// Writes a 16-byte command header into the command FIFO (see
-    /// [`command`]); EBUSY when the FIFO is full.
-    fn push_command(&self, header: &[u8; 16]) -> Result;
+    /// Writes a command frame of the device's dialect into the command
+    /// FIFO; EBUSY when the FIFO is full.
+    fn push_command(&self, frame: &[u8]) -> Result;
 
-    /// Pops the next 16-byte response, if one is ready.
-    fn pop_response(&self) -> Option<[u8; 16]>;
+    /// Pops the next response, if one is ready.
+    fn pop_response(&self) -> Option<[u8; RESPONSE_SIZE]>;
 
     /// Routes the device's interrupt (responses ready) to `irq`; `None`
     /// disconnects it, which also breaks the reference cycle between the
@@ -92,4 +107,49 @@ pub(crate) trait Gluon: Send + Sync {
 /// sleep, so it only schedules work.
 pub(crate) trait Interrupt: Send + Sync {
     fn raise(&self);
+}
+
+#[kunit_tests(radiance_dialects)]
+mod tests {
+    use crate::gluon::{
+        Command,
+        CopyDir,
+        Error,
+        Launch,
+        Response,
+        DIALECTS, //
+    };
+
+    /// The shared dialect code, built for the kernel, says what the host
+    /// tests (kmod/gluon/tests) checked byte by byte.
+    #[test]
+    fn every_dialect_round_trips_in_the_kernel() {
+        let commands = [
+            Command::Kernel { host_addr: 0x1000, size: 64, gpu_addr: 0x100 },
+            Command::Copy { src: 0x2000, dst: 0x1_0000, len: 8, dir: CopyDir::HostToDevice },
+            Command::Copy { src: 0x1_0000, dst: 0x3000, len: 4, dir: CopyDir::DeviceToHost },
+            Command::Copy { src: 0x1_0000, dst: 0x2_0000, len: 4, dir: CopyDir::DeviceToDevice },
+            Command::Set { dst: 0x1_0000, value: 0x0102_0304, len: 12 },
+            Command::ReadCounter { counter: 1, dst: 0x1_0008 },
+            Command::Fence,
+            Command::Wait { stream: 1, count: 9 },
+        ];
+        for d in DIALECTS {
+            for cmd in commands {
+                match d.encode(2, &cmd) {
+                    Ok(frame) => {
+                        assert_eq!(frame.as_bytes().len(), d.frame_size());
+                        assert_eq!(d.decode(frame.as_bytes()), Ok((2, cmd)));
+                    }
+                    Err(e) => assert_eq!(e, Error::Unrepresentable),
+                }
+            }
+            let r = Response { stream: 3, status: 1, pc: 0xffff_0000, warp: 7 };
+            assert_eq!(d.decode_response(&d.encode_response(&r)), r);
+            let l = Launch { start_pc: 1, kernel_pc: 2, grid: [3, 4, 5], block: [6, 7, 8], ..Default::default() };
+            let mut block = [0u8; 64];
+            assert_eq!(d.encode_launch(&l, &mut block), Ok(()));
+            assert_eq!(d.decode_launch(&block), Ok(l));
+        }
+    }
 }

@@ -6,8 +6,13 @@
 # that pin hundreds of MiB stay in the main job.
 set -u
 
+# The run's own module parameters come on the kernel command line as
+# radiance.NAME=VALUE (as modprobe would take them); every reload uses them.
+RADIANCE_PARAMS_EXTRA=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^radiance\.//p' | tr '\n' ' ')
+export RADIANCE_PARAMS_EXTRA
+echo "radiance-guest: module parameters: ${RADIANCE_PARAMS_EXTRA:-(defaults)}"
 # Matches radiance_test.h.
-insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 $RADIANCE_PARAMS_EXTRA || exit 1
 
 RADIANCE_KO=/radiance.ko /queue_test
 for t in /libradiance-kmod_queue /libradiance-kmod_hal; do

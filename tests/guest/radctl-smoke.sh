@@ -16,14 +16,14 @@ check() {
 }
 # Each case is a small shell function, so `check` sees one command.
 list_shows_both() { o=$(/radctl list) && echo "$o" && [ "$(echo "$o" | grep -c '^/dev/radiance[01] ')" = 2 ]; }
-info_text() { o=$(/radctl info kmod:1) && echo "$o" && echo "$o" | grep -q '^vram  *64 MiB$' && echo "$o" | grep -q '^index  *1$' && echo "$o" | grep -q '^builtin kernels  *fill_u32, copy_u32, vecadd_u32, spin, printf_u32$'; }
+info_text() { o=$(/radctl info kmod:1) && echo "$o" && echo "$o" | grep -q '^vram  *64 MiB$' && echo "$o" | grep -q '^index  *1$' && echo "$o" | grep -q '^builtin kernels  *fill_u32, copy_u32, vecadd_u32, spin, printf_u32, start$' && echo "$o" | grep -qE '^dialect  *gluon-(sim-16|24)$' && echo "$o" | grep -q '^streams  *4$'; }
 info_json() { o=$(/radctl info --json 0) && echo "$o" && echo "$o" | grep -q '"vram_bytes":67108864' && echo "$o" | grep -q '"backend":"emulated"'; }
 # 64 MiB less the 64 KiB the driver keeps for the device.
 mem_text() { o=$(/radctl mem kmod:1) && echo "$o" && echo "$o" | grep -q '^vram total  *67043328 B' && echo "$o" | grep -q '^free blocks  *1$'; }
 submit_all() { for w in "nop --count 100" "fill --bytes 10000" "copy --bytes 100000" "launch --count 1000"; do /radctl submit $w || return 1; done; }
 submit_printf() { o=$(/radctl submit printf --count 3) && echo "$o" && [ "$(echo "$o" | head -n3)" = "$(printf 'thread 0: 0\nthread 1: 1\nthread 2: 2')" ]; }
 missing_device() { ! /radctl info kmod:5 2>/tmp/err && cat /tmp/err && grep -q 'no such device' /tmp/err; }
-no_driver() { rmmod radiance && ! /radctl list 2>/tmp/err; rc=$?; cat /tmp/err; insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64; [ $rc = 0 ] && grep -q 'is radiance.ko loaded' /tmp/err; }
+no_driver() { rmmod radiance && ! /radctl list 2>/tmp/err; rc=$?; cat /tmp/err; insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 ${RADIANCE_PARAMS_EXTRA:-}; [ $rc = 0 ] && grep -q 'is radiance.ko loaded' /tmp/err; }
 
 echo "TAP version 13"
 echo "1..8"

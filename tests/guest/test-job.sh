@@ -12,8 +12,13 @@ cpus=$(grep -c '^processor' /proc/cpuinfo)
 echo "radiance-guest: $cpus CPUs online"
 /ktap-one.sh guest_runs_on_two_cpus test "$cpus" -ge 2
 
+# The run's own module parameters come on the kernel command line as
+# radiance.NAME=VALUE (as modprobe would take them); every reload uses them.
+RADIANCE_PARAMS_EXTRA=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^radiance\.//p' | tr '\n' ' ')
+export RADIANCE_PARAMS_EXTRA
+echo "radiance-guest: module parameters: ${RADIANCE_PARAMS_EXTRA:-(defaults)}"
 # Matches radiance_test.h.
-insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 $RADIANCE_PARAMS_EXTRA || exit 1
 /kunit-ktap.sh
 
 for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /queue_test /lifecycle_test; do

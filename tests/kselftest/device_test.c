@@ -77,9 +77,14 @@ TEST(get_info_reports_each_device)
 		EXPECT_EQ(64, info.packet_size);
 		EXPECT_EQ(getpagesize(), info.doorbell_page_size);
 		EXPECT_EQ(0, info.features);
-		/* FILL_U32, COPY_U32, VECADD_U32, SPIN and PRINTF_U32. */
-		EXPECT_EQ(0x1f, info.builtins);
+		/* FILL_U32, COPY_U32, VECADD_U32, SPIN, PRINTF_U32, START. */
+		EXPECT_EQ(0x3f, info.builtins);
 		EXPECT_EQ(0, info.pad2);
+		EXPECT_TRUE(info.dialect == RADIANCE_DIALECT_GLUON_SIM_16 ||
+			    info.dialect == RADIANCE_DIALECT_GLUON_24);
+		EXPECT_EQ(4, info.streams);
+		/* The emulated VRAM is kernel memory: always mappable. */
+		EXPECT_TRUE(info.caps & RADIANCE_CAP_VRAM_MAPPABLE);
 		close(fd);
 	}
 }

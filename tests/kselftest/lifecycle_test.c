@@ -24,11 +24,13 @@ static int unload(void)
 static int load_params(int timeout_ms, const char *extra)
 {
 	const char *path = getenv("RADIANCE_KO") ?: "/radiance.ko";
-	char params[128];
+	/* The run's own parameters (the dialect, gluon-sim mode) stay on. */
+	const char *run = getenv("RADIANCE_PARAMS_EXTRA") ?: "";
+	char params[256];
 	int fd, ret;
 
-	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d launch_timeout_ms=%d %s",
-		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB, timeout_ms, extra);
+	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d launch_timeout_ms=%d %s %s",
+		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB, timeout_ms, run, extra);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -78,7 +80,8 @@ TEST(bad_parameters_refuse_to_load)
 {
 	const char *path = getenv("RADIANCE_KO") ?: "/radiance.ko";
 	const char *bad[] = { "emulated_devices=9", "emulated_vram_mib=0",
-			      "emulated_vram_mib=4097", "launch_timeout_ms=0" };
+			      "emulated_vram_mib=4097", "launch_timeout_ms=0",
+			      "emulated_dialect=0", "emulated_dialect=3" };
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	ASSERT_LE(0, fd);

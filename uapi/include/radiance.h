@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 7
+#define RADIANCE_ABI_MINOR 8
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -30,6 +30,21 @@
 #define RADIANCE_BUILTIN_VECADD_U32 0xFFFF0200u
 #define RADIANCE_BUILTIN_SPIN 0xFFFF0300u
 #define RADIANCE_BUILTIN_PRINTF_U32 0xFFFF0400u
+/* ABI 1.8: start code that runs the built-in at the block's kernel_pc. */
+#define RADIANCE_BUILTIN_START 0xFFFF0500u
+
+/* ABI 1.8: the wire format a device speaks (radiance_get_info.dialect). */
+#define RADIANCE_DIALECT_GLUON_SIM_16 1
+#define RADIANCE_DIALECT_GLUON_24 2
+
+/* ABI 1.8: what a device implements (radiance_get_info.caps). */
+#define RADIANCE_CAP_SET (1ull << 0)
+#define RADIANCE_CAP_FENCE (1ull << 1)
+#define RADIANCE_CAP_WAIT (1ull << 2)
+#define RADIANCE_CAP_COPY_D2D (1ull << 3)
+#define RADIANCE_CAP_COUNTERS (1ull << 4)
+#define RADIANCE_CAP_SUBWORD (1ull << 5)
+#define RADIANCE_CAP_VRAM_MAPPABLE (1ull << 6)
 
 /* flags and pad0 are inputs and must be zero; the rest is output. */
 struct radiance_get_info {
@@ -53,10 +68,16 @@ struct radiance_get_info {
 	 * below) runs on this device. */
 	__u32 builtins;
 	__u32 pad2;
+	/* ABI 1.8. */
+	__u32 dialect;		/* RADIANCE_DIALECT_* */
+	__u32 streams;		/* hardware streams */
+	__u64 caps;		/* RADIANCE_CAP_* */
 };
 
 /* GET_INFO as released in ABI 1.0, which the kernel still accepts. */
 #define RADIANCE_GET_INFO_SIZE_V1 96
+/* GET_INFO as grown in ABI 1.4. */
+#define RADIANCE_GET_INFO_SIZE_V1_4 104
 
 /* Where a BO's memory lives. */
 #define RADIANCE_PLACEMENT_VRAM 1

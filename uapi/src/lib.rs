@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 7;
+pub const ABI_MINOR: u16 = 8;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -117,8 +117,44 @@ pub mod builtin {
     /// Thread `t < count` prints `thread <t>: <value + t>` and a newline
     /// into the launch's printf ring. Params: `value, count`.
     pub const PRINTF_U32: u32 = 0xFFFF_0400;
+    /// Start code (ABI 1.8): reads the launch block's `kernel_pc` and runs
+    /// that built-in, as real start code calls the kernel at `kernel_pc`.
+    pub const START: u32 = 0xFFFF_0500;
     /// Every built-in entry PC.
-    pub const ALL: [u32; 5] = [FILL_U32, COPY_U32, VECADD_U32, SPIN, PRINTF_U32];
+    pub const ALL: [u32; 6] = [FILL_U32, COPY_U32, VECADD_U32, SPIN, PRINTF_U32, START];
+}
+
+/// The wire format a device speaks (GET_INFO's `dialect`, ABI 1.8); the
+/// kernel translates every packet into it.
+pub mod dialect {
+    /// 16-byte frames of gluon-sim (Sh-Anand/gluon e554ff7).
+    pub const GLUON_SIM_16: u32 = 1;
+    /// 24-byte frames with 64-bit host addresses and WAIT (Merlin's
+    /// `packet_layout.h`).
+    pub const GLUON_24: u32 = 2;
+}
+
+/// What a device implements (GET_INFO's `caps`, ABI 1.8). Userspace sees the
+/// same packets on every device: the kernel makes up what a device lacks
+/// (see the README), so these are for information and tests.
+pub mod caps {
+    /// MEM SET; without it fills are copies of a pattern from host memory.
+    pub const SET: u64 = 1 << 0;
+    /// FENCE.
+    pub const FENCE: u64 = 1 << 1;
+    /// WAIT on another stream.
+    pub const WAIT: u64 = 1 << 2;
+    /// COPY from VRAM to VRAM; without it such copies bounce through host
+    /// memory.
+    pub const COPY_D2D: u64 = 1 << 3;
+    /// Counter reads (READ_COUNTER, TIMESTAMP); without them those packets
+    /// fail with EOPNOTSUPP.
+    pub const COUNTERS: u64 = 1 << 4;
+    /// Memory accesses of any size and alignment; without it, every
+    /// address and length the device sees is a multiple of 4.
+    pub const SUBWORD: u64 = 1 << 5;
+    /// The CPU can map VRAM (mappable VRAM buffer objects).
+    pub const VRAM_MAPPABLE: u64 = 1 << 6;
 }
 
 /// Length of [`GetInfo::name`], including the terminating NUL.
@@ -166,6 +202,13 @@ pub struct GetInfo {
     pub builtins: u32,
     /// Out: zero.
     pub pad2: u32,
+    /// Out (ABI 1.8): one of [`dialect`].
+    pub dialect: u32,
+    /// Out (ABI 1.8): the device's hardware streams; queues are spread
+    /// over them, each queue's packets in order on one stream.
+    pub streams: u32,
+    /// Out (ABI 1.8): [`caps`] bits.
+    pub caps: u64,
 }
 
 /// Where a buffer object's memory lives.
@@ -847,9 +890,9 @@ pub const IOCTL_QUEUE_KICK: u32 = iowr::<QueueKick>(nr::QUEUE_KICK);
 /// last is the current struct): the kernel accepts exactly these, and
 /// zero-extends an older, shorter one.
 pub mod sizes {
-    /// [`super::GetInfo`] as released in ABI 1.0, and grown by `builtins`
-    /// in 1.4.
-    pub const GET_INFO: &[usize] = &[96, 104];
+    /// [`super::GetInfo`] as released in ABI 1.0, grown by `builtins` in
+    /// 1.4 and by `dialect`, `streams` and `caps` in 1.8.
+    pub const GET_INFO: &[usize] = &[96, 104, 120];
     /// [`super::BoCreate`] as released in ABI 1.1.
     pub const BO_CREATE: &[usize] = &[40];
     /// [`super::BoDestroy`] as released in ABI 1.1.
@@ -887,7 +930,7 @@ pub mod sizes {
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
-const _: () = assert!(core::mem::size_of::<GetInfo>() == 104);
+const _: () = assert!(core::mem::size_of::<GetInfo>() == 120);
 const _: () = assert!(core::mem::size_of::<BoCreate>() == 40);
 const _: () = assert!(core::mem::size_of::<BoDestroy>() == 8);
 const _: () = assert!(core::mem::size_of::<BoInfo>() == 40);

@@ -47,7 +47,7 @@ fn facts() -> Vec<Fact> {
     abi_struct!(f, uapi::GetInfo, "radiance_get_info", [
         flags, pad0, abi_major, abi_minor, device_index, backend, pad1, name, cores,
         warps_per_core, threads_per_warp, max_queues, vram_size, packet_size,
-        doorbell_page_size, features, builtins, pad2,
+        doorbell_page_size, features, builtins, pad2, dialect, streams, caps,
     ]);
     abi_struct!(f, uapi::BoCreate, "radiance_bo_create", [
         size, placement, flags, handle, pad, device_address, mmap_offset,
@@ -153,11 +153,22 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_BACKEND_PLATFORM", uapi::backend::PLATFORM as u64),
         ("RADIANCE_NAME_LEN", uapi::NAME_LEN as u64),
         ("RADIANCE_GET_INFO_SIZE_V1", uapi::sizes::GET_INFO[0] as u64),
+        ("RADIANCE_GET_INFO_SIZE_V1_4", uapi::sizes::GET_INFO[1] as u64),
         ("RADIANCE_BUILTIN_FILL_U32", uapi::builtin::FILL_U32 as u64),
         ("RADIANCE_BUILTIN_COPY_U32", uapi::builtin::COPY_U32 as u64),
         ("RADIANCE_BUILTIN_VECADD_U32", uapi::builtin::VECADD_U32 as u64),
         ("RADIANCE_BUILTIN_SPIN", uapi::builtin::SPIN as u64),
         ("RADIANCE_BUILTIN_PRINTF_U32", uapi::builtin::PRINTF_U32 as u64),
+        ("RADIANCE_BUILTIN_START", uapi::builtin::START as u64),
+        ("RADIANCE_DIALECT_GLUON_SIM_16", uapi::dialect::GLUON_SIM_16 as u64),
+        ("RADIANCE_DIALECT_GLUON_24", uapi::dialect::GLUON_24 as u64),
+        ("RADIANCE_CAP_SET", uapi::caps::SET),
+        ("RADIANCE_CAP_FENCE", uapi::caps::FENCE),
+        ("RADIANCE_CAP_WAIT", uapi::caps::WAIT),
+        ("RADIANCE_CAP_COPY_D2D", uapi::caps::COPY_D2D),
+        ("RADIANCE_CAP_COUNTERS", uapi::caps::COUNTERS),
+        ("RADIANCE_CAP_SUBWORD", uapi::caps::SUBWORD),
+        ("RADIANCE_CAP_VRAM_MAPPABLE", uapi::caps::VRAM_MAPPABLE),
     ];
     for &(name, rust) in consts {
         f.push(Fact { c_expr: format!("(unsigned long long)({name})"), rust });

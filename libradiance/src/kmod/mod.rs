@@ -85,6 +85,38 @@ pub struct DeviceInfo {
     pub features: u64,
     /// The `radiance_uapi::builtin` entry PCs the device runs.
     pub builtins: Vec<u32>,
+    /// One of `radiance_uapi::dialect` (0 before ABI 1.8).
+    pub dialect: u32,
+    /// Hardware streams (0 before ABI 1.8).
+    pub streams: u32,
+    /// `radiance_uapi::caps` bits.
+    pub caps: u64,
+}
+
+impl DeviceInfo {
+    /// The dialect's name, as the driver's module parameter and README say.
+    pub fn dialect_name(&self) -> &'static str {
+        match self.dialect {
+            uapi::dialect::GLUON_SIM_16 => "gluon-sim-16",
+            uapi::dialect::GLUON_24 => "gluon-24",
+            _ => "unknown",
+        }
+    }
+
+    /// The names of the capability bits set.
+    pub fn cap_names(&self) -> Vec<&'static str> {
+        use uapi::caps;
+        let names = [
+            (caps::SET, "set"),
+            (caps::FENCE, "fence"),
+            (caps::WAIT, "wait"),
+            (caps::COPY_D2D, "copy-d2d"),
+            (caps::COUNTERS, "counters"),
+            (caps::SUBWORD, "subword"),
+            (caps::VRAM_MAPPABLE, "vram-mappable"),
+        ];
+        names.iter().filter(|(bit, _)| self.caps & bit != 0).map(|&(_, name)| name).collect()
+    }
 }
 
 impl From<&uapi::GetInfo> for DeviceInfo {
@@ -109,6 +141,9 @@ impl From<&uapi::GetInfo> for DeviceInfo {
                 .filter(|(bit, _)| i.builtins & (1 << bit) != 0)
                 .map(|(_, pc)| pc)
                 .collect(),
+            dialect: i.dialect,
+            streams: i.streams,
+            caps: i.caps,
         }
     }
 }

@@ -166,6 +166,9 @@ fn info(device: &str, as_json: bool) -> radiance::Result<()> {
         ["doorbell page", &format!("{} B", i.doorbell_page_size)],
         ["features", &format!("{:#x}", i.features)],
         ["builtin kernels", &builtin_names(&i.builtins).join(", ")],
+        ["dialect", i.dialect_name()],
+        ["streams", &i.streams.to_string()],
+        ["capabilities", &i.cap_names().join(", ")],
     ];
     print_pairs(&rows);
     Ok(())
@@ -419,6 +422,9 @@ fn info_json(path: &std::path::Path, i: &DeviceInfo) -> Value {
         "doorbell_page_size": i.doorbell_page_size,
         "features": i.features,
         "builtin_kernels": builtin_names(&i.builtins),
+        "dialect": i.dialect_name(),
+        "streams": i.streams,
+        "caps": i.cap_names(),
     })
 }
 
@@ -432,6 +438,7 @@ fn builtin_names(pcs: &[u32]) -> Vec<String> {
             builtin::VECADD_U32 => "vecadd_u32".into(),
             builtin::SPIN => "spin".into(),
             builtin::PRINTF_U32 => "printf_u32".into(),
+            builtin::START => "start".into(),
             other => format!("{other:#x}"),
         })
         .collect()
