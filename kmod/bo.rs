@@ -211,12 +211,23 @@ impl Bo {
         }
     }
 
-    /// Copies `dst.len()` bytes at `offset` of a host BO (allocated here,
-    /// not imported) into `dst`: the kernel reading what a process wrote.
+    /// Copies `src` to `offset` of a host BO: the kernel writing what a
+    /// device that moves only whole words could not.
+    pub(crate) fn write_host(&self, offset: u64, src: &[u8]) -> Result {
+        match &self.memory {
+            Memory::Host { mem: host, .. } => host.write(offset, src),
+            Memory::Imported { import } => import.write(offset, src),
+            Memory::Vram(_) => Err(EINVAL),
+        }
+    }
+
+    /// Copies `dst.len()` bytes at `offset` of a host BO into `dst`: the
+    /// kernel reading what a process (or the device) wrote.
     pub(crate) fn read_host(&self, offset: u64, dst: &mut [u8]) -> Result {
         match &self.memory {
             Memory::Host { mem: host, .. } => host.read(offset, dst),
-            Memory::Vram(_) | Memory::Imported { .. } => Err(EINVAL),
+            Memory::Imported { import } => import.read(offset, dst),
+            Memory::Vram(_) => Err(EINVAL),
         }
     }
 

@@ -20,11 +20,15 @@ use core::{
 use kernel::{
     bindings,
     device::Device,
-    error::from_err_ptr,
+    error::{
+        from_err_ptr,
+        to_result, //
+    },
     mm::virt::{
         VmaMixedMap,
         VmaNew, //
     },
+    new_mutex,
     page::{
         Page,
         PAGE_SIZE, //
@@ -32,7 +36,8 @@ use kernel::{
     prelude::*,
     sync::{
         Arc,
-        ArcBorrow, //
+        ArcBorrow,
+        Mutex, //
     },
     types::ForeignOwnable,
     ThisModule,
@@ -308,17 +313,25 @@ impl<T: Exportable> Exporter<T> {
 ///
 /// `dmabuf` is a reference we hold; `attach` attaches it to the device that
 /// `table` is mapped for; `table` is its mapping, unmapped on drop before
-/// detaching and putting.
+/// detaching and putting. `cpu`, once set, is a kernel mapping of all of
+/// the buffer from `dma_buf_vmap_unlocked`, undone on drop first.
 pub(crate) struct Import {
     dmabuf: *mut bindings::dma_buf,
     attach: *mut bindings::dma_buf_attachment,
     table: MappedTable,
     size: u64,
+    /// The CPU's mapping, made on first use; held by every CPU access.
+    cpu: Pin<KBox<Mutex<Option<CpuMap>>>>,
 }
+
+/// A kernel virtual mapping of an import (system memory, not I/O memory).
+struct CpuMap(bindings::iosys_map);
 
 // SAFETY: the dma-buf API may be called from any thread; `Import` only
 // keeps pointers that it alone releases, in `drop`.
 unsafe impl Send for Import {}
+// SAFETY: a kernel mapping may be used and undone from any thread.
+unsafe impl Send for CpuMap {}
 // SAFETY: `&Import` gives read-only access.
 unsafe impl Sync for Import {}
 
@@ -362,12 +375,14 @@ impl Import {
         let table = unsafe { MappedTable::new(sgt, dev, IMPORT_DIR) };
         // SAFETY: `dmabuf` is live while we hold it; its size never changes.
         let size = unsafe { (*dmabuf).size } as u64;
-        // INVARIANT: got, attached and mapped above.
+        let cpu = KBox::pin_init(new_mutex!(None, "Import::cpu"), GFP_KERNEL)?;
+        // INVARIANT: got, attached and mapped above; no CPU mapping yet.
         Ok(Self {
             dmabuf,
             attach,
             table,
             size,
+            cpu,
         })
     }
 
@@ -384,10 +399,84 @@ impl Import {
     pub(crate) fn sync(&self, offset: u64, len: u64, to: Handover) -> Result {
         self.table.sync(offset, len, to)
     }
+
+    /// Copies `dst.len()` bytes at `offset` into `dst`, on the CPU.
+    pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result {
+        let dir = bindings::dma_data_direction::DMA_FROM_DEVICE;
+        self.with_cpu(offset, dst.len(), dir, |at| {
+            // SAFETY: `at` maps `dst.len()` bytes of the buffer (checked by
+            // `with_cpu`), and the CPU mapping's lock, held, keeps every
+            // other Rust access to them out.
+            unsafe { core::ptr::copy_nonoverlapping(at, dst.as_mut_ptr(), dst.len()) }
+        })
+    }
+
+    /// Copies `src` to `offset`, on the CPU.
+    pub(crate) fn write(&self, offset: u64, src: &[u8]) -> Result {
+        let dir = bindings::dma_data_direction::DMA_TO_DEVICE;
+        self.with_cpu(offset, src.len(), dir, |at| {
+            // SAFETY: `at` maps `src.len()` bytes of the buffer (checked by
+            // `with_cpu`), and the CPU mapping's lock, held, keeps every
+            // other Rust access to them out.
+            unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), at, src.len()) }
+        })
+    }
+
+    /// Runs `f` with the CPU's address of byte `offset`, which `len` bytes
+    /// follow, inside the exporter's CPU-access brackets for `dir`; maps the
+    /// buffer first if it is not. EINVAL past the end; the exporter's error
+    /// if it cannot be mapped, EOPNOTSUPP if it is I/O memory.
+    fn with_cpu(
+        &self,
+        offset: u64,
+        len: usize,
+        dir: bindings::dma_data_direction,
+        f: impl FnOnce(*mut u8),
+    ) -> Result {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.size)
+        {
+            return Err(EINVAL);
+        }
+        let mut cpu = self.cpu.lock();
+        if cpu.is_none() {
+            let mut map = bindings::iosys_map::default();
+            // SAFETY: we hold a reference to the live buffer; `map` is ours
+            // to fill.
+            to_result(unsafe { bindings::dma_buf_vmap_unlocked(self.dmabuf, &mut map) })?;
+            // System memory only: I/O memory is not plain bytes.
+            if map.is_iomem {
+                // SAFETY: mapped just above, and used by nobody else.
+                unsafe { bindings::dma_buf_vunmap_unlocked(self.dmabuf, &mut map) };
+                return Err(EOPNOTSUPP);
+            }
+            *cpu = Some(CpuMap(map));
+        }
+        let Some(mapping) = &*cpu else {
+            return Err(EINVAL);
+        };
+        // SAFETY: `vaddr` is the member `dma_buf_vmap_unlocked` sets for
+        // system memory (`is_iomem` is false).
+        let base = unsafe { mapping.0.__bindgen_anon_1.vaddr }.cast::<u8>();
+        // SAFETY: the buffer is live while we hold it.
+        to_result(unsafe { bindings::dma_buf_begin_cpu_access(self.dmabuf, dir) })?;
+        // SAFETY: `[offset, offset + len)` is inside the buffer (checked
+        // above), all of which `base` maps.
+        f(unsafe { base.add(offset as usize) });
+        // SAFETY: the buffer is live while we hold it, and `begin`
+        // succeeded.
+        to_result(unsafe { bindings::dma_buf_end_cpu_access(self.dmabuf, dir) })
+    }
 }
 
 impl Drop for Import {
     fn drop(&mut self) {
+        if let Some(mut mapping) = self.cpu.lock().take() {
+            // SAFETY: `dma_buf_vmap_unlocked` made the mapping (type
+            // invariant), and nothing uses it any more.
+            unsafe { bindings::dma_buf_vunmap_unlocked(self.dmabuf, &mut mapping.0) };
+        }
         // SAFETY: by the type invariant: mapped, attached and held by us.
         unsafe {
             bindings::dma_buf_unmap_attachment_unlocked(

@@ -8,26 +8,27 @@
 //! What the memory is for (a HOST buffer object, counted against the
 //! device's pinned-memory limit, or the scheduler's own staging) is the
 //! owner's business: this file knows only pages and their mapping.
+//!
+//! The kernel reads and writes the bytes only through [`HostMem::read`] and
+//! [`HostMem::write`], under the memory's own lock, so no two Rust accesses
+//! race; a process may write its mapping of the pages meanwhile, which only
+//! changes the bytes (the device and the process share them by design).
 
 use kernel::{
     bindings,
     device::Device,
+    new_mutex,
     page::{
         Page,
         PAGE_SIZE, //
     },
     prelude::*,
+    sync::Mutex,
 };
 
-use crate::{
-    raw::{
-        read_page,
-        write_page, //
-    },
-    sg_table::{
-        DmaSgTable,
-        Handover, //
-    },
+use crate::sg_table::{
+    DmaSgTable,
+    Handover, //
 };
 
 /// Zeroed, DMA-mapped host pages.
@@ -35,6 +36,8 @@ pub(crate) struct HostMem {
     // Fields drop in order: the DMA mapping goes before the pages.
     dma: KBox<DmaSgTable>,
     pages: KVec<Page>,
+    /// Held by every Rust access to the pages' bytes.
+    bytes: Pin<KBox<Mutex<()>>>,
 }
 
 impl HostMem {
@@ -58,7 +61,8 @@ impl HostMem {
                 bindings::dma_data_direction::DMA_BIDIRECTIONAL,
             )?
         };
-        Ok(Self { dma, pages })
+        let bytes = KBox::pin_init(new_mutex!((), "HostMem::bytes"), GFP_KERNEL)?;
+        Ok(Self { dma, pages, bytes })
     }
 
     /// Bytes.
@@ -79,28 +83,31 @@ impl HostMem {
     /// Copies `dst.len()` bytes at `offset` into `dst` (a process may be
     /// writing them through its mapping: the caller checks what it got).
     pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result {
+        let _bytes = self.bytes.lock();
         let mut done = 0;
         each_page_chunk(offset, dst.len(), self.size(), |page, at, n| {
-            read_page(
-                self.pages.get(page).ok_or(EINVAL)?,
-                at,
-                dst.get_mut(done..done + n).ok_or(EINVAL)?,
-            )?;
+            let page = self.pages.get(page).ok_or(EINVAL)?;
+            let dst = dst.get_mut(done..done + n).ok_or(EINVAL)?;
+            // SAFETY: `dst` is valid for `n` writable bytes. `bytes` is
+            // held, so no other Rust code reads or writes the pages
+            // meanwhile (only `read` and `write` do, under it).
+            unsafe { page.read_raw(dst.as_mut_ptr(), at, n)? };
             done += n;
             Ok(())
         })
     }
 
     /// Copies `src` to `offset`.
-    pub(crate) fn write(&mut self, offset: u64, src: &[u8]) -> Result {
+    pub(crate) fn write(&self, offset: u64, src: &[u8]) -> Result {
+        let _bytes = self.bytes.lock();
         let mut done = 0;
-        let size = self.size();
-        each_page_chunk(offset, src.len(), size, |page, at, n| {
-            write_page(
-                self.pages.get_mut(page).ok_or(EINVAL)?,
-                at,
-                src.get(done..done + n).ok_or(EINVAL)?,
-            )?;
+        each_page_chunk(offset, src.len(), self.size(), |page, at, n| {
+            let page = self.pages.get(page).ok_or(EINVAL)?;
+            let src = src.get(done..done + n).ok_or(EINVAL)?;
+            // SAFETY: `src` is valid for `n` bytes. `bytes` is held, so no
+            // other Rust code reads or writes the pages meanwhile (only
+            // `read` and `write` do, under it).
+            unsafe { page.write_raw(src.as_ptr(), at, n)? };
             done += n;
             Ok(())
         })

@@ -36,7 +36,7 @@ use crate::{
     bo::Bo,
     raw::{
         page_atomic,
-        read_page, //
+        read_user_page, //
     },
     semaphore::Semaphores,
     uapi::{
@@ -170,7 +170,7 @@ impl Queue {
         let page = self.ring.get(slot / PAGE_SIZE).ok_or(EINVAL)?;
         // A packet never crosses a page: 64 divides the page size.
         let mut bytes = [0u8; uapi::PACKET_SIZE];
-        read_page(page, slot % PAGE_SIZE, &mut bytes)?;
+        read_user_page(page, slot % PAGE_SIZE, &mut bytes)?;
         uapi::Packet::from_bytes_copy(&bytes).ok_or(EINVAL)
     }
 

@@ -71,22 +71,14 @@ pub(crate) fn page_atomic<T: AtomicType, R>(
 /// Copies `dst.len()` bytes at `offset` of `page` into `dst`; EINVAL if
 /// they are not all inside the page.
 ///
-/// For pages a process may map and write while the kernel reads them
-/// (queue rings, host buffer objects): what is read are plain bytes, which
-/// the caller checks.
-pub(crate) fn read_page(page: &Page, offset: usize, dst: &mut [u8]) -> Result {
-    // SAFETY: `dst` is valid for writing `dst.len()` bytes. No Rust code
-    // writes the page meanwhile: the driver writes pages only through
-    // [`write_page`], which needs `&mut Page`; a process writing its
-    // mapping of the page changes only which bytes are copied.
+/// For pages only a process writes, through its mapping, while the kernel
+/// reads them (queue rings): what is read are plain bytes, which the caller
+/// checks.
+pub(crate) fn read_user_page(page: &Page, offset: usize, dst: &mut [u8]) -> Result {
+    // SAFETY: `dst` is valid for writing `dst.len()` bytes. The pages this
+    // is for are never written by Rust code, only by a process through its
+    // own mapping, which only changes the bytes copied.
     unsafe { page.read_raw(dst.as_mut_ptr(), offset, dst.len()) }
-}
-
-/// Copies `src` to `offset` of `page`; EINVAL if it does not fit.
-pub(crate) fn write_page(page: &mut Page, offset: usize, src: &[u8]) -> Result {
-    // SAFETY: `src` is valid for reading `src.len()` bytes, and `&mut Page`
-    // means no other Rust code reads or writes the page meanwhile.
-    unsafe { page.write_raw(src.as_ptr(), offset, src.len()) }
 }
 
 /// Waits until the last queued run of `work` has finished.

@@ -41,8 +41,7 @@ use kernel::{
             Full,
             Relaxed, //
         },
-        Arc,
-        Mutex,
+        Arc, Mutex,
     },
     time::{
         msecs_to_jiffies,
@@ -73,12 +72,17 @@ use crate::{
         flush_delayed_work,
         flush_work, //
     },
-    staging::Staging,
+    staging::{
+        Slot,
+        Staging, //
+    },
     translate::{
         self,
         Completion,
+        HostStep,
         SemUpdate,
         Staged,
+        Step,
         Translated,
         Translator, //
     },
@@ -107,6 +111,8 @@ struct InFlight {
     /// What the device was given, kept to give it again after a reset;
     /// `None` for a marker, which the device never sees.
     cmd: Option<Command>,
+    /// A marker's CPU work, done when it reaches the head of its stream.
+    host: Option<(HostStep, Arc<Slot>)>,
     queue: Arc<Queue>,
     packet: u64,
     /// On the packet's last entry, until it completes: what completing the
@@ -176,10 +182,20 @@ impl Scheduler {
         let count = hw.desc().streams.max(1);
         let mut streams = KVec::with_capacity(count.into(), GFP_KERNEL)?;
         for _ in 0..count {
-            let stream = Stream { fifo: Fifo::with_capacity(STREAM_ENTRIES)?, sent: 0, head_since: Instant::now() };
+            let stream = Stream {
+                fifo: Fifo::with_capacity(STREAM_ENTRIES)?,
+                sent: 0,
+                head_since: Instant::now(),
+            };
             streams.push(stream, GFP_KERNEL)?;
         }
-        let state = State { queues: KVec::new(), cursor: 0, streams, sent: 0, resets: 0 };
+        let state = State {
+            queues: KVec::new(),
+            cursor: 0,
+            streams,
+            sent: 0,
+            resets: 0,
+        };
         let staging = Staging::new(hw.dma_device())?;
         let device_hw = hw.clone();
         let this = Arc::pin_init(
@@ -224,7 +240,14 @@ impl Scheduler {
         let streams = state.streams.len() as u8;
         let load = |s: u8| state.queues.iter().filter(|q| q.stream == s).count();
         let stream = (0..streams).min_by_key(|&s| load(s)).unwrap_or(0);
-        state.queues.push(Scheduled { queue, stream, staged: None }, GFP_KERNEL)?;
+        state.queues.push(
+            Scheduled {
+                queue,
+                stream,
+                staged: None,
+            },
+            GFP_KERNEL,
+        )?;
         drop(state);
         Self::kick(this);
         Ok(())
@@ -299,7 +322,8 @@ impl Scheduler {
                 // under the lock) never runs in practice.
                 match Fifo::with_capacity(0) {
                     Ok(empty) => {
-                        let _ = dropped.push(core::mem::replace(&mut stream.fifo, empty), GFP_KERNEL);
+                        let _ =
+                            dropped.push(core::mem::replace(&mut stream.fifo, empty), GFP_KERNEL);
                     }
                     Err(_) => stream.fifo.clear(),
                 }
@@ -326,8 +350,11 @@ impl Scheduler {
         let mut culprit = None;
         for (i, stream) in state.streams.iter().enumerate() {
             // Markers never stay at a head (see `settle`).
-            let Some(head) = stream.fifo.front() else { continue };
-            let abandoned = matches!(head.cmd, Some(Command::Kernel { .. })) && head.queue.state().destroyed;
+            let Some(head) = stream.fifo.front() else {
+                continue;
+            };
+            let abandoned =
+                matches!(head.cmd, Some(Command::Kernel { .. })) && head.queue.state().destroyed;
             let age = stream.head_since.elapsed();
             if age >= timeout || abandoned {
                 culprit = Some((i, abandoned));
@@ -339,21 +366,40 @@ impl Scheduler {
         let Some((guilty_stream, abandoned)) = culprit else {
             if let Some(left) = next {
                 let ms = u32::try_from(left.as_millis() + 1).unwrap_or(this.timeout_ms);
-                let _ = crate::raw::system_dfl().enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(ms));
+                let _ = crate::raw::system_dfl()
+                    .enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(ms));
             }
             return;
         };
         this.hw.reset();
         state.resets += 1;
-        let why = if abandoned { "a launch of a destroyed queue" } else { "overdue" };
-        dev_warn!(this.hw.dma_device(), "stream {guilty_stream}: {why}: device reset {}\n", state.resets);
+        let why = if abandoned {
+            "a launch of a destroyed queue"
+        } else {
+            "overdue"
+        };
+        dev_warn!(
+            this.hw.dma_device(),
+            "stream {guilty_stream}: {why}: device reset {}\n",
+            state.resets
+        );
         let error = if abandoned { ECANCELED } else { ETIMEDOUT };
         // The reset dropped every command: the head's queue is guilty and
         // loses its commands; the others' are issued again, each stream in
         // order.
-        let Some(guilty) = state.streams.get(guilty_stream).and_then(|s| s.fifo.front()) else { return };
+        let Some(guilty) = state
+            .streams
+            .get(guilty_stream)
+            .and_then(|s| s.fifo.front())
+        else {
+            return;
+        };
         let guilty = guilty.queue.clone();
-        if let Some(head) = state.streams.get(guilty_stream).and_then(|s| s.fifo.front()) {
+        if let Some(head) = state
+            .streams
+            .get(guilty_stream)
+            .and_then(|s| s.fifo.front())
+        {
             guilty.fault(head.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
         }
         let dialect = this.hw.desc().dialect;
@@ -392,22 +438,40 @@ impl Scheduler {
         let s = queue.state();
         let sems = queue.objects().semaphores();
         match (completion.update, s.faulted && packet >= s.fault_index) {
-            (Some(SemUpdate::Signal { handle, value }), false) => sems.signal_from_queue(handle, value),
-            (Some(SemUpdate::Fail { handle, value, error }), false) => sems.fail_from_queue(handle, value, error),
+            (Some(SemUpdate::Signal { handle, value }), false) => {
+                sems.signal_from_queue(handle, value)
+            }
+            (
+                Some(SemUpdate::Fail {
+                    handle,
+                    value,
+                    error,
+                }),
+                false,
+            ) => sems.fail_from_queue(handle, value, error),
             _ => {}
         }
         queue.complete(packet);
     }
 
-    /// Completes the markers at the head of stream `i`: everything before
-    /// them on the stream has completed.
+    /// Completes the markers at the head of stream `i`, doing their CPU
+    /// work: everything before them on the stream has completed.
     fn settle(&self, state: &mut State, i: usize) {
-        let Some(stream) = state.streams.get_mut(i) else { return };
+        let Some(stream) = state.streams.get_mut(i) else {
+            return;
+        };
         while let Some(head) = stream.fifo.front_mut() {
             if head.cmd.is_some() {
                 break;
             }
-            if let Some(completion) = head.completion.take() {
+            let completion = head.completion.take();
+            if let Some((step, bounce)) = head.host.take() {
+                if let Err(e) = step.run(&bounce) {
+                    head.queue
+                        .fault(head.packet, e.to_errno().unsigned_abs(), 0, 0, 0);
+                }
+            }
+            if let Some(completion) = completion {
                 Self::complete(&head.queue, head.packet, &completion);
             }
             stream.fifo.advance();
@@ -422,11 +486,17 @@ impl Scheduler {
             let response = desc.dialect.decode_response(&raw);
             let i = usize::from(response.stream);
             let Some(stream) = state.streams.get_mut(i) else {
-                dev_err!(self.hw.dma_device(), "response on stream {i}, which does not exist\n");
+                dev_err!(
+                    self.hw.dma_device(),
+                    "response on stream {i}, which does not exist\n"
+                );
                 continue;
             };
             let Some(done) = stream.fifo.front_mut().filter(|e| e.cmd.is_some()) else {
-                dev_err!(self.hw.dma_device(), "response on stream {i}, which runs nothing\n");
+                dev_err!(
+                    self.hw.dma_device(),
+                    "response on stream {i}, which runs nothing\n"
+                );
                 continue;
             };
             // Dropped at the end of this turn: the packet's BOs and staging
@@ -434,7 +504,8 @@ impl Scheduler {
             let completion = done.completion.take();
             if response.status != 0 {
                 let (status, pc, warp) = (response.status.into(), response.pc, response.warp);
-                done.queue.fault(done.packet, EIO.to_errno().unsigned_abs(), status, pc, warp);
+                done.queue
+                    .fault(done.packet, EIO.to_errno().unsigned_abs(), status, pc, warp);
             } else if let Some(completion) = &completion {
                 Self::complete(&done.queue, done.packet, completion);
             }
@@ -452,10 +523,19 @@ impl Scheduler {
     /// and the device take, or its marker. True if anything was pushed.
     fn push_staged(&self, state: &mut State, q: usize) -> bool {
         let desc = self.hw.desc();
-        let State { queues, streams, sent, .. } = state;
-        let Some(entry) = queues.get_mut(q) else { return false };
+        let State {
+            queues,
+            streams,
+            sent,
+            ..
+        } = state;
+        let Some(entry) = queues.get_mut(q) else {
+            return false;
+        };
         let i = usize::from(entry.stream);
-        let Some(stream) = streams.get_mut(i) else { return false };
+        let Some(stream) = streams.get_mut(i) else {
+            return false;
+        };
         if entry.queue.state().faulted {
             // The rest of a faulted packet never runs.
             entry.staged = None;
@@ -465,7 +545,16 @@ impl Scheduler {
             if stream.fifo.len() >= STREAM_ENTRIES {
                 break;
             }
-            let cmd = staged.commands.get(staged.next).copied();
+            let step = staged.commands.get(staged.next).cloned();
+            let (mut cmd, mut host) = (None, None);
+            match step {
+                Some(Step::Host(work, bounce)) => {
+                    host = Some((work, bounce));
+                    staged.next += 1;
+                }
+                Some(Step::Device(c)) => cmd = Some(c),
+                None => {}
+            }
             if let Some(cmd) = cmd {
                 if stream.sent >= desc.stream_depth.into() || *sent >= MAX_IN_FLIGHT {
                     break;
@@ -475,7 +564,9 @@ impl Scheduler {
                     Err(_) => {
                         // Translation checked it could be said; if not, the
                         // packet cannot run here.
-                        entry.queue.fault(staged.packet, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
+                        entry
+                            .queue
+                            .fault(staged.packet, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
                         entry.staged = None;
                         break;
                     }
@@ -491,13 +582,23 @@ impl Scheduler {
             // The packet is all in the device (or a marker): what completing
             // it does goes with its last entry.
             let last = staged.next >= staged.commands.len();
-            let completion = if last { entry.staged.take().map(|s| s.completion) } else { None };
+            let completion = if last {
+                entry.staged.take().map(|s| s.completion)
+            } else {
+                None
+            };
             if stream.fifo.is_empty() {
                 stream.head_since = Instant::now();
             }
             // Room for STREAM_ENTRIES was reserved and checked above: this
             // cannot fail.
-            let _ = stream.fifo.push(InFlight { cmd, queue: entry.queue.clone(), packet, completion });
+            let _ = stream.fifo.push(InFlight {
+                cmd,
+                host,
+                queue: entry.queue.clone(),
+                packet,
+                completion,
+            });
             pushed = true;
         }
         if pushed {
@@ -512,10 +613,14 @@ impl Scheduler {
         let n = state.queues.len();
         for turn in 0..n {
             let i = (state.cursor + turn) % n;
-            let Some(entry) = state.queues.get_mut(i) else { break };
+            let Some(entry) = state.queues.get_mut(i) else {
+                break;
+            };
             if entry.staged.is_none() {
                 let queue = entry.queue.clone();
-                let Some(index) = queue.pending() else { continue };
+                let Some(index) = queue.pending() else {
+                    continue;
+                };
                 match self.translate(&queue, index) {
                     Ok(Translated::Run(staged)) => {
                         queue.mark_submitted(index);
@@ -543,7 +648,11 @@ impl Scheduler {
     }
 
     fn translator<'a>(&'a self, queue: &'a Queue) -> Translator<'a> {
-        Translator { objects: queue.objects(), hw: self.hw.desc(), staging: &self.staging }
+        Translator {
+            objects: queue.objects(),
+            hw: self.hw.desc(),
+            staging: &self.staging,
+        }
     }
 
     /// Translates packet `index` of `queue`. A WAIT_SEMAPHORE sets
@@ -551,13 +660,22 @@ impl Scheduler {
     fn translate(&self, queue: &Queue, index: u64) -> Result<Translated> {
         let packet = queue.packet(index)?;
         self.mark_if_wait(&packet);
-        translate::translate(&self.translator(queue), index, &packet, queue.skipping(index))
+        translate::translate(
+            &self.translator(queue),
+            index,
+            &packet,
+            queue.skipping(index),
+        )
     }
 
     /// What a queue's next packet lets the scheduler do.
     fn head(&self, queue: &Queue) -> Head {
-        let Some(index) = queue.pending() else { return Head::Empty };
-        let Ok(packet) = queue.packet(index) else { return Head::Runnable };
+        let Some(index) = queue.pending() else {
+            return Head::Empty;
+        };
+        let Ok(packet) = queue.packet(index) else {
+            return Head::Runnable;
+        };
         self.mark_if_wait(&packet);
         if translate::blocks(&self.translator(queue), &packet, queue.skipping(index)) {
             Head::Waiting

@@ -102,34 +102,44 @@ impl Staging {
     }
 }
 
-/// A taken slot; given back when dropped.
+/// A taken slot (one page); given back when dropped.
 pub(crate) struct Slot {
     staging: Arc<Staging>,
     index: usize,
 }
 
 impl Slot {
-    /// Copies `block` (at most a page) into the slot and hands it to the
-    /// device. Returns its DMA address.
-    pub(crate) fn fill(&mut self, block: &[u8]) -> Result<u32> {
-        if block.len() > PAGE_SIZE {
-            return Err(EINVAL);
-        }
-        let offset = (self.index * PAGE_SIZE) as u64;
-        let mut pages = self.staging.pages.lock();
-        pages.mem.write(offset, block)?;
-        pages
-            .mem
-            .sync(offset, block.len() as u64, Handover::ToDevice)?;
-        Ok(self.staging.dma[self.index])
-    }
-}
-
-impl Slot {
-    /// The slot's DMA address, for the device to write and read back (a
-    /// bounce: the CPU never looks at it).
+    /// The slot's DMA address.
     pub(crate) fn dma_address(&self) -> u32 {
         self.staging.dma[self.index]
+    }
+
+    /// The slot's byte range in the staging pages, for `len` bytes at `at`.
+    fn range(&self, at: usize, len: usize) -> Result<u64> {
+        if at.checked_add(len).is_none_or(|end| end > PAGE_SIZE) || len == 0 {
+            return Err(EINVAL);
+        }
+        Ok((self.index * PAGE_SIZE + at) as u64)
+    }
+
+    /// Copies `bytes` into the slot at `at` and hands them to the device.
+    pub(crate) fn write(&self, at: usize, bytes: &[u8]) -> Result {
+        let offset = self.range(at, bytes.len())?;
+        let pages = self.staging.pages.lock();
+        pages.mem.write(offset, bytes)?;
+        pages
+            .mem
+            .sync(offset, bytes.len() as u64, Handover::ToDevice)
+    }
+
+    /// Takes back what the device wrote at `at` and copies it into `bytes`.
+    pub(crate) fn read(&self, at: usize, bytes: &mut [u8]) -> Result {
+        let offset = self.range(at, bytes.len())?;
+        let pages = self.staging.pages.lock();
+        pages
+            .mem
+            .sync(offset, bytes.len() as u64, Handover::ToCpu)?;
+        pages.mem.read(offset, bytes)
     }
 }
 

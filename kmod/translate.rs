@@ -17,9 +17,12 @@
 //! What the device lacks ([`HwDesc::caps`]) is made up here, so every
 //! device takes the same packets: a fill without MEM SET copies a pattern
 //! page from host memory, a VRAM-to-VRAM copy without COPY_D2D bounces
-//! through a host page. Two things are refused instead, with EOPNOTSUPP:
-//! counter reads on a device without counters, and ranges that are not
-//! whole 4-byte words on a device without sub-word accesses.
+//! through a host page, and on a device that only moves whole 4-byte words
+//! (gluon-sim) the bytes around a range's ends are read, modified and
+//! written back through a host page: the device moves whole words, and the
+//! scheduler moves the bytes between them on the CPU ([`HostStep`]), in
+//! stream order. Refused instead, with EOPNOTSUPP: counter reads on a
+//! device without counters.
 //!
 //! Translation runs under the scheduler's lock: it reads and checks, and
 //! syncs memory for DMA, but never pins or maps memory. Launch blocks,
@@ -44,8 +47,8 @@ use crate::{
     semaphore::WaitState,
     sg_table::Handover,
     staging::{
-        Staging,
         Slot, //
+        Staging,
     },
     uapi::{
         self,
@@ -83,13 +86,18 @@ pub(crate) struct Completion {
     written: KVec<(Arc<Bo>, u64, u64)>,
     /// A staging page (launch block, fill pattern or bounce), the device's
     /// until the packet completes.
-    staging: Option<Slot>,
+    staging: Option<Arc<Slot>>,
     pub(crate) update: Option<SemUpdate>,
 }
 
 impl Completion {
     fn new() -> Self {
-        Self { bos: KVec::new(), written: KVec::new(), staging: None, update: None }
+        Self {
+            bos: KVec::new(),
+            written: KVec::new(),
+            staging: None,
+            update: None,
+        }
     }
 
     /// The device finished the packet: what it wrote goes back to the CPU.
@@ -101,11 +109,100 @@ impl Completion {
     }
 }
 
-/// One packet's commands, some perhaps not yet in the device; none for a
+/// One step of a packet.
+#[derive(Clone)]
+pub(crate) enum Step {
+    /// A command for the device.
+    Device(Command),
+    /// Work the scheduler does on the CPU once everything before it on the
+    /// stream has completed, on the packet's staging page.
+    Host(HostStep, Arc<Slot>),
+}
+
+/// CPU work between a device's whole-word moves, on a staging page (the
+/// bounce).
+#[derive(Clone)]
+pub(crate) enum HostStep {
+    /// `len` bytes of host BO `bo` at `offset` into the bounce at `at`.
+    HostToBounce {
+        bo: Arc<Bo>,
+        offset: u64,
+        at: usize,
+        len: usize,
+    },
+    /// `len` bytes of the bounce at `at` into host BO `bo` at `offset`.
+    BounceToHost {
+        at: usize,
+        bo: Arc<Bo>,
+        offset: u64,
+        len: usize,
+    },
+    /// `len` bytes within the bounce, from `from` to `to`.
+    Move { from: usize, to: usize, len: usize },
+    /// `len` bytes of a fill into the bounce at `at`: the byte for VRAM
+    /// address `x` is byte `x % 4` of the little-endian `pattern`; `addr`
+    /// is the address of the first.
+    Pattern {
+        at: usize,
+        len: usize,
+        pattern: u32,
+        addr: u32,
+    },
+}
+
+impl HostStep {
+    /// Does the step, on `bounce`.
+    pub(crate) fn run(&self, bounce: &Slot) -> Result {
+        match self {
+            Self::HostToBounce {
+                bo,
+                offset,
+                at,
+                len,
+            } => {
+                let mut bytes = KVec::from_elem(0u8, *len, GFP_KERNEL)?;
+                bo.read_host(*offset, &mut bytes)?;
+                bounce.write(*at, &bytes)
+            }
+            Self::BounceToHost {
+                at,
+                bo,
+                offset,
+                len,
+            } => {
+                let mut bytes = KVec::from_elem(0u8, *len, GFP_KERNEL)?;
+                bounce.read(*at, &mut bytes)?;
+                bo.write_host(*offset, &bytes)?;
+                // A later copy from it reads what the CPU wrote.
+                bo.sync(*offset, *len as u64, Handover::ToDevice)
+            }
+            Self::Move { from, to, len } => {
+                let mut bytes = KVec::from_elem(0u8, *len, GFP_KERNEL)?;
+                bounce.read(*from, &mut bytes)?;
+                bounce.write(*to, &bytes)
+            }
+            Self::Pattern {
+                at,
+                len,
+                pattern,
+                addr,
+            } => {
+                let le = pattern.to_le_bytes();
+                let mut bytes = KVec::with_capacity(*len, GFP_KERNEL)?;
+                for x in *addr as usize..*addr as usize + len {
+                    bytes.push(le[x % 4], GFP_KERNEL)?;
+                }
+                bounce.write(*at, &bytes)
+            }
+        }
+    }
+}
+
+/// One packet's steps, some perhaps not yet in the device; none for a
 /// packet that only marks a point in its stream.
 pub(crate) struct Staged {
     pub(crate) packet: u64,
-    pub(crate) commands: KVec<Command>,
+    pub(crate) commands: KVec<Step>,
     /// The first command not yet pushed.
     pub(crate) next: usize,
     /// Goes with the packet's last command.
@@ -114,7 +211,13 @@ pub(crate) struct Staged {
 
 impl Staged {
     fn push(&mut self, command: Command) -> Result {
-        Ok(self.commands.push(command, GFP_KERNEL)?)
+        Ok(self.commands.push(Step::Device(command), GFP_KERNEL)?)
+    }
+
+    fn host(&mut self, step: HostStep, bounce: &Arc<Slot>) -> Result {
+        Ok(self
+            .commands
+            .push(Step::Host(step, bounce.clone()), GFP_KERNEL)?)
     }
 }
 
@@ -148,8 +251,11 @@ impl Translator<'_> {
     }
 
     /// A staging page, or `None` when all are in use.
-    fn slot(&self) -> Option<Slot> {
-        Staging::take(self.staging)
+    fn slot(&self) -> Result<Option<Arc<Slot>>> {
+        match Staging::take(self.staging) {
+            Some(slot) => Ok(Some(Arc::new(slot, GFP_KERNEL)?)),
+            None => Ok(None),
+        }
     }
 }
 
@@ -165,12 +271,21 @@ pub(crate) fn translate(
     let h = packet.header;
     check_header(&h)?;
     let body = &packet.body;
-    let mut out = Staged { packet: index, commands: KVec::new(), next: 0, completion: Completion::new() };
+    let mut out = Staged {
+        packet: index,
+        commands: KVec::new(),
+        next: 0,
+        completion: Completion::new(),
+    };
     if let Some(error) = skipping {
         // Skipped packets run nothing but still complete in order; a
         // skipped signal fails its semaphore then.
         if h.kind == packet_kind::SIGNAL_SEMAPHORE {
-            out.completion.update = Some(SemUpdate::Fail { handle: lo(body[0]), value: body[1], error });
+            out.completion.update = Some(SemUpdate::Fail {
+                handle: lo(body[0]),
+                value: body[1],
+                error,
+            });
         }
         return Ok(Translated::Run(out));
     }
@@ -187,7 +302,9 @@ pub(crate) fn translate(
             Wait::Skip { count, error } => return Ok(Translated::Skip { count, error }),
         },
         packet_kind::SIGNAL_SEMAPHORE => signal(t, body, &mut out).map(|()| true)?,
-        packet_kind::READ_COUNTER | packet_kind::TIMESTAMP => counter(t, h.kind, body, &mut out).map(|()| true)?,
+        packet_kind::READ_COUNTER | packet_kind::TIMESTAMP => {
+            counter(t, h.kind, body, &mut out).map(|()| true)?
+        }
         _ => return Err(EINVAL),
     };
     if !done {
@@ -237,16 +354,23 @@ fn check_header(h: &uapi::PacketHeader) -> Result {
 /// On a device without sub-word accesses, EOPNOTSUPP unless every address
 /// and length in `commands` is a multiple of 4 (gluon-sim aborts on any
 /// other access).
-fn check_words(t: &Translator<'_>, commands: &[Command]) -> Result {
+fn check_words(t: &Translator<'_>, commands: &[Step]) -> Result {
     if t.has(caps::SUBWORD) {
         return Ok(());
     }
     let whole = |values: &[u64]| values.iter().all(|v| v % 4 == 0);
-    let ok = commands.iter().all(|c| match *c {
-        Command::Copy { src, dst, len, .. } => whole(&[src, dst, len.into()]),
-        Command::Set { dst, len, .. } => whole(&[dst.into(), len.into()]),
-        Command::Kernel { host_addr, size, gpu_addr } => whole(&[host_addr, size.into(), gpu_addr.into()]),
-        Command::ReadCounter { .. } | Command::Fence | Command::Wait { .. } => true,
+    let ok = commands.iter().all(|step| match *step {
+        Step::Host(..) => true,
+        Step::Device(ref c) => match *c {
+            Command::Copy { src, dst, len, .. } => whole(&[src, dst, len.into()]),
+            Command::Set { dst, len, .. } => whole(&[dst.into(), len.into()]),
+            Command::Kernel {
+                host_addr,
+                size,
+                gpu_addr,
+            } => whole(&[host_addr, size.into(), gpu_addr.into()]),
+            Command::ReadCounter { .. } | Command::Fence | Command::Wait { .. } => true,
+        },
     });
     if ok {
         Ok(())
@@ -287,9 +411,15 @@ fn single_dma_address(bo: &Bo, offset: u64, size: u64) -> Result<u32> {
     u32::try_from(found.ok_or(EINVAL)?).map_err(|_| EINVAL)
 }
 
+/// Bytes of a staging page a fill's pattern copies read; the words after
+/// them are scratch for the fill's edges.
+const PATTERN_BYTES: usize = PAGE_SIZE - 16;
+
 /// FILL: a VRAM BO with a 1, 2 or 4 byte pattern. MEM SET where the device
-/// has it; else copies from a host page full of the pattern. False if that
-/// page is not to be had now.
+/// has it; else copies from a host page full of the pattern. On a device
+/// without sub-word accesses, a range's partial words at either end are
+/// read, filled on the CPU and written back. False if the staging page this
+/// needs is not to be had now.
 fn fill(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool> {
     let (dst, pattern_size, offset, size) = (lo(body[0]), hi(body[0]), body[1], body[2]);
     let (pattern, pad) = (lo(body[3]), hi(body[3]));
@@ -308,32 +438,133 @@ fn fill(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool> {
     if offset % u64::from(pattern_size) != 0 || size % u64::from(pattern_size) != 0 {
         return Err(EINVAL);
     }
-    if t.has(caps::SET) {
-        split(size, MAX_COMMAND_BYTES, |done, len| {
-            out.push(Command::Set { dst: vram_addr(&bo, offset + done)?, value: pattern, len })
-        })?;
+    let start = vram_addr(&bo, offset)?;
+    let end = vram_addr(&bo, offset + size - 1)? + 1;
+    // The whole words in the range, and its partial words at either end.
+    let (whole, edges) = if t.has(caps::SUBWORD) {
+        ((start, end), Edges::default())
     } else {
-        let Some(mut slot) = t.slot() else { return Ok(false) };
-        let mut page = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
-        for word in page.chunks_exact_mut(4) {
-            word.copy_from_slice(&pattern.to_le_bytes());
+        words(start, end)
+    };
+    let (whole_start, whole_end) = whole;
+    let need_page = !edges.is_empty() || (!t.has(caps::SET) && whole_start < whole_end);
+    let slot = if need_page {
+        let Some(slot) = t.slot()? else {
+            return Ok(false);
+        };
+        Some(slot)
+    } else {
+        None
+    };
+    if whole_start < whole_end {
+        let len = u64::from(whole_end - whole_start);
+        match &slot {
+            Some(slot) if !t.has(caps::SET) => {
+                let mut page = KVec::from_elem(0u8, PATTERN_BYTES, GFP_KERNEL)?;
+                for word in page.chunks_exact_mut(4) {
+                    word.copy_from_slice(&pattern.to_le_bytes());
+                }
+                slot.write(0, &page)?;
+                let src = u64::from(slot.dma_address());
+                // The page is whole words: every copy starts in phase.
+                split(len, PATTERN_BYTES as u64, |done, n| {
+                    let dst = u64::from(whole_start) + done;
+                    out.push(Command::Copy {
+                        src,
+                        dst,
+                        len: n,
+                        dir: CopyDir::HostToDevice,
+                    })
+                })?;
+            }
+            _ => split(len, MAX_COMMAND_BYTES, |done, n| {
+                out.push(Command::Set {
+                    dst: whole_start + done as u32,
+                    value: pattern,
+                    len: n,
+                })
+            })?,
         }
-        let src = u64::from(slot.fill(&page)?);
-        // A page is a multiple of 4 bytes: every copy starts in phase.
-        split(size, PAGE_SIZE as u64, |done, len| {
-            let dst = vram_addr(&bo, offset + done)?.into();
-            out.push(Command::Copy { src, dst, len, dir: CopyDir::HostToDevice })
-        })?;
-        out.completion.staging = Some(slot);
     }
+    if let Some(slot) = &slot {
+        for (k, &(word, from, to)) in edges.iter().enumerate() {
+            let at = PATTERN_BYTES + 4 * k;
+            let bounce = u64::from(slot.dma_address()) + at as u64;
+            out.push(Command::Copy {
+                src: word.into(),
+                dst: bounce,
+                len: 4,
+                dir: CopyDir::DeviceToHost,
+            })?;
+            let step = HostStep::Pattern {
+                at: at + (from - word) as usize,
+                len: (to - from) as usize,
+                pattern,
+                addr: from,
+            };
+            out.host(step, slot)?;
+            out.push(Command::Copy {
+                src: bounce,
+                dst: word.into(),
+                len: 4,
+                dir: CopyDir::HostToDevice,
+            })?;
+        }
+    }
+    out.completion.staging = slot;
     out.completion.bos.push(bo, GFP_KERNEL)?;
     Ok(true)
 }
 
+/// A range's partial words: `(word address, first byte, end)` each.
+#[derive(Default)]
+struct Edges {
+    words: [(u32, u32, u32); 2],
+    count: usize,
+}
+
+impl Edges {
+    fn push(&mut self, word: u32, from: u32, to: u32) {
+        if let Some(slot) = self.words.get_mut(self.count) {
+            *slot = (word, from, to);
+            self.count += 1;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(u32, u32, u32)> {
+        self.words.iter().take(self.count)
+    }
+}
+
+/// Splits VRAM range `[start, end)` into its whole 4-byte words and the
+/// partial words at its ends.
+fn words(start: u32, end: u32) -> ((u32, u32), Edges) {
+    let (first, last) = (start & !3, (end - 1) & !3);
+    let mut edges = Edges::default();
+    if first == last && (start % 4 != 0 || end % 4 != 0) {
+        edges.push(first, start, end);
+        return ((start, start), edges);
+    }
+    let (whole_start, whole_end) = (start.next_multiple_of(4), end & !3);
+    if start % 4 != 0 {
+        edges.push(first, start, whole_start);
+    }
+    if end % 4 != 0 {
+        edges.push(last, whole_end, end);
+    }
+    ((whole_start, whole_end.max(whole_start)), edges)
+}
+
 /// COPY: between two VRAM BOs, or a host BO and a VRAM BO in either
 /// direction (Gluon copies to or from VRAM only). VRAM to VRAM bounces
-/// through a host page where the device cannot copy it itself. False if
-/// that page is not to be had now.
+/// through a host page where the device cannot copy it itself, and on a
+/// device without sub-word accesses a copy that is not all whole words
+/// goes through a host page in pieces ([`bounced_copy`]). False if that page
+/// is not to be had now.
 fn copy(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool> {
     let (src, dst, src_off, dst_off, size) = (lo(body[0]), hi(body[0]), body[1], body[2], body[3]);
     zero_from(body, 4)?;
@@ -344,30 +575,158 @@ fn copy(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool> {
         return Err(EINVAL);
     }
     let vram = uapi::placement::VRAM;
-    match (s.placement() == vram, d.placement() == vram) {
-        (true, true) if t.has(caps::COPY_D2D) => split(size, MAX_COMMAND_BYTES, |done, len| {
-            let (src, dst) = (vram_addr(&s, src_off + done)?.into(), vram_addr(&d, dst_off + done)?.into());
-            out.push(Command::Copy { src, dst, len, dir: CopyDir::DeviceToDevice })
-        })?,
-        (true, true) => {
-            let Some(slot) = t.slot() else { return Ok(false) };
-            let bounce = u64::from(slot.dma_address());
-            // Each piece lands in the page and leaves it before the next
-            // comes: the stream runs them in order.
-            split(size, PAGE_SIZE as u64, |done, len| {
-                let (from, to) = (vram_addr(&s, src_off + done)?.into(), vram_addr(&d, dst_off + done)?.into());
-                out.push(Command::Copy { src: from, dst: bounce, len, dir: CopyDir::DeviceToHost })?;
-                out.push(Command::Copy { src: bounce, dst: to, len, dir: CopyDir::HostToDevice })
-            })?;
-            out.completion.staging = Some(slot);
-        }
-        (false, true) => host_copy(out, &s, src_off, &d, dst_off, size, CopyDir::HostToDevice)?,
-        (true, false) => host_copy(out, &d, dst_off, &s, src_off, size, CopyDir::DeviceToHost)?,
-        (false, false) => return Err(EINVAL),
+    let (s_vram, d_vram) = (s.placement() == vram, d.placement() == vram);
+    if !s_vram && !d_vram {
+        return Err(EINVAL);
     }
+    // VRAM BOs start on a 256-byte granule and host BOs on a page, so an
+    // offset's alignment is its address's.
+    let words = src_off % 4 == 0 && dst_off % 4 == 0 && size % 4 == 0;
+    let slot = if !t.has(caps::SUBWORD) && !words {
+        let Some(slot) = t.slot()? else {
+            return Ok(false);
+        };
+        bounced_copy(out, &slot, (&s, src_off), (&d, dst_off), size)?;
+        Some(slot)
+    } else if s_vram && d_vram && !t.has(caps::COPY_D2D) {
+        let Some(slot) = t.slot()? else {
+            return Ok(false);
+        };
+        let bounce = u64::from(slot.dma_address());
+        // Each piece lands in the page and leaves it before the next comes:
+        // the stream runs them in order.
+        split(size, PAGE_SIZE as u64, |done, len| {
+            let (from, to) = (
+                vram_addr(&s, src_off + done)?.into(),
+                vram_addr(&d, dst_off + done)?.into(),
+            );
+            out.push(Command::Copy {
+                src: from,
+                dst: bounce,
+                len,
+                dir: CopyDir::DeviceToHost,
+            })?;
+            out.push(Command::Copy {
+                src: bounce,
+                dst: to,
+                len,
+                dir: CopyDir::HostToDevice,
+            })
+        })?;
+        Some(slot)
+    } else {
+        match (s_vram, d_vram) {
+            (true, true) => split(size, MAX_COMMAND_BYTES, |done, len| {
+                let (src, dst) = (
+                    vram_addr(&s, src_off + done)?.into(),
+                    vram_addr(&d, dst_off + done)?.into(),
+                );
+                out.push(Command::Copy {
+                    src,
+                    dst,
+                    len,
+                    dir: CopyDir::DeviceToDevice,
+                })
+            })?,
+            (false, _) => host_copy(out, &s, src_off, &d, dst_off, size, CopyDir::HostToDevice)?,
+            (_, false) => host_copy(out, &d, dst_off, &s, src_off, size, CopyDir::DeviceToHost)?,
+        }
+        None
+    };
+    out.completion.staging = slot;
     out.completion.bos.push(s, GFP_KERNEL)?;
     out.completion.bos.push(d, GFP_KERNEL)?;
     Ok(true)
+}
+
+/// Bytes a sub-word copy moves per piece: a piece's whole words, one more
+/// at each end, fit in half a page.
+const BOUNCE_PIECE: u64 = (PAGE_SIZE / 2 - 8) as u64;
+
+/// A copy of `size` bytes from `src` to `dst` (a BO and an offset each) on
+/// a device that moves only whole words, through page `bounce` in pieces:
+/// the device moves the whole words around a piece's VRAM side into the
+/// page (the source's, and the destination's where its ends are partial
+/// words), the CPU moves the piece's bytes (from a host source, to a host
+/// destination, or from the source's words to the destination's), and the
+/// device writes the destination's words back.
+fn bounced_copy(
+    out: &mut Staged,
+    bounce: &Arc<Slot>,
+    src: (&Arc<Bo>, u64),
+    dst: (&Arc<Bo>, u64),
+    size: u64,
+) -> Result {
+    let vram = uapi::placement::VRAM;
+    let ((s, src_off), (d, dst_off)) = (src, dst);
+    let page = u64::from(bounce.dma_address());
+    // The destination's words go to the second half.
+    let half = PAGE_SIZE / 2;
+    split(size, BOUNCE_PIECE, |done, len| {
+        let n = len as usize;
+        // Where the piece's bytes are in the page, once the device moved
+        // the source's words there (or `None`: the CPU reads the host BO).
+        let from = if s.placement() == vram {
+            let addr = vram_addr(s, src_off + done)?;
+            let word = addr & !3;
+            let words = (addr + len).next_multiple_of(4) - word;
+            out.push(Command::Copy {
+                src: word.into(),
+                dst: page,
+                len: words,
+                dir: CopyDir::DeviceToHost,
+            })?;
+            Some((addr - word) as usize)
+        } else {
+            None
+        };
+        if d.placement() == vram {
+            let addr = vram_addr(d, dst_off + done)?;
+            let word = addr & !3;
+            let words = (addr + len).next_multiple_of(4) - word;
+            let at = half + (addr - word) as usize;
+            let dst_page = page + half as u64;
+            if addr % 4 != 0 || (addr + len) % 4 != 0 {
+                out.push(Command::Copy {
+                    src: word.into(),
+                    dst: dst_page,
+                    len: words,
+                    dir: CopyDir::DeviceToHost,
+                })?;
+            }
+            let step = match from {
+                Some(from) => HostStep::Move {
+                    from,
+                    to: at,
+                    len: n,
+                },
+                None => HostStep::HostToBounce {
+                    bo: s.clone(),
+                    offset: src_off + done,
+                    at,
+                    len: n,
+                },
+            };
+            out.host(step, bounce)?;
+            out.push(Command::Copy {
+                src: dst_page,
+                dst: word.into(),
+                len: words,
+                dir: CopyDir::HostToDevice,
+            })
+        } else {
+            let at = from.ok_or(EINVAL)?;
+            out.host(
+                HostStep::BounceToHost {
+                    at,
+                    bo: d.clone(),
+                    offset: dst_off + done,
+                    len: n,
+                },
+                bounce,
+            )
+        }
+    })
 }
 
 /// COPY commands between host BO `host` and VRAM BO `vram` (direction
@@ -386,14 +745,20 @@ fn host_copy(
     if dir == CopyDir::HostToDevice {
         host.sync(host_off, size, Handover::ToDevice)?;
     } else {
-        out.completion.written.push((host.clone(), host_off, size), GFP_KERNEL)?;
+        out.completion
+            .written
+            .push((host.clone(), host_off, size), GFP_KERNEL)?;
     }
     let mut at = 0;
     host.host_pieces(host_off, size, &mut |dma, piece| {
         split(piece, MAX_COMMAND_BYTES, |done, len| {
             let host_addr = dma + done;
             let dev = vram_addr(vram, vram_off + at + done)?.into();
-            let (src, dst) = if dir == CopyDir::HostToDevice { (host_addr, dev) } else { (dev, host_addr) };
+            let (src, dst) = if dir == CopyDir::HostToDevice {
+                (host_addr, dev)
+            } else {
+                (dev, host_addr)
+            };
             out.push(Command::Copy { src, dst, len, dir })
         })?;
         at += piece;
@@ -434,15 +799,36 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
     if size < old_block::HEAD || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
         return Err(EINVAL);
     }
-    let Some(mut slot) = t.slot() else { return Ok(false) };
+    let Some(slot) = t.slot()? else {
+        return Ok(false);
+    };
     let mut old = KVec::from_elem(0u8, size, GFP_KERNEL)?;
     bo.read_host(offset, &mut old)?;
-    let word = |at: usize| -> Result<u32> { Ok(u32::from_le_bytes(old.get(at..at + 4).ok_or(EINVAL)?.try_into().map_err(|_| EINVAL)?)) };
-    let half = |at: usize| -> Result<u32> { Ok(u16::from_le_bytes(old.get(at..at + 2).ok_or(EINVAL)?.try_into().map_err(|_| EINVAL)?).into()) };
+    let word = |at: usize| -> Result<u32> {
+        Ok(u32::from_le_bytes(
+            old.get(at..at + 4)
+                .ok_or(EINVAL)?
+                .try_into()
+                .map_err(|_| EINVAL)?,
+        ))
+    };
+    let half = |at: usize| -> Result<u32> {
+        Ok(u16::from_le_bytes(
+            old.get(at..at + 2)
+                .ok_or(EINVAL)?
+                .try_into()
+                .map_err(|_| EINVAL)?,
+        )
+        .into())
+    };
     let (binary_size, params_size) = (word(old_block::BINARY_SIZE)?, word(old_block::PARAMS_SIZE)?);
     let binary = old_block::HEAD;
-    let params = binary.checked_add(usize::try_from(binary_size)?).ok_or(EINVAL)?;
-    let ring = params.checked_add(usize::try_from(params_size)?).ok_or(EINVAL)?;
+    let params = binary
+        .checked_add(usize::try_from(binary_size)?)
+        .ok_or(EINVAL)?;
+    let ring = params
+        .checked_add(usize::try_from(params_size)?)
+        .ok_or(EINVAL)?;
     let tail = old.get(ring..).ok_or(EINVAL)?;
     let printf_addr = if printf == 0 {
         if printf_offset != 0 || printf_size != 0 {
@@ -460,7 +846,9 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
         // The device writes only the text it has: the bytes after it must
         // reach the CPU as they were, so they go to the device first.
         out_bo.sync(printf_offset, printf_size, Handover::ToDevice)?;
-        out.completion.written.push((out_bo.clone(), printf_offset, printf_size), GFP_KERNEL)?;
+        out.completion
+            .written
+            .push((out_bo.clone(), printf_offset, printf_size), GFP_KERNEL)?;
         out.completion.bos.push(out_bo, GFP_KERNEL)?;
         addr
     };
@@ -470,8 +858,16 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
         kernel_pc: entry_pc,
         params_size,
         binary_size,
-        grid: [half(old_block::GRID)?, half(old_block::GRID + 2)?, half(old_block::GRID + 4)?],
-        block: [half(old_block::BLOCK)?, half(old_block::BLOCK + 2)?, half(old_block::BLOCK + 4)?],
+        grid: [
+            half(old_block::GRID)?,
+            half(old_block::GRID + 2)?,
+            half(old_block::GRID + 4)?,
+        ],
+        block: [
+            half(old_block::BLOCK)?,
+            half(old_block::BLOCK + 2)?,
+            half(old_block::BLOCK + 4)?,
+        ],
         printf_host_addr: printf_addr,
         regs_per_thread: *old.get(old_block::REGS).ok_or(EINVAL)?,
         shmem_per_block: word(old_block::SHMEM)?,
@@ -487,7 +883,9 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
         return Err(EINVAL);
     }
     let mut new = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-    dialect.encode_launch(&header, &mut new).map_err(|_| EINVAL)?;
+    dialect
+        .encode_launch(&header, &mut new)
+        .map_err(|_| EINVAL)?;
     let parts: [&[u8]; 3] = [
         old.get(params..ring).ok_or(EINVAL)?,
         old.get(binary..params).ok_or(EINVAL)?,
@@ -495,11 +893,18 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
     ];
     let mut at = head;
     for part in parts {
-        new.get_mut(at..at + part.len()).ok_or(EINVAL)?.copy_from_slice(part);
+        new.get_mut(at..at + part.len())
+            .ok_or(EINVAL)?
+            .copy_from_slice(part);
         at += part.len();
     }
-    let host_addr = slot.fill(&new)?.into();
-    out.push(Command::Kernel { host_addr, size: len as u32, gpu_addr: LAUNCH_SLOT })?;
+    slot.write(0, &new)?;
+    let host_addr = slot.dma_address().into();
+    out.push(Command::Kernel {
+        host_addr,
+        size: len as u32,
+        gpu_addr: LAUNCH_SLOT,
+    })?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
     out.completion.staging = Some(slot);
     Ok(true)
@@ -567,10 +972,12 @@ fn counter(t: &Translator<'_>, kind: u8, body: &[u64; 7], out: &mut Staged) -> R
     };
     let bo = t.objects.bo(dst)?;
     bo.check_range(offset, 8)?;
+    let dst = vram_addr(&bo, offset)?;
+    // A valid packet this device cannot run.
     if !t.has(caps::COUNTERS) {
         return Err(EOPNOTSUPP);
     }
-    out.push(Command::ReadCounter { counter, dst: vram_addr(&bo, offset)? })?;
+    out.push(Command::ReadCounter { counter, dst })?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
     Ok(())
 }

@@ -112,7 +112,8 @@ const DEPTH: u8 = 16;
 /// What it implements in gluon-sim mode, and otherwise (with the
 /// dialect-specific FENCE or WAIT added).
 const GLUON_SIM_CAPS: u64 = caps::VRAM_MAPPABLE;
-const FULL_CAPS: u64 = caps::SET | caps::COPY_D2D | caps::COUNTERS | caps::SUBWORD | caps::VRAM_MAPPABLE;
+const FULL_CAPS: u64 =
+    caps::SET | caps::COPY_D2D | caps::COUNTERS | caps::SUBWORD | caps::VRAM_MAPPABLE;
 
 /// The FIFOs between the driver and the command processor.
 struct Fifos {
@@ -168,13 +169,22 @@ impl Emu {
     /// Creates emulated device `index` with `vram_size` bytes of VRAM (a
     /// multiple of the page size), speaking `dialect`; with `gluon_sim`, it
     /// implements only what gluon-sim e554ff7 does.
-    pub(crate) fn new(index: u32, vram_size: u64, dialect: &'static dyn Dialect, gluon_sim: bool) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        index: u32,
+        vram_size: u64,
+        dialect: &'static dyn Dialect,
+        gluon_sim: bool,
+    ) -> Result<Arc<Self>> {
         let dialect_caps = match dialect.id() {
             uapi::dialect::GLUON_SIM_16 => caps::FENCE,
             uapi::dialect::GLUON_24 => caps::WAIT,
             _ => 0,
         };
-        let caps = if gluon_sim { GLUON_SIM_CAPS } else { FULL_CAPS | dialect_caps };
+        let caps = if gluon_sim {
+            GLUON_SIM_CAPS
+        } else {
+            FULL_CAPS | dialect_caps
+        };
         let name = CString::try_from_fmt(fmt!("radiance-emu{index}"))?;
         let faux = faux::Registration::new(&name, None)?;
         set_dma_mask_32(device_of(&faux))?;
@@ -309,7 +319,8 @@ impl HostMap {
     fn new(addr: u64, len: u32) -> Result<Self, Fault> {
         // SAFETY: `memremap` accepts any range and fails cleanly for one
         // that is not RAM; a mapping is valid until `memunmap`.
-        let ptr = unsafe { bindings::memremap(addr, len as usize, bindings::MEMREMAP_WB as c_ulong) };
+        let ptr =
+            unsafe { bindings::memremap(addr, len as usize, bindings::MEMREMAP_WB as c_ulong) };
         if ptr.is_null() {
             return Err(Fault(err::DMA, 0, 0));
         }
@@ -453,11 +464,18 @@ impl Engine {
         let vram = |a: u64| u32::try_from(a).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0));
         match cmd {
             Command::Fence => self.require(caps::FENCE),
-            Command::Wait { stream: waited, count } => {
+            Command::Wait {
+                stream: waited,
+                count,
+            } => {
                 self.require(caps::WAIT)?;
                 // Commands run one at a time, in the order they came: what
                 // a WAIT can name has completed, or never will.
-                let done = *self.completed.lock().get(waited as usize).ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
+                let done = *self.completed.lock().get(waited as usize).ok_or(Fault(
+                    err::BAD_COMMAND,
+                    0,
+                    0,
+                ))?;
                 if count.wrapping_sub(done) as i32 > 0 {
                     return Err(Fault(err::BAD_COMMAND, 0, 0));
                 }
@@ -476,8 +494,11 @@ impl Engine {
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(chunk.len() as u32);
-                    let chunk = chunk.get(..n as usize).ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
-                    self.write_vram(u64::from(dst) + u64::from(done), chunk).map_err(bad_address)?;
+                    let chunk = chunk
+                        .get(..n as usize)
+                        .ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
+                    self.write_vram(u64::from(dst) + u64::from(done), chunk)
+                        .map_err(bad_address)?;
                     done += n;
                 }
                 Ok(())
@@ -487,29 +508,38 @@ impl Engine {
                 match dir {
                     CopyDir::HostToDevice => {
                         let host = HostMap::new(src, len)?;
-                        self.host_to_vram(&host, vram(dst)?.into()).map_err(bad_address)
+                        self.host_to_vram(&host, vram(dst)?.into())
+                            .map_err(bad_address)
                     }
                     CopyDir::DeviceToHost => {
                         let host = HostMap::new(dst, len)?;
-                        self.vram_to_host(vram(src)?.into(), &host, 0, len as usize).map_err(bad_address)
+                        self.vram_to_host(vram(src)?.into(), &host, 0, len as usize)
+                            .map_err(bad_address)
                     }
                     CopyDir::DeviceToDevice => {
                         self.require(caps::COPY_D2D)?;
                         let (src, dst) = (vram(src)?, vram(dst)?);
-                        let mut buf = KVec::<u8>::from_elem(0, PAGE_SIZE, GFP_KERNEL).map_err(|_| Fault(err::DMA, 0, 0))?;
+                        let mut buf = KVec::<u8>::from_elem(0, PAGE_SIZE, GFP_KERNEL)
+                            .map_err(|_| Fault(err::DMA, 0, 0))?;
                         let mut done = 0u32;
                         while done < len {
                             let n = (len - done).min(PAGE_SIZE as u32);
                             let buf = buf.get_mut(..n as usize).ok_or(Fault(err::DMA, 0, 0))?;
-                            self.read_vram(u64::from(src) + u64::from(done), buf).map_err(bad_address)?;
-                            self.write_vram(u64::from(dst) + u64::from(done), buf).map_err(bad_address)?;
+                            self.read_vram(u64::from(src) + u64::from(done), buf)
+                                .map_err(bad_address)?;
+                            self.write_vram(u64::from(dst) + u64::from(done), buf)
+                                .map_err(bad_address)?;
                             done += n;
                         }
                         Ok(())
                     }
                 }
             }
-            Command::Kernel { host_addr, size, gpu_addr } => {
+            Command::Kernel {
+                host_addr,
+                size,
+                gpu_addr,
+            } => {
                 self.aligned(&[host_addr, size.into(), gpu_addr.into()])?;
                 self.launch(host_addr, size, gpu_addr)
             }
@@ -525,7 +555,8 @@ impl Engine {
                 if dst % 8 != 0 {
                     return Err(Fault(err::BAD_ADDRESS, 0, 0));
                 }
-                self.write_vram(dst.into(), &value.to_le_bytes()).map_err(bad_address)
+                self.write_vram(dst.into(), &value.to_le_bytes())
+                    .map_err(bad_address)
             }
         }
     }
@@ -538,19 +569,28 @@ impl Engine {
             return Err(Fault(err::BAD_LAUNCH, 0, 0));
         }
         let host = HostMap::new(host_addr, size)?;
-        self.host_to_vram(&host, gpu_addr.into()).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
+        self.host_to_vram(&host, gpu_addr.into())
+            .map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
         drop(host);
         // From here on the device reads its VRAM copy, as hardware does.
         let mut header = [0u8; gluon::LAUNCH_HEADER_SIZE];
-        let header = header.get_mut(..head as usize).ok_or(Fault(err::BAD_LAUNCH, 0, 0))?;
-        self.read_vram(gpu_addr.into(), header).map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))?;
-        let block = self.dialect.decode_launch(header).map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))?;
+        let header = header
+            .get_mut(..head as usize)
+            .ok_or(Fault(err::BAD_LAUNCH, 0, 0))?;
+        self.read_vram(gpu_addr.into(), header)
+            .map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))?;
+        let block = self
+            .dialect
+            .decode_launch(header)
+            .map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))?;
         let entry_pc = match block.start_pc {
             // The start code calls the kernel at `kernel_pc`.
             uapi::builtin::START => block.kernel_pc,
             pc => pc,
         };
-        let threads = Iterator::chain(block.grid.iter(), block.block.iter()).map(|&d| u64::from(d)).product::<u64>();
+        let threads = Iterator::chain(block.grid.iter(), block.block.iter())
+            .map(|&d| u64::from(d))
+            .product::<u64>();
         // The params, then the binary, then (our runtime's convention) the
         // printf ring.
         let params = gpu_addr + head;
@@ -566,11 +606,13 @@ impl Engine {
             ring: ring as u32,
             end: gpu_addr + size,
         };
-        self.threads.fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
+        self.threads
+            .fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
         let result = self.run_builtin(&launch);
         // What the kernel printed reaches the host even if it faulted.
         if block.printf_host_addr != 0 {
-            self.drain_printf(&launch, block.printf_host_addr).map_err(|_| Fault(err::DMA, entry_pc, 0))?;
+            self.drain_printf(&launch, block.printf_host_addr)
+                .map_err(|_| Fault(err::DMA, entry_pc, 0))?;
         }
         result
     }
@@ -698,10 +740,15 @@ impl WorkItem for Engine {
                 break;
             }
             let (stream, result) = match this.dialect.decode(frame.as_bytes()) {
-                Ok((stream, _)) if stream >= STREAMS => (stream, Err(Fault(err::BAD_COMMAND, 0, 0))),
+                Ok((stream, _)) if stream >= STREAMS => {
+                    (stream, Err(Fault(err::BAD_COMMAND, 0, 0)))
+                }
                 Ok((stream, cmd)) => (stream, this.execute(stream, cmd)),
                 // Its stream, if the frame is long enough to have one.
-                Err(_) => (frame.as_bytes().first().copied().unwrap_or(0), Err(Fault(err::BAD_COMMAND, 0, 0))),
+                Err(_) => (
+                    frame.as_bytes().first().copied().unwrap_or(0),
+                    Err(Fault(err::BAD_COMMAND, 0, 0)),
+                ),
             };
             this.commands.fetch_add(1, Relaxed);
             if this.abort.load(Acquire) != 0 {
@@ -712,8 +759,16 @@ impl WorkItem for Engine {
                 *done = done.wrapping_add(1);
             }
             let response = match result {
-                Ok(()) => Response { stream, ..Default::default() },
-                Err(Fault(status, pc, warp)) => Response { stream, status, pc, warp },
+                Ok(()) => Response {
+                    stream,
+                    ..Default::default()
+                },
+                Err(Fault(status, pc, warp)) => Response {
+                    stream,
+                    status,
+                    pc,
+                    warp,
+                },
             };
             this.post(response);
         }

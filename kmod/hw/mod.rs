@@ -125,14 +125,43 @@ mod tests {
     #[test]
     fn every_dialect_round_trips_in_the_kernel() {
         let commands = [
-            Command::Kernel { host_addr: 0x1000, size: 64, gpu_addr: 0x100 },
-            Command::Copy { src: 0x2000, dst: 0x1_0000, len: 8, dir: CopyDir::HostToDevice },
-            Command::Copy { src: 0x1_0000, dst: 0x3000, len: 4, dir: CopyDir::DeviceToHost },
-            Command::Copy { src: 0x1_0000, dst: 0x2_0000, len: 4, dir: CopyDir::DeviceToDevice },
-            Command::Set { dst: 0x1_0000, value: 0x0102_0304, len: 12 },
-            Command::ReadCounter { counter: 1, dst: 0x1_0008 },
+            Command::Kernel {
+                host_addr: 0x1000,
+                size: 64,
+                gpu_addr: 0x100,
+            },
+            Command::Copy {
+                src: 0x2000,
+                dst: 0x1_0000,
+                len: 8,
+                dir: CopyDir::HostToDevice,
+            },
+            Command::Copy {
+                src: 0x1_0000,
+                dst: 0x3000,
+                len: 4,
+                dir: CopyDir::DeviceToHost,
+            },
+            Command::Copy {
+                src: 0x1_0000,
+                dst: 0x2_0000,
+                len: 4,
+                dir: CopyDir::DeviceToDevice,
+            },
+            Command::Set {
+                dst: 0x1_0000,
+                value: 0x0102_0304,
+                len: 12,
+            },
+            Command::ReadCounter {
+                counter: 1,
+                dst: 0x1_0008,
+            },
             Command::Fence,
-            Command::Wait { stream: 1, count: 9 },
+            Command::Wait {
+                stream: 1,
+                count: 9,
+            },
         ];
         for d in DIALECTS {
             for cmd in commands {
@@ -144,9 +173,20 @@ mod tests {
                     Err(e) => assert_eq!(e, Error::Unrepresentable),
                 }
             }
-            let r = Response { stream: 3, status: 1, pc: 0xffff_0000, warp: 7 };
+            let r = Response {
+                stream: 3,
+                status: 1,
+                pc: 0xffff_0000,
+                warp: 7,
+            };
             assert_eq!(d.decode_response(&d.encode_response(&r)), r);
-            let l = Launch { start_pc: 1, kernel_pc: 2, grid: [3, 4, 5], block: [6, 7, 8], ..Default::default() };
+            let l = Launch {
+                start_pc: 1,
+                kernel_pc: 2,
+                grid: [3, 4, 5],
+                block: [6, 7, 8],
+                ..Default::default()
+            };
             let mut block = [0u8; 64];
             assert_eq!(d.encode_launch(&l, &mut block), Ok(()));
             assert_eq!(d.decode_launch(&block), Ok(l));

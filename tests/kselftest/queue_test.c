@@ -431,11 +431,19 @@ TEST_F(q, timestamps_and_counters_land_in_vram_in_order)
 	counter(&q, RADIANCE_PACKET_TIMESTAMP, bo, 8, 0);
 	counter(&q, RADIANCE_PACKET_READ_COUNTER, bo, 24, RADIANCE_COUNTER_COMMANDS);
 	queue_publish(&q);
-	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
-	EXPECT_LT(0, v[0]);
-	/* Not strictly: the test kernel's clock may tick in jiffies. */
-	EXPECT_LE(v[0], v[1]) TH_LOG("the clock never goes back");
-	EXPECT_LT(v[2], v[3]) TH_LOG("commands were counted");
+	if (!(radiance_caps(self->fd) & RADIANCE_CAP_COUNTERS)) {
+		/* A device without counters (gluon-sim) cannot run a valid
+		 * counter packet: the queue stops at the first, EOPNOTSUPP. */
+		ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+		EXPECT_EQ(EOPNOTSUPP, q.ctl->error);
+		EXPECT_EQ(0, q.ctl->fault_index);
+	} else {
+		ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+		EXPECT_LT(0, v[0]);
+		/* Not strictly: the test kernel's clock may tick in jiffies. */
+		EXPECT_LE(v[0], v[1]) TH_LOG("the clock never goes back");
+		EXPECT_LT(v[2], v[3]) TH_LOG("commands were counted");
+	}
 	queue_close(&q);
 	/* A counter that does not exist, a TIMESTAMP naming one, a misaligned
 	 * or host destination. */

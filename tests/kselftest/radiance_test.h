@@ -37,6 +37,14 @@ static inline int radiance_ioctl(int fd, unsigned long cmd, void *arg)
 	return ioctl(fd, cmd, arg) ? -errno : 0;
 }
 
+/* What the device behind `fd` implements (RADIANCE_CAP_*), 0 if unknown. */
+static inline uint64_t radiance_caps(int fd)
+{
+	struct radiance_get_info info = { 0 };
+
+	return radiance_ioctl(fd, RADIANCE_IOCTL_GET_INFO, &info) ? 0 : info.caps;
+}
+
 /* A new BO's handle, or -errno; `out` (if given) gets what BO_CREATE said. */
 static inline int radiance_bo_create(int fd, uint32_t placement, uint64_t size, uint32_t flags,
 				     struct radiance_bo_create *out)

@@ -70,7 +70,11 @@ impl Dialect for Gluon24 {
         let mut f = Frame::zeroed(FRAME);
         f.put_u8(0, stream);
         match *cmd {
-            Command::Kernel { host_addr, size, gpu_addr } => {
+            Command::Kernel {
+                host_addr,
+                size,
+                gpu_addr,
+            } => {
                 f.put_u8(1, kind::KERNEL);
                 f.put_u64(2, host_addr);
                 f.put_u32(10, size);
@@ -91,7 +95,10 @@ impl Dialect for Gluon24 {
                 f.put_u64(11, value.into());
                 f.put_u32(19, len);
             }
-            Command::Wait { stream: waited, count } => {
+            Command::Wait {
+                stream: waited,
+                count,
+            } => {
                 f.put_u8(1, kind::WAIT);
                 f.put_u8(2, waited);
                 f.put_u32(3, count);
@@ -112,9 +119,11 @@ impl Dialect for Gluon24 {
         }
         let vram = |at: usize| u32::try_from(u64_at(b, at)?).map_err(|_| Error::Malformed);
         let cmd = match u8_at(b, 1)? {
-            kind::KERNEL => {
-                Command::Kernel { host_addr: u64_at(b, 2)?, size: u32_at(b, 10)?, gpu_addr: u32_at(b, 14)? }
-            }
+            kind::KERNEL => Command::Kernel {
+                host_addr: u64_at(b, 2)?,
+                size: u32_at(b, 10)?,
+                gpu_addr: u32_at(b, 14)?,
+            },
             kind::MEM => match u8_at(b, 2)? {
                 mem::COPY => Command::Copy {
                     src: u64_at(b, 3)?,
@@ -122,11 +131,21 @@ impl Dialect for Gluon24 {
                     len: u32_at(b, 19)?,
                     dir: copy_dir(u8_at(b, 23)?)?,
                 },
-                mem::SET => Command::Set { dst: vram(3)?, value: vram(11)?, len: u32_at(b, 19)? },
+                mem::SET => Command::Set {
+                    dst: vram(3)?,
+                    value: vram(11)?,
+                    len: u32_at(b, 19)?,
+                },
                 _ => return Err(Error::Malformed),
             },
-            kind::CSR => Command::ReadCounter { counter: u32_at(b, 2)?, dst: u32_at(b, 6)? },
-            kind::WAIT => Command::Wait { stream: u8_at(b, 2)?, count: u32_at(b, 3)? },
+            kind::CSR => Command::ReadCounter {
+                counter: u32_at(b, 2)?,
+                dst: u32_at(b, 6)?,
+            },
+            kind::WAIT => Command::Wait {
+                stream: u8_at(b, 2)?,
+                count: u32_at(b, 3)?,
+            },
             _ => return Err(Error::Malformed),
         };
         Ok((u8_at(b, 0)?, cmd))

@@ -64,9 +64,18 @@ pub enum CopyDir {
 pub enum Command {
     /// DMA `size` bytes of launch block from host `host_addr` to VRAM
     /// `gpu_addr`, then run the grid it describes.
-    Kernel { host_addr: u64, size: u32, gpu_addr: u32 },
+    Kernel {
+        host_addr: u64,
+        size: u32,
+        gpu_addr: u32,
+    },
     /// Copy `len` bytes.
-    Copy { src: u64, dst: u64, len: u32, dir: CopyDir },
+    Copy {
+        src: u64,
+        dst: u64,
+        len: u32,
+        dir: CopyDir,
+    },
     /// Fill `len` bytes of VRAM at `dst` with the little-endian `value`,
     /// phase-aligned to `dst`.
     Set { dst: u32, value: u32, len: u32 },
@@ -147,7 +156,10 @@ pub struct Frame {
 impl Frame {
     /// A zeroed frame of `len` bytes (at most [`MAX_FRAME`]).
     pub fn zeroed(len: usize) -> Self {
-        Self { bytes: [0; MAX_FRAME], len: len.min(MAX_FRAME) }
+        Self {
+            bytes: [0; MAX_FRAME],
+            len: len.min(MAX_FRAME),
+        }
     }
 
     /// A frame holding `bytes`; `None` if they are more than [`MAX_FRAME`].
@@ -252,7 +264,12 @@ pub trait Dialect: Sync {
 
     fn decode_response(&self, b: &[u8; RESPONSE_SIZE]) -> Response {
         let word = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-        Response { stream: b[0], status: b[1], pc: word(2), warp: word(6) }
+        Response {
+            stream: b[0],
+            status: b[1],
+            pc: word(2),
+            warp: word(6),
+        }
     }
 
     /// Bytes of launch block before the params.
@@ -289,7 +306,9 @@ pub trait Dialect: Sync {
         if b.len() < LAUNCH_HEADER_SIZE {
             return Err(Error::Malformed);
         }
-        let three = |at: usize| -> Result<[u32; 3], Error> { Ok([u32_at(b, at)?, u32_at(b, at + 4)?, u32_at(b, at + 8)?]) };
+        let three = |at: usize| -> Result<[u32; 3], Error> {
+            Ok([u32_at(b, at)?, u32_at(b, at + 4)?, u32_at(b, at + 8)?])
+        };
         Ok(Launch {
             start_pc: u32_at(b, 0)?,
             kernel_pc: u32_at(b, 4)?,

@@ -72,7 +72,11 @@ impl Dialect for Sim16 {
         let mut f = Frame::zeroed(FRAME);
         f.put_u8(0, stream);
         match *cmd {
-            Command::Kernel { host_addr, size, gpu_addr } => {
+            Command::Kernel {
+                host_addr,
+                size,
+                gpu_addr,
+            } => {
                 f.put_u8(1, opcode::KERNEL);
                 f.put_u32(2, addr32(host_addr)?);
                 f.put_u32(6, size);
@@ -121,10 +125,17 @@ impl Dialect for Sim16 {
                     len: u32_at(b, 11)?,
                     dir: copy_dir(u8_at(b, 15)?)?,
                 },
-                mem::SET => Command::Set { dst: u32_at(b, 3)?, value: u32_at(b, 7)?, len: u32_at(b, 11)? },
+                mem::SET => Command::Set {
+                    dst: u32_at(b, 3)?,
+                    value: u32_at(b, 7)?,
+                    len: u32_at(b, 11)?,
+                },
                 _ => return Err(Error::Malformed),
             },
-            opcode::CSR => Command::ReadCounter { counter: u32_at(b, 2)?, dst: u32_at(b, 6)? },
+            opcode::CSR => Command::ReadCounter {
+                counter: u32_at(b, 2)?,
+                dst: u32_at(b, 6)?,
+            },
             opcode::FENCE => Command::Fence,
             _ => return Err(Error::Malformed),
         };
