@@ -54,8 +54,14 @@ pub(crate) struct Bo {
 }
 
 impl Bo {
-    /// A VRAM BO as BO_CREATE asks; `size` and `flags` are checked.
-    pub(crate) fn new_vram(device: Arc<Device>, size: u64, flags: u32) -> Result<Arc<Self>> {
+    /// A VRAM BO as BO_CREATE asks, at address `at` if given; `size` and
+    /// `flags` are checked.
+    pub(crate) fn new_vram(
+        device: Arc<Device>,
+        size: u64,
+        flags: u32,
+        at: Option<u64>,
+    ) -> Result<Arc<Self>> {
         // A mappable BO owns whole pages, so a mapping shows nobody else's.
         let align = if flags & uapi::bo_flags::MAPPABLE != 0 {
             PAGE_SIZE as u64
@@ -63,7 +69,10 @@ impl Bo {
             GRANULE
         };
         let size = size.checked_next_multiple_of(align).ok_or(EINVAL)?;
-        let range = device.vram().alloc(size, align)?;
+        let range = match at {
+            Some(addr) => device.vram().alloc_at(addr, size, align)?,
+            None => device.vram().alloc(size, align)?,
+        };
         let size = range.size();
         // If this allocation fails, dropping the new `Bo` frees the range.
         Ok(Arc::new(

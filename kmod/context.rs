@@ -132,12 +132,16 @@ impl Context {
             return Err(EINVAL);
         }
         let device = self.device.clone();
+        let fixed = args.flags & uapi::bo_flags::FIXED_ADDRESS != 0;
         let bo = match args.placement {
             // Beyond all of VRAM can never work: EINVAL, not ENOMEM.
-            uapi::placement::VRAM if args.size <= device.vram().stats().total => {
-                Bo::new_vram(device, args.size, args.flags)?
-            }
-            uapi::placement::HOST => Bo::new_host(device, args.size, args.flags)?,
+            uapi::placement::VRAM if args.size <= device.vram().stats().total => Bo::new_vram(
+                device,
+                args.size,
+                args.flags,
+                fixed.then_some(args.device_address),
+            )?,
+            uapi::placement::HOST if !fixed => Bo::new_host(device, args.size, args.flags)?,
             _ => return Err(EINVAL),
         };
         let (handle, pgoff) = self.add_bo(bo.clone())?;

@@ -76,14 +76,17 @@ ioctl_args! {
     uapi::QueueQuery => uapi::sizes::QUEUE_QUERY;
 }
 
-// Read from user memory as plain bytes: SEM_WAIT's points, and packets
-// from mapped rings.
+// Read from user memory as plain bytes: SEM_WAIT's points, packets from
+// mapped rings, launch descriptors from host BOs.
 // SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
 // layout test): every bit pattern is valid and no byte is uninitialised.
 unsafe impl FromBytes for uapi::SemWaitPoint {}
 // SAFETY: `repr(C)`, integer fields (its header's too), explicit padding
 // (checked by the uapi layout test): every bit pattern is valid.
 unsafe impl FromBytes for uapi::Packet {}
+// SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
+// layout test): every bit pattern is valid.
+unsafe impl FromBytes for uapi::LaunchDesc {}
 
 /// Routes an ioctl on a device file.
 pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize> {

@@ -200,6 +200,52 @@ impl Vram {
         })
     }
 
+    /// Allocates `[addr, addr + size)` (`size` rounded up to [`GRANULE`]),
+    /// `addr` a multiple of `align` (a power of two, at least
+    /// [`GRANULE`]). EBUSY if any of it is taken; EINVAL if it is not all
+    /// allocatable VRAM or `addr` is misaligned.
+    pub(crate) fn alloc_at(&self, addr: u64, size: u64, align: u64) -> Result<VramRange> {
+        if size == 0 || !align.is_power_of_two() || align < GRANULE || addr % align != 0 {
+            return Err(EINVAL);
+        }
+        let size = size.checked_next_multiple_of(GRANULE).ok_or(EINVAL)?;
+        let end = addr.checked_add(size).ok_or(EINVAL)?;
+        let front = node_pair()?;
+        let tail = node_pair()?;
+
+        let mut free = self.free.lock();
+        if addr < RESERVED || end > RESERVED + free.stats.total {
+            return Err(EINVAL);
+        }
+        // The free block that starts at or before `addr`, if it holds the
+        // whole range.
+        let containing = match free.by_addr.cursor_lower_bound(&(addr + 1)) {
+            Some(after) => after.peek_prev().map(|(&start, &len)| (start, len)),
+            None => free
+                .by_addr
+                .cursor_back()
+                .map(|last| (*last.current().0, *last.current().1)),
+        }
+        .filter(|&(start, len)| start <= addr && end <= start + len);
+        let (start, len) = containing.ok_or(EBUSY)?;
+        let (by_addr_node, by_size_node) = free.remove(start, len).ok_or(EINVAL)?;
+        if addr > start {
+            free.insert(start, addr - start, front.0, front.1);
+        }
+        if end < start + len {
+            free.insert(end, start + len - end, tail.0, tail.1);
+        }
+        free.stats.used += size;
+        free.stats.allocations += 1;
+        free.refresh_largest();
+        Ok(VramRange {
+            addr,
+            size,
+            by_addr_node,
+            by_size_node,
+        })
+    }
+
     /// Returns a range, already scrubbed by its owner, to the free space,
     /// merged with its free neighbours.
     pub(crate) fn free(&self, range: VramRange) {
@@ -322,6 +368,41 @@ mod tests {
         let s = vram.stats();
         assert_eq!((s.used, s.allocations), (3 * GRANULE, 3));
         for r in [a, b, c] {
+            vram.free(r);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn places_a_range_at_a_fixed_address() -> Result {
+        let vram = vram()?;
+        let a = vram.alloc(4096, GRANULE)?;
+        let fixed = vram.alloc_at(RESERVED + 8192, 1000, GRANULE)?;
+        assert_eq!((fixed.addr(), fixed.size()), (RESERVED + 8192, 1024));
+        // Taken, wholly or in part.
+        assert_eq!(
+            vram.alloc_at(RESERVED + 8192, 256, GRANULE).err(),
+            Some(EBUSY)
+        );
+        assert_eq!(
+            vram.alloc_at(RESERVED + 7936, 512, GRANULE).err(),
+            Some(EBUSY)
+        );
+        assert_eq!(vram.alloc_at(a.addr(), 256, GRANULE).err(), Some(EBUSY));
+        // Outside the allocatable VRAM, or misaligned.
+        assert_eq!(vram.alloc_at(0, 256, GRANULE).err(), Some(EINVAL));
+        assert_eq!(vram.alloc_at(SIZE - 256, 512, GRANULE).err(), Some(EINVAL));
+        assert_eq!(
+            vram.alloc_at(RESERVED + 20000, 256, GRANULE).err(),
+            Some(EINVAL)
+        );
+        let aligned = vram.alloc_at(RESERVED + 20480, 256, 4096)?;
+        assert_eq!(aligned.addr(), RESERVED + 20480);
+        // The hole before the fixed range is still allocatable, best fit.
+        let b = vram.alloc(4096, GRANULE)?;
+        assert_eq!(b.addr(), RESERVED + 4096);
+        assert_eq!(vram.stats().allocations, 4);
+        for r in [a, fixed, aligned, b] {
             vram.free(r);
         }
         Ok(())

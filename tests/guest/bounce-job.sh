@@ -14,7 +14,9 @@ echo "radiance-guest: module parameters: ${RADIANCE_PARAMS_EXTRA:-(defaults)}"
 # Matches radiance_test.h.
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 $RADIANCE_PARAMS_EXTRA || exit 1
 
-RADIANCE_KO=/radiance.ko /queue_test
+for t in /queue_test /launch_test; do
+	RADIANCE_KO=/radiance.ko "$t"
+done
 for t in /libradiance-kmod_queue /libradiance-kmod_hal; do
 	/libtest-ktap.sh "$t" --ignored
 done

@@ -344,4 +344,47 @@ TEST(many_create_destroy_close_cycles_leak_nothing)
 	EXPECT_EQ(0, radiance_mem_stat("open_files"));
 }
 
+/* Creates a VRAM BO at `addr` (RADIANCE_BO_FIXED_ADDRESS): its handle, or -errno. */
+static int fixed(int fd, uint64_t addr, uint64_t size, uint32_t flags)
+{
+	struct radiance_bo_create c = {
+		.size = size, .placement = RADIANCE_PLACEMENT_VRAM,
+		.flags = RADIANCE_BO_FIXED_ADDRESS | flags, .device_address = addr,
+	};
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_BO_CREATE, &c);
+
+	if (ret)
+		return ret;
+	return c.device_address == addr ? (int)c.handle : -EFAULT;
+}
+
+TEST_F(bo, vram_at_a_fixed_address)
+{
+	struct radiance_bo_destroy d = { 0 };
+	struct radiance_bo_create h = { .size = 4096, .placement = RADIANCE_PLACEMENT_HOST,
+					.flags = RADIANCE_BO_FIXED_ADDRESS, .device_address = 0x200000 };
+	uint64_t end = (uint64_t)RADIANCE_TEST_VRAM_MIB << 20;
+	int a = fixed(self->fd, 0x200000, 8192, 0);
+
+	ASSERT_LT(0, a) TH_LOG("at the address asked for");
+	/* Taken, wholly or in part. */
+	EXPECT_EQ(-EBUSY, fixed(self->fd, 0x200000, 256, 0));
+	EXPECT_EQ(-EBUSY, fixed(self->fd, 0x201f00, 512, 0));
+	EXPECT_EQ(-EBUSY, fixed(self->fd, 0x1fff00, 512, 0));
+	/* Misaligned: 256 bytes, or a page when mappable. */
+	EXPECT_EQ(-EINVAL, fixed(self->fd, 0x300010, 256, 0));
+	EXPECT_EQ(-EINVAL, fixed(self->fd, 0x300100, 4096, RADIANCE_BO_MAPPABLE));
+	EXPECT_LT(0, fixed(self->fd, 0x301000, 4096, RADIANCE_BO_MAPPABLE));
+	/* Outside the allocatable VRAM: the device's first 64 KiB, the end. */
+	EXPECT_EQ(-EINVAL, fixed(self->fd, 0, 256, 0));
+	EXPECT_EQ(-EINVAL, fixed(self->fd, end - 256, 512, 0));
+	EXPECT_EQ(-EINVAL, fixed(self->fd, end, 256, 0));
+	/* Host memory has no device address to ask for. */
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_CREATE, &h));
+	/* Freed, the range can be had again. */
+	d.handle = a;
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_DESTROY, &d));
+	EXPECT_LT(0, fixed(self->fd, 0x200000, 8192, 0));
+}
+
 TEST_HARNESS_MAIN

@@ -235,39 +235,6 @@ TEST_F(q, vector_add_launch_checked_element_by_element)
 	queue_close(&q);
 }
 
-/* Submits `packet` alone on a fresh queue and returns the queue's fault. */
-static void expect_fault(struct __test_metadata *_metadata, int fd, const void *packet,
-			 uint32_t error, struct radiance_queue_query *out)
-{
-	struct radiance_queue_query query = { 0 };
-	struct queue q, other;
-
-	ASSERT_EQ(0, queue_open(fd, 16, &q));
-	ASSERT_EQ(0, queue_open(fd, 16, &other));
-	queue_nop(&q, 0);
-	queue_put(&q, packet);
-	queue_nop(&q, 0);
-	queue_publish(&q);
-	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
-	EXPECT_EQ(error, q.ctl->error);
-	EXPECT_EQ(1, q.ctl->fault_index);
-	EXPECT_EQ(1, q.ctl->read_index) TH_LOG("the packet before completed");
-	query.queue_id = q.id;
-	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_QUEUE_QUERY, &query));
-	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, query.status);
-	EXPECT_EQ(error, query.error);
-	EXPECT_EQ(1, query.fault_index);
-	if (out)
-		*out = query;
-	/* Another queue of the same file goes on. */
-	queue_nop(&other, 0);
-	queue_publish(&other);
-	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&other));
-	EXPECT_EQ(1, other.ctl->read_index);
-	queue_close(&q);
-	queue_close(&other);
-}
-
 TEST_F(q, each_bad_packet_faults_only_its_queue)
 {
 	struct radiance_packet raw = { 0 };

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "kselftest_harness.h"
 #include "radiance_test.h"
 
 struct queue {
@@ -113,6 +114,39 @@ static inline void queue_launch(struct queue *q, uint32_t blk_handle, uint8_t *b
 	memcpy(blk, &b, sizeof(b));
 	memcpy(blk + sizeof(b), params, nparams * 4);
 	queue_put(q, &p);
+}
+
+/* Submits `packet` alone on a fresh queue and returns the queue's fault. */
+static inline void expect_fault(struct __test_metadata *_metadata, int fd, const void *packet,
+				       uint32_t error, struct radiance_queue_query *out)
+{
+	struct radiance_queue_query query = { 0 };
+	struct queue q, other;
+
+	ASSERT_EQ(0, queue_open(fd, 16, &q));
+	ASSERT_EQ(0, queue_open(fd, 16, &other));
+	queue_nop(&q, 0);
+	queue_put(&q, packet);
+	queue_nop(&q, 0);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(error, q.ctl->error);
+	EXPECT_EQ(1, q.ctl->fault_index);
+	EXPECT_EQ(1, q.ctl->read_index) TH_LOG("the packet before completed");
+	query.queue_id = q.id;
+	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_QUEUE_QUERY, &query));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, query.status);
+	EXPECT_EQ(error, query.error);
+	EXPECT_EQ(1, query.fault_index);
+	if (out)
+		*out = query;
+	/* Another queue of the same file goes on. */
+	queue_nop(&other, 0);
+	queue_publish(&other);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&other));
+	EXPECT_EQ(1, other.ctl->read_index);
+	queue_close(&q);
+	queue_close(&other);
 }
 
 #endif

@@ -86,6 +86,9 @@ struct radiance_get_info {
 
 /* BO flags. */
 #define RADIANCE_BO_MAPPABLE (1u << 0)
+/* ABI 1.8, VRAM only: at device_address (an input then). EBUSY if taken;
+ * EINVAL outside VRAM or not aligned (256 B, or a page if mappable). */
+#define RADIANCE_BO_FIXED_ADDRESS (1u << 1)
 
 struct radiance_bo_create {
 	__u64 size;		/* in: rounded up to 256 B, or a page if mappable */
@@ -93,7 +96,7 @@ struct radiance_bo_create {
 	__u32 flags;		/* in: RADIANCE_BO_* */
 	__u32 handle;		/* out: never 0 */
 	__u32 pad;		/* in: zero */
-	__u64 device_address;	/* out */
+	__u64 device_address;	/* out; in with RADIANCE_BO_FIXED_ADDRESS */
 	__u64 mmap_offset;	/* out: 0 unless mappable */
 };
 
@@ -255,6 +258,33 @@ struct radiance_queue_create {
  * signals fail with ECANCELED (values already reached stay), and a launch the
  * device runs for it is stopped by a device reset (1.7).
  */
+/*
+ * ABI 1.8: a launch, field by field, in a HOST BO that a LAUNCH_DESC packet
+ * names (struct radiance_launch_packet: block* name the descriptor). The
+ * kernel builds the device's launch block; executables live in VRAM.
+ */
+struct radiance_launch_desc {
+	__u32 start_pc;		/* where warps start (the start code) */
+	__u32 kernel_pc;	/* the kernel the start code calls */
+	__u32 grid[3];		/* each >= 1 */
+	__u32 block[3];		/* each >= 1 */
+	__u32 shmem_per_block;
+	__u8 regs_per_thread;	/* >= 1 */
+	__u8 flags;		/* Gluon's launch flags */
+	__u16 pad;		/* zero */
+	__u32 params;		/* HOST BO handle, 0: the descriptor's BO */
+	__u32 params_size;
+	__u64 params_offset;
+	__u32 stack;		/* VRAM BO handle, 0: none; the block gets its last word */
+	__u32 pad1;		/* zero */
+	__u64 stack_offset;
+	__u64 stack_size;
+	__u32 tls;		/* VRAM BO handle, 0: none; the block gets its first byte */
+	__u32 pad2;		/* zero */
+	__u64 tls_offset;
+	__u64 tls_size;
+};
+
 struct radiance_queue_destroy {
 	__u32 queue_id;
 	__u32 pad;
@@ -294,6 +324,8 @@ struct radiance_queue_query {
 #define RADIANCE_PACKET_TIMESTAMP 7
 #define RADIANCE_PACKET_WAIT_SEMAPHORE 8
 #define RADIANCE_PACKET_SIGNAL_SEMAPHORE 9
+/* ABI 1.8: a struct radiance_launch_packet naming a struct radiance_launch_desc. */
+#define RADIANCE_PACKET_LAUNCH_DESC 10
 #define RADIANCE_PACKET_BARRIER (1u << 0)
 /*
  * WAIT_SEMAPHORE only (ABI 1.7): a failed semaphore does not fault the

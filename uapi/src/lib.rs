@@ -224,8 +224,13 @@ pub mod placement {
 pub mod bo_flags {
     /// The BO can be mmapped: it is page-aligned and gets an mmap offset.
     pub const MAPPABLE: u32 = 1 << 0;
-    /// Every flag ABI 1.0 knows; the kernel refuses any other bit.
-    pub const ALL: u32 = MAPPABLE;
+    /// ABI 1.8, VRAM only: the BO is at `device_address`, which is an input
+    /// too (executables are linked at fixed addresses). EBUSY if any of the
+    /// range is taken; EINVAL outside the allocatable VRAM or not aligned
+    /// (256 B, or a page if mappable).
+    pub const FIXED_ADDRESS: u32 = 1 << 1;
+    /// Every flag the kernel knows; it refuses any other bit.
+    pub const ALL: u32 = MAPPABLE | FIXED_ADDRESS;
 }
 
 /// `RADIANCE_IOCTL_BO_CREATE`: allocates a buffer object.
@@ -243,7 +248,8 @@ pub struct BoCreate {
     pub handle: u32,
     /// In: must be zero.
     pub pad: u32,
-    /// Out: the address the device uses for byte 0 (VRAM placement).
+    /// Out: the address the device uses for byte 0 (VRAM placement); in
+    /// too with [`bo_flags::FIXED_ADDRESS`] (ABI 1.8).
     pub device_address: u64,
     /// Out: the offset to mmap this file at (0 unless mappable).
     pub mmap_offset: u64,
@@ -627,6 +633,9 @@ pub mod packet_kind {
     /// with that error instead, unless the semaphore has already reached
     /// the value.
     pub const SIGNAL_SEMAPHORE: u8 = 9;
+    /// [`super::LaunchPacket`] naming a [`super::LaunchDesc`] (ABI 1.8):
+    /// the kernel builds the launch block in the device's dialect.
+    pub const LAUNCH_DESC: u8 = 10;
 }
 
 /// Gluon's `ERR_CODE` values, as a device fault reports them in
@@ -736,6 +745,51 @@ pub struct LaunchPacket {
     pub printf_offset: u64,
     pub printf_size: u64,
     pub reserved: u64,
+}
+
+/// A launch, field by field (ABI 1.8), in a HOST BO that a
+/// [`packet_kind::LAUNCH_DESC`] packet names (its `block*` fields; its
+/// `printf*` fields as for LAUNCH). The kernel builds the device's launch
+/// block from it: a process never writes a raw block. Executables live in
+/// VRAM (no binary travels with a launch): `start_pc` and `kernel_pc` are
+/// device addresses, or built-in PCs on the emulated device.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaunchDesc {
+    /// Where warps start (the start code).
+    pub start_pc: u32,
+    /// The kernel the start code calls.
+    pub kernel_pc: u32,
+    /// Blocks per grid, x y z; each at least 1.
+    pub grid: [u32; 3],
+    /// Threads per block, x y z; each at least 1.
+    pub block: [u32; 3],
+    pub shmem_per_block: u32,
+    /// At least 1.
+    pub regs_per_thread: u8,
+    /// Gluon's launch flags, passed through.
+    pub flags: u8,
+    /// Must be zero.
+    pub pad: u16,
+    /// The params: `params_size` bytes at `params_offset` of HOST BO
+    /// `params` (0: the descriptor's own BO); copied into the block.
+    pub params: u32,
+    pub params_size: u32,
+    pub params_offset: u64,
+    /// The stack: a range of a VRAM BO (handle 0: none). The block gets the
+    /// address of the range's last word: stacks grow down.
+    pub stack: u32,
+    /// Must be zero.
+    pub pad1: u32,
+    pub stack_offset: u64,
+    pub stack_size: u64,
+    /// Thread-local storage: a range of a VRAM BO (handle 0: none). The
+    /// block gets the range's first address.
+    pub tls: u32,
+    /// Must be zero.
+    pub pad2: u32,
+    pub tls_offset: u64,
+    pub tls_size: u64,
 }
 
 /// The printf ring of a launch block, right after the params: the device's
@@ -958,5 +1012,6 @@ const _: () = assert!(core::mem::size_of::<SemaphorePacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<CounterPacket>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<LaunchBlock>() == 40);
 const _: () = assert!(core::mem::size_of::<PrintfRing>() == 16);
+const _: () = assert!(core::mem::size_of::<LaunchDesc>() == 104);
 const _: () =
     assert!(sizes::GET_INFO[sizes::GET_INFO.len() - 1] == core::mem::size_of::<GetInfo>());

@@ -75,6 +75,10 @@ fn facts() -> Vec<Fact> {
     ]);
     abi_struct!(f, uapi::QueueDestroy, "radiance_queue_destroy", [queue_id, pad]);
     abi_struct!(f, uapi::QueueKick, "radiance_queue_kick", [queue_id, pad]);
+    abi_struct!(f, uapi::LaunchDesc, "radiance_launch_desc", [
+        start_pc, kernel_pc, grid, block, shmem_per_block, regs_per_thread, flags, pad, params, params_size,
+        params_offset, stack, pad1, stack_offset, stack_size, tls, pad2, tls_offset, tls_size,
+    ]);
     abi_struct!(f, uapi::QueueQuery, "radiance_queue_query", [
         queue_id, pad, read_index, submit_index, status, error, fault_index, err_code, err_pc, err_thread, pad1,
     ]);
@@ -102,6 +106,7 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_COUNTER_CLOCK_NS", uapi::counter::CLOCK_NS as u64),
         ("RADIANCE_PACKET_WAIT_SEMAPHORE", uapi::packet_kind::WAIT_SEMAPHORE as u64),
         ("RADIANCE_PACKET_SIGNAL_SEMAPHORE", uapi::packet_kind::SIGNAL_SEMAPHORE as u64),
+        ("RADIANCE_PACKET_LAUNCH_DESC", uapi::packet_kind::LAUNCH_DESC as u64),
         ("RADIANCE_IOCTL_QUEUE_CREATE", uapi::IOCTL_QUEUE_CREATE as u64),
         ("RADIANCE_IOCTL_QUEUE_DESTROY", uapi::IOCTL_QUEUE_DESTROY as u64),
         ("RADIANCE_IOCTL_QUEUE_QUERY", uapi::IOCTL_QUEUE_QUERY as u64),
@@ -143,6 +148,7 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_IOCTL_BO_INFO", uapi::IOCTL_BO_INFO as u64),
         ("RADIANCE_PLACEMENT_VRAM", uapi::placement::VRAM as u64),
         ("RADIANCE_BO_MAPPABLE", uapi::bo_flags::MAPPABLE as u64),
+        ("RADIANCE_BO_FIXED_ADDRESS", uapi::bo_flags::FIXED_ADDRESS as u64),
         ("RADIANCE_IOCTL_GET_INFO", uapi::IOCTL_GET_INFO as u64),
         ("RADIANCE_ABI_MAJOR", uapi::ABI_MAJOR as u64),
         ("RADIANCE_ABI_MINOR", uapi::ABI_MINOR as u64),

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * LAUNCH_DESC (ABI 1.8): a launch described field by field, which the kernel
+ * builds into the device's launch block in its dialect. The emulated device
+ * runs no Muon code: its START built-in is start code that runs the
+ * built-in at kernel_pc, and any other PC is an execution fault there.
+ */
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "radiance_test.h"
+#include "radiance_queue.h"
+
+FIXTURE(launch)
+{
+	int fd;
+	/* A host BO for descriptors (at 0) and their params (at PARAMS). */
+	int host;
+	uint8_t *h;
+};
+
+enum { PARAMS = 1024 };
+
+FIXTURE_SETUP(launch)
+{
+	struct radiance_bo_create c;
+
+	self->fd = radiance_open(0);
+	ASSERT_LE(0, self->fd);
+	self->host = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &c);
+	ASSERT_LT(0, self->host);
+	self->h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, c.mmap_offset);
+	ASSERT_NE(MAP_FAILED, self->h);
+}
+
+FIXTURE_TEARDOWN(launch)
+{
+	close(self->fd);
+}
+
+/* A one-dimensional launch of `pc` at start code `start`, `n` u32 params
+ * at PARAMS of the descriptor's BO. */
+static struct radiance_launch_desc desc(uint32_t start, uint32_t pc, uint32_t n, uint32_t grid, uint32_t block)
+{
+	struct radiance_launch_desc d = {
+		.start_pc = start, .kernel_pc = pc, .grid = { grid, 1, 1 }, .block = { block, 1, 1 },
+		.regs_per_thread = 32, .params_size = 4 * n, .params_offset = PARAMS,
+	};
+
+	return d;
+}
+
+/* Writes `d` (and its params) into the host BO and queues a LAUNCH_DESC
+ * naming it, with printf buffer `printf` if not 0. */
+static void put_launch(struct queue *q, FIXTURE_DATA(launch) *self, const struct radiance_launch_desc *d,
+		       const uint32_t *params, uint32_t printf, uint64_t printf_size)
+{
+	struct radiance_launch_packet p = {
+		.header = { .kind = RADIANCE_PACKET_LAUNCH_DESC }, .block = self->host,
+		.block_size = sizeof(*d), .printf = printf, .printf_size = printf_size,
+	};
+
+	memcpy(self->h, d, sizeof(*d));
+	memcpy(self->h + PARAMS, params, d->params_size);
+	queue_put(q, &p);
+}
+
+static uint32_t *vram(int fd, size_t size, struct radiance_bo_create *c)
+{
+	uint32_t *p;
+
+	if (radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, size, RADIANCE_BO_MAPPABLE, c) <= 0)
+		return NULL;
+	p = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, c->mmap_offset);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+TEST_F(launch, start_code_runs_the_kernel_at_kernel_pc)
+{
+	enum { N = 700 };
+	struct radiance_bo_create ac, bc, cc, sc;
+	uint32_t *a = vram(self->fd, N * 4, &ac), *b = vram(self->fd, N * 4, &bc), *c = vram(self->fd, N * 4, &cc);
+	uint32_t params[4];
+	struct radiance_launch_desc d;
+	struct queue q;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, vram(self->fd, 8192, &sc));
+	for (int i = 0; i < N; i++) {
+		a[i] = 7 * i;
+		b[i] = 1000000 - i;
+	}
+	params[0] = ac.device_address;
+	params[1] = bc.device_address;
+	params[2] = cc.device_address;
+	params[3] = N;
+	d = desc(RADIANCE_BUILTIN_START, RADIANCE_BUILTIN_VECADD_U32, 4, 3, 256);
+	/* A stack and TLS from one VRAM BO: the kernel checks and places them. */
+	d.stack = sc.handle;
+	d.stack_size = 4096;
+	d.tls = sc.handle;
+	d.tls_offset = 4096;
+	d.tls_size = 4096;
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	put_launch(&q, self, &d, params, 0, 0);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(1000000u + 6 * i, c[i]) TH_LOG("element %d", i);
+	}
+	queue_close(&q);
+}
+
+TEST_F(launch, an_empty_pc_is_an_execution_fault_at_that_pc)
+{
+	const uint32_t none[1] = { 0 };
+	struct radiance_launch_desc d = desc(0x10000000, 0x10000000, 0, 1, 1);
+	struct queue q;
+
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	put_launch(&q, self, &d, none, 0, 0);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(EIO, q.ctl->error);
+	EXPECT_EQ(1, q.ctl->err_code) TH_LOG("Gluon's EXECUTION status");
+	EXPECT_EQ(0x10000000u, q.ctl->err_pc);
+	queue_close(&q);
+	/* Start code calling an empty kernel_pc faults there. */
+	d = desc(RADIANCE_BUILTIN_START, 0x10000100, 0, 1, 1);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	put_launch(&q, self, &d, none, 0, 0);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(1, q.ctl->err_code);
+	EXPECT_EQ(0x10000100u, q.ctl->err_pc);
+	queue_close(&q);
+}
+
+TEST_F(launch, printf_through_a_descriptor)
+{
+	const uint32_t params[2] = { 5, 3 };
+	struct radiance_launch_desc d = desc(RADIANCE_BUILTIN_PRINTF_U32, RADIANCE_BUILTIN_PRINTF_U32, 2, 1, 4);
+	struct radiance_bo_create oc;
+	int out = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &oc);
+	const char *want = "thread 0: 5\nthread 1: 6\nthread 2: 7\n";
+	uint8_t *o;
+	struct queue q;
+
+	ASSERT_LT(0, out);
+	o = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, oc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, o);
+	memset(o, 0xee, 4096);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	put_launch(&q, self, &d, params, out, 512);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	EXPECT_EQ(strlen(want), *(uint32_t *)o);
+	EXPECT_EQ(0, memcmp(want, o + 4, strlen(want)));
+	EXPECT_EQ(0xee, o[512]) TH_LOG("nothing past the buffer");
+	queue_close(&q);
+}
+
+TEST_F(launch, every_field_is_checked)
+{
+	struct radiance_bo_create sc;
+	struct radiance_launch_desc good = desc(RADIANCE_BUILTIN_START, RADIANCE_BUILTIN_SPIN, 0, 1, 1), d;
+	struct radiance_launch_packet p = {
+		.header = { .kind = RADIANCE_PACKET_LAUNCH_DESC }, .block = self->host,
+		.block_size = sizeof(good),
+	};
+	int stack = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &sc);
+
+	ASSERT_LT(0, stack);
+	/* The descriptor's size is its struct's. */
+	memcpy(self->h, &good, sizeof(good));
+	p.block_size = sizeof(good) - 8;
+	expect_fault(_metadata, self->fd, &p, EINVAL, NULL);
+	p.block_size = sizeof(good);
+#define BAD(field, value, error)                                          \
+	do {                                                              \
+		d = good;                                                 \
+		d.field = value;                                          \
+		memcpy(self->h, &d, sizeof(d));                           \
+		expect_fault(_metadata, self->fd, &p, error, NULL);       \
+	} while (0)
+	BAD(grid[1], 0, EINVAL);
+	BAD(block[2], 0, EINVAL);
+	BAD(regs_per_thread, 0, EINVAL);
+	BAD(pad, 1, EINVAL);
+	BAD(pad1, 1, EINVAL);
+	/* Params past their BO's end; a handle that does not exist. */
+	BAD(params_size, 4096, EINVAL);
+	BAD(params, 999, ENOENT);
+	/* The stack must be a VRAM range of at least a word; none means none. */
+	BAD(stack, self->host, EINVAL);
+	BAD(stack_offset, 8, EINVAL);
+	d = good;
+	d.stack = stack;
+	d.stack_size = 2;
+	memcpy(self->h, &d, sizeof(d));
+	expect_fault(_metadata, self->fd, &p, EINVAL, NULL);
+	d.stack_size = 8192;
+	memcpy(self->h, &d, sizeof(d));
+	expect_fault(_metadata, self->fd, &p, EINVAL, NULL);
+	BAD(tls, 999, ENOENT);
+#undef BAD
+}
+
+TEST_HARNESS_MAIN
