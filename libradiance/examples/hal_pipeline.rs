@@ -47,8 +47,8 @@ fn run(uri: &str) -> radiance::Result<bool> {
         grid: [N / 256, 1, 1],
         block: [256, 1, 1],
         regs_per_thread: 16,
-        shmem_per_block: 0,
         params: params.iter().flat_map(|&p| (p as u32).to_le_bytes()).collect(),
+        ..Default::default()
     };
     // The compute queue's work first, before the uploads it needs: only
     // the semaphore orders them. (A queue may stop at an unreached wait, so

@@ -37,8 +37,7 @@
  *                                 pointer at synchronize
  *   submit_fill(dst, value)    -> radiance_queue_fill with a 4-byte pattern
  *   submit_dispatch(params)    -> radiance_queue_dispatch with entry_pc =
- *                                 start_pc (see the note on kernel_pc in
- *                                 README.md)
+ *                                 start_pc and kernel_pc
  *   synchronize(stream_id)     -> radiance_semaphore_wait on the stream's
  *                                 semaphore for its last signalled value
  *   destroy()                  -> release everything
@@ -201,15 +200,19 @@ radiance_status_t radiance_buffer_export_dma_buf(radiance_buffer_t *buffer, int 
 
 /* ---- Queues ------------------------------------------------------------------ */
 
-/* A kernel launch, as Gluon's LAUNCH_KERNEL takes it. */
+/* A kernel launch, as Gluon's KERNEL command takes it. */
 typedef struct radiance_launch_t {
-	uint32_t entry_pc; /* a RADIANCE_BUILTIN_* PC runs that built-in */
+	uint32_t entry_pc; /* start code, or the kernel; a RADIANCE_BUILTIN_* PC runs that built-in */
 	uint32_t grid[3];  /* blocks per grid, each >= 1 */
 	uint32_t block[3]; /* threads per block, each >= 1 */
 	uint32_t shmem_per_block;
 	uint8_t regs_per_thread;
 	const void *params; /* the built-ins read little-endian u32s */
 	size_t params_length;
+	/* Grown at the end in ABI 1.8: the kernel the start code at entry_pc
+	 * calls, 0 when there is none (RADIANCE_BUILTIN_START runs the
+	 * built-in at kernel_pc). */
+	uint32_t kernel_pc;
 } radiance_launch_t;
 
 radiance_status_t radiance_queue_create(radiance_device_t *device, radiance_queue_t **out_queue);
@@ -264,7 +267,7 @@ radiance_status_t radiance_command_buffer_end(radiance_command_buffer_t *command
 _Static_assert(sizeof(radiance_semaphore_list_t) == 24, "radiance_semaphore_list_t layout");
 _Static_assert(sizeof(radiance_buffer_params_t) == 16, "radiance_buffer_params_t layout");
 _Static_assert(sizeof(radiance_mapping_t) == 24, "radiance_mapping_t layout");
-_Static_assert(sizeof(radiance_launch_t) == 56, "radiance_launch_t layout");
+_Static_assert(sizeof(radiance_launch_t) == 64, "radiance_launch_t layout");
 #endif
 
 #ifdef __cplusplus

@@ -106,6 +106,15 @@ pub struct BufferRef<'a> {
     pub offset: u64,
 }
 
+/// Two handles are equal when they are the same buffer.
+impl PartialEq for Buffer {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for Buffer {}
+
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Buffer")

@@ -41,11 +41,16 @@ impl Pattern {
 }
 
 /// A kernel launch, as Gluon's LAUNCH_KERNEL takes it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Launch {
-    /// The PC the device starts each thread at (a `radiance_uapi::builtin`
-    /// entry PC runs that built-in where the device has them).
+    /// The PC the device starts each thread at: start code, or the kernel
+    /// itself (a `radiance_uapi::builtin` PC runs that built-in where the
+    /// device has them).
     pub entry_pc: u32,
+    /// The kernel the start code at `entry_pc` calls; 0 when there is no
+    /// start code (the kernel is at `entry_pc`). The built-in `START` runs
+    /// the built-in at `kernel_pc`.
+    pub kernel_pc: u32,
     /// Blocks per grid, x y z; each at least 1.
     pub grid: [u32; 3],
     /// Threads per block, x y z; each at least 1.
@@ -54,9 +59,44 @@ pub struct Launch {
     pub shmem_per_block: u32,
     /// The kernel's parameter block (the built-ins read little-endian u32s).
     pub params: Vec<u8>,
+    /// Device memory for the start code's stacks, and for thread-local
+    /// storage; on the kmod backend, ranges of its own device buffers. The
+    /// backends that run the built-ins themselves (host, cuda) have no
+    /// start code and ignore them.
+    pub stack: Option<DeviceRange>,
+    pub tls: Option<DeviceRange>,
+}
+
+/// A range of a device buffer that a launch is given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceRange {
+    pub buffer: Buffer,
+    pub offset: u64,
+    pub size: u64,
 }
 
 impl Launch {
+    /// `kernel_pc` as the device gets it: `entry_pc` when there is no start
+    /// code.
+    pub fn kernel_pc(&self) -> u32 {
+        if self.kernel_pc == 0 {
+            self.entry_pc
+        } else {
+            self.kernel_pc
+        }
+    }
+
+    /// The kernel that runs: the one the built-in start code calls, else
+    /// the one at `entry_pc`. For backends that run the built-ins
+    /// themselves.
+    pub fn kernel(&self) -> u32 {
+        if self.entry_pc == radiance_uapi::builtin::START {
+            self.kernel_pc()
+        } else {
+            self.entry_pc
+        }
+    }
+
     /// Threads in the whole grid (saturating: six u32 factors can overflow
     /// a u64).
     pub fn threads(&self) -> u64 {
@@ -210,7 +250,7 @@ mod tests {
 
     #[test]
     fn thread_count_saturates() {
-        let launch = |d| Launch { entry_pc: 0, grid: [d; 3], block: [d; 3], regs_per_thread: 0, shmem_per_block: 0, params: vec![] };
+        let launch = |d| Launch { grid: [d; 3], block: [d; 3], ..Default::default() };
         assert_eq!(launch(2).threads(), 64);
         assert_eq!(launch(u32::MAX).threads(), u64::MAX);
     }

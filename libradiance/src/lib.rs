@@ -26,7 +26,7 @@ pub mod queue;
 pub mod semaphore;
 
 pub use buffer::{Buffer, BufferParams, BufferRef, BufferUsage, Mapping, MemoryType};
-pub use command_buffer::{Command, CommandBuffer, CommandBufferBuilder, Launch, Pattern};
+pub use command_buffer::{Command, CommandBuffer, CommandBufferBuilder, DeviceRange, Launch, Pattern};
 pub use device::{Device, DeviceInfo};
 pub use error::{Error, Result, StatusCode};
 pub use queue::{Points, Queue};

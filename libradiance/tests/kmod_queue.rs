@@ -4,7 +4,7 @@
 //! machine, run with `--ignored` inside the QEMU guest by tools/test.sh.
 
 use radiance::{
-    kmod::{Device, MemStats, Placement},
+    kmod::{Device, Frame, MemStats, Placement},
     Launch, Pattern,
 };
 use radiance_uapi::builtin;
@@ -50,10 +50,10 @@ fn vector_add_launch() {
         grid: [4, 1, 1],
         block: [256, 1, 1],
         regs_per_thread: 8,
-        shmem_per_block: 0,
         params,
+        ..Default::default()
     };
-    q.launch(&dev, &launch).unwrap();
+    q.launch(&dev, &launch, Frame::default()).unwrap();
     q.finish(None).unwrap();
     let c = bos[2].map().unwrap();
     for i in 0..n as usize {
@@ -87,8 +87,8 @@ fn semaphores_order_two_queues() {
 fn a_device_fault_is_an_error_with_its_pc() {
     let dev = Device::open("kmod:0").unwrap();
     let mut q = dev.create_queue(16).unwrap();
-    let launch = Launch { entry_pc: 0x4321, grid: [1; 3], block: [1; 3], regs_per_thread: 0, shmem_per_block: 0, params: vec![] };
-    q.launch(&dev, &launch).unwrap();
+    let launch = Launch { entry_pc: 0x4321, grid: [1; 3], block: [1; 3], regs_per_thread: 1, ..Default::default() };
+    q.launch(&dev, &launch, Frame::default()).unwrap();
     let err = q.finish(None).unwrap_err();
     assert!(err.to_string().contains("pc 0x00004321"), "{err}");
     let fault = q.fault().unwrap();
@@ -122,7 +122,7 @@ fn device_printf_reaches_the_caller() {
     let mut q = dev.create_queue(16).unwrap();
     let params = [100u32, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
     let launch =
-        Launch { entry_pc: builtin::PRINTF_U32, grid: [1; 3], block: [8, 1, 1], regs_per_thread: 0, shmem_per_block: 0, params };
+        Launch { entry_pc: builtin::PRINTF_U32, grid: [1; 3], block: [8, 1, 1], regs_per_thread: 1, params, ..Default::default() };
     let printf = q.launch_with_printf(&dev, &launch, 256).unwrap();
     q.finish(None).unwrap();
     assert_eq!(printf.text().unwrap(), "thread 0: 100\nthread 1: 101\nthread 2: 102\n");
@@ -143,13 +143,13 @@ fn updates_and_launches_stage_without_new_buffer_objects() {
         grid: [1; 3],
         block: [1; 3],
         regs_per_thread: 0,
-        shmem_per_block: 0,
         params: [word.device_address() as u32, value, 1].iter().flat_map(|p| p.to_le_bytes()).collect(),
+        ..Default::default()
     };
     let pinned = MemStats::read(0).unwrap().host_pinned;
     for i in 0..200u32 {
         q.update(&dev, &i.to_le_bytes(), &word, 4).unwrap();
-        q.launch(&dev, &fill(i)).unwrap();
+        q.launch(&dev, &fill(i), Frame::default()).unwrap();
     }
     // Staged in the queue's ring: no buffer object (no pinned memory, no
     // system call) per packet.

@@ -99,7 +99,8 @@ impl Prepared {
     #[inline]
     pub(super) fn new(shared: &Shared, closing: CUdeviceptr, launch: &Launch) -> Result<Self> {
         let mut k = Translator { shared, launch, buffers: Vec::new() };
-        let (index, args, count) = match launch.entry_pc {
+        // The built-in start code runs the kernel at `kernel_pc`.
+        let (index, args, count) = match launch.kernel() {
             builtin::FILL_U32 => {
                 let [dst, value, count] = k.params()?;
                 let n = k.elements(count);
@@ -122,7 +123,7 @@ impl Prepared {
             _ => return Err(k.fault(0, "no kernel at this entry PC (bad PC)".into())),
         };
         let function = shared.kernels.functions[index];
-        Ok(Self { function, grid: launch.grid, block: launch.block, args, count, buffers: k.buffers, spins: index == 3, pc: launch.entry_pc })
+        Ok(Self { function, grid: launch.grid, block: launch.block, args, count, buffers: k.buffers, spins: index == 3, pc: launch.kernel() })
     }
 
     /// Queues the launch on `stream`.
@@ -151,7 +152,7 @@ struct Translator<'a> {
 
 impl Translator<'_> {
     fn fault(&self, thread: u64, why: String) -> Error {
-        Error::DeviceFault { pc: self.launch.entry_pc, thread, why }
+        Error::DeviceFault { pc: self.launch.kernel(), thread, why }
     }
 
     /// The first `N` little-endian u32 parameters.

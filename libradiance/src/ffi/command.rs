@@ -44,6 +44,7 @@ pub struct LaunchDesc {
     regs_per_thread: u8,
     params: *const c_void,
     params_length: usize,
+    kernel_pc: u32,
 }
 
 /// A fill command from C arguments: the pattern is 1, 2 or 4 bytes.
@@ -105,10 +106,12 @@ pub(super) unsafe fn dispatch(launch: *const LaunchDesc) -> Result<Command> {
     let params = unsafe { slice(l.params.cast::<u8>(), l.params_length, "launch params")? };
     Command::dispatch(Launch {
         entry_pc: l.entry_pc,
+        kernel_pc: l.kernel_pc,
         grid: l.grid,
         block: l.block,
         regs_per_thread: l.regs_per_thread,
         shmem_per_block: l.shmem_per_block,
         params: params.to_vec(),
+        ..Default::default()
     })
 }

@@ -25,5 +25,5 @@ const _: () = {
     assert!(size_of::<command::SemaphoreList>() == 24);
     assert!(size_of::<buffer::BufferParamsDesc>() == 16);
     assert!(size_of::<buffer::MappingDesc>() == 24);
-    assert!(size_of::<command::LaunchDesc>() == 56);
+    assert!(size_of::<command::LaunchDesc>() == 64);
 };

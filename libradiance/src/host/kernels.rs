@@ -26,7 +26,8 @@ pub(super) struct Context<'a> {
 /// Runs `launch` to completion.
 pub(super) fn run(cx: &Context<'_>, launch: &Launch) -> Result<()> {
     let k = Kernel { cx, launch };
-    match launch.entry_pc {
+    // The built-in start code runs the kernel at `kernel_pc`.
+    match launch.kernel() {
         builtin::FILL_U32 => {
             let [dst, value, count] = k.params()?;
             k.write(dst, k.elements(count), std::iter::repeat(value))
@@ -57,7 +58,7 @@ struct Kernel<'a> {
 
 impl Kernel<'_> {
     fn fault(&self, thread: u64, why: String) -> Error {
-        Error::DeviceFault { pc: self.launch.entry_pc, thread, why }
+        Error::DeviceFault { pc: self.launch.kernel(), thread, why }
     }
 
     /// The first `N` little-endian u32 parameters.

@@ -15,7 +15,7 @@ mod staging;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;
-pub use queue::{Printf, Queue, QueueFault, QueueStatus};
+pub use queue::{Frame, Printf, Queue, QueueFault, QueueStatus, VramRange};
 pub use queue_stats::QueueStats;
 pub use sem_stats::SemStats;
 pub use semaphore::Semaphore;

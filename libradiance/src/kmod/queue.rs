@@ -29,6 +29,17 @@ enum Staged {
     Own(BufferObject),
 }
 
+/// A range of a VRAM buffer object: the BO, an offset, bytes.
+pub type VramRange<'a> = (&'a BufferObject, u64, u64);
+
+/// Where a launch's start code puts the threads' stacks and thread-local
+/// storage (none by default).
+#[derive(Clone, Copy, Default)]
+pub struct Frame<'a> {
+    pub stack: Option<VramRange<'a>>,
+    pub tls: Option<VramRange<'a>>,
+}
+
 /// Why a queue stopped: what QUEUE_QUERY and the control block say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueFault {
@@ -126,7 +137,8 @@ pub struct Queue {
     /// The batch's memory between operations, kept to save an allocation
     /// per operation.
     spare: Vec<uapi::Packet>,
-    /// The kernel's ABI minor version: SKIP_ON_FAILURE needs 1.7.
+    /// The kernel's ABI minor version: SKIP_ON_FAILURE needs 1.7,
+    /// LAUNCH_DESC 1.8.
     abi_minor: u16,
 }
 
@@ -306,6 +318,19 @@ impl Queue {
         }
     }
 
+    /// Overwrites the start of staged bytes, before the packet that reads
+    /// them is put.
+    fn rewrite_staged(&mut self, staged: &Staged, bytes: &[u8]) -> Result<()> {
+        match staged {
+            Staged::Ring(offset) => self.ring_staging.rewrite(*offset, bytes),
+            Staged::Own(bo) => {
+                let mut map = bo.map()?;
+                map.get_mut(..bytes.len()).ok_or_else(|| Error::InvalidArgument("staged bytes".into()))?.copy_from_slice(bytes);
+                Ok(())
+            }
+        }
+    }
+
     /// Keeps staged bytes until the packet just put (which reads them)
     /// completes.
     fn keep(&mut self, staged: Staged) {
@@ -325,50 +350,79 @@ impl Queue {
         Ok(())
     }
 
-    /// Launches a kernel; its launch block goes through staging memory.
-    pub fn launch(&mut self, device: &Device, launch: &Launch) -> Result<()> {
-        self.launch_block(device, launch, None).map(drop)
+    /// Launches a kernel, with its stack and TLS in `frame`; its
+    /// descriptor goes through staging memory and the kernel builds the
+    /// device's launch block from it.
+    pub fn launch(&mut self, device: &Device, launch: &Launch, frame: Frame<'_>) -> Result<()> {
+        self.launch_desc(device, launch, frame, None).map(drop)
     }
 
-    /// Launches a kernel with a printf ring of `limit` bytes; the text it
-    /// prints can be read from the result once the launch completed.
+    /// Launches a kernel with a printf ring of up to `limit` bytes; the text
+    /// it prints can be read from the result once the launch completed.
     pub fn launch_with_printf(&mut self, device: &Device, launch: &Launch, limit: u32) -> Result<Printf> {
-        let out = self.launch_block(device, launch, Some(limit))?;
+        let out = self.launch_desc(device, launch, Frame::default(), Some(limit))?;
         out.map(|bo| Printf { bo }).ok_or_else(|| Error::InvalidArgument("no printf buffer".into()))
     }
 
-    /// Writes the launch block (with a printf ring of `limit` bytes, and a
-    /// host buffer for its text, if asked) and the LAUNCH packet.
-    fn launch_block(&mut self, device: &Device, launch: &Launch, limit: Option<u32>) -> Result<Option<BufferObject>> {
-        let dim = |v: u32| u16::try_from(v).map_err(|_| Error::InvalidArgument(format!("dimension {v} exceeds 65535")));
-        let head = uapi::LaunchBlock {
-            entry_pc: launch.entry_pc,
-            grid: [dim(launch.grid[0])?, dim(launch.grid[1])?, dim(launch.grid[2])?],
-            block: [dim(launch.block[0])?, dim(launch.block[1])?, dim(launch.block[2])?],
-            regs_per_thread: launch.regs_per_thread,
+    /// Writes the launch descriptor and its params (and a host buffer for
+    /// printf text of `limit` bytes, if asked) and the LAUNCH_DESC packet.
+    fn launch_desc(
+        &mut self,
+        device: &Device,
+        launch: &Launch,
+        frame: Frame<'_>,
+        limit: Option<u32>,
+    ) -> Result<Option<BufferObject>> {
+        if self.abi_minor < 8 {
+            return Err(Error::Status {
+                code: crate::StatusCode::Incompatible,
+                message: format!("kernel ABI 1.{} has no LAUNCH_DESC (needs 1.8)", self.abi_minor),
+            });
+        }
+        let range = |r: Option<VramRange<'_>>| match r {
+            Some((bo, offset, size)) if bo.placement() == Placement::Vram => Ok((bo.handle(), offset, size)),
+            Some(_) => Err(Error::InvalidArgument("a launch's stack and TLS must be in VRAM".into())),
+            None => Ok((0, 0, 0)),
+        };
+        let ((stack, stack_offset, stack_size), (tls, tls_offset, tls_size)) = (range(frame.stack)?, range(frame.tls)?);
+        let params_size = u32::try_from(launch.params.len())
+            .map_err(|_| Error::InvalidArgument(format!("{} bytes of params", launch.params.len())))?;
+        let mut desc = uapi::LaunchDesc {
+            start_pc: launch.entry_pc,
+            kernel_pc: launch.kernel_pc(),
+            grid: launch.grid,
+            block: launch.block,
             shmem_per_block: launch.shmem_per_block,
-            params_size: launch.params.len() as u32,
+            // The device wants at least one.
+            regs_per_thread: launch.regs_per_thread.max(1),
+            params_size,
+            stack,
+            stack_offset,
+            stack_size,
+            tls,
+            tls_offset,
+            tls_size,
             ..Default::default()
         };
-        let ring = uapi::PrintfRing { limit: limit.unwrap_or(0), ..Default::default() };
-        let mut block = [as_bytes(&head), &launch.params].concat();
-        if limit.is_some() {
-            block.extend_from_slice(as_bytes(&ring));
-            block.resize(block.len() + ring.limit as usize, 0);
-        }
+        let desc_size = size_of::<uapi::LaunchDesc>();
+        // The params follow the descriptor in the same staged bytes.
+        let mut staged_bytes = vec![0; desc_size + launch.params.len()];
+        staged_bytes[desc_size..].copy_from_slice(&launch.params);
+        let staged = self.stage(device, &staged_bytes, true)?;
+        let (handle, at) = self.staged_at(&staged);
+        desc.params_offset = at + desc_size as u64;
+        self.rewrite_staged(&staged, as_bytes(&desc))?;
         let out = match limit {
             Some(limit) => Some(device.create_bo(4 + u64::from(limit), Placement::Host, true)?),
             None => None,
         };
-        let staged = self.stage(device, &block, true)?;
-        let (handle, at) = self.staged_at(&staged);
         self.put(uapi::LaunchPacket {
-            header: Self::header(uapi::packet_kind::LAUNCH, false),
+            header: Self::header(uapi::packet_kind::LAUNCH_DESC, false),
             block: handle,
             block_offset: at,
-            block_size: block.len() as u64,
+            block_size: desc_size as u64,
             printf: out.as_ref().map_or(0, BufferObject::handle),
-            printf_size: out.as_ref().map_or(0, |_| 4 + u64::from(ring.limit)),
+            printf_size: limit.map_or(0, |limit| 4 + u64::from(limit)),
             ..Default::default()
         })?;
         self.keep(staged);

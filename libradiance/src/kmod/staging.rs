@@ -5,7 +5,7 @@
 //! complete, so that staging bytes costs no system call.
 
 use super::{BufferObject, Device, Placement};
-use crate::Result;
+use crate::{Error, Result};
 use memmap2::MmapMut;
 use std::collections::VecDeque;
 
@@ -68,6 +68,13 @@ impl StagingRing {
         self.map[offset as usize..(offset + len) as usize].copy_from_slice(bytes);
         self.head = at + len;
         Some(offset)
+    }
+
+    /// Overwrites bytes staged at `offset` (before any packet reads them).
+    pub(super) fn rewrite(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        let range = offset as usize..offset as usize + bytes.len();
+        self.map.get_mut(range).ok_or_else(|| Error::InvalidArgument("staged bytes".into()))?.copy_from_slice(bytes);
+        Ok(())
     }
 
     /// The bytes staged so far are read by packets before ring index

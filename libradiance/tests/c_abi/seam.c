@@ -200,15 +200,6 @@ radiance_status_t seam_submit_dispatch(seam_t *seam, const seam_launch_params_t 
 {
 	struct seam_stream *s;
 	struct seam_lists l;
-	/*
-	 * The Gluon launch block has no kernel_pc field: start code would take
-	 * it from its parameters, a convention the uapi does not fix yet. The
-	 * built-ins have no start code, so they are launched with
-	 * start_pc == kernel_pc.
-	 */
-	if (launch->kernel_pc != launch->start_pc)
-		return seam_error(RADIANCE_STATUS_UNIMPLEMENTED,
-				  "seam: passing kernel_pc to start code needs a launch-block convention");
 	radiance_status_t status = seam_stream(seam, launch->stream_id, &s);
 	if (status)
 		return status;
@@ -221,6 +212,7 @@ radiance_status_t seam_submit_dispatch(seam_t *seam, const seam_launch_params_t 
 		.regs_per_thread = launch->regs_per_thread,
 		.params = launch->params,
 		.params_length = launch->params_size,
+		.kernel_pc = launch->kernel_pc,
 	};
 	return seam_queued(s, radiance_queue_dispatch(s->queue, l.waits, l.signals, &desc));
 }

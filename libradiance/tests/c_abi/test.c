@@ -232,7 +232,8 @@ static void test_seam(const char *uri)
 	uint32_t params[4] = { da, db, dc, N };
 	seam_launch_params_t launch = {
 		.stream_id = 0,
-		.start_pc = RADIANCE_BUILTIN_VECADD_U32,
+		/* Start code that calls the kernel at kernel_pc. */
+		.start_pc = RADIANCE_BUILTIN_START,
 		.kernel_pc = RADIANCE_BUILTIN_VECADD_U32,
 		.grid = { 4, 1, 1 },
 		.block = { 256, 1, 1 },

@@ -33,7 +33,7 @@ fn suite_against_cuda_0() {
 
 fn launch(entry_pc: u32, grid: [u32; 3], block: [u32; 3], params: &[u32]) -> Launch {
     let params = params.iter().flat_map(|p| p.to_le_bytes()).collect();
-    Launch { entry_pc, grid, block, regs_per_thread: 16, shmem_per_block: 0, params }
+    Launch { entry_pc, grid, block, regs_per_thread: 16, params, ..Default::default() }
 }
 
 /// A grid of a million threads over three dimensions: every element is

@@ -128,8 +128,8 @@ fn launch_overhead(device: &Device, raw: &Raw) -> Res<()> {
         grid: [1; 3],
         block: [1; 3],
         regs_per_thread: 0,
-        shmem_per_block: 0,
         params: vec![0; 12],
+        ..Default::default()
     };
     let mut tick = 0;
     let mut ours = |n: u32| -> Res<(f64, f64)> {

@@ -348,10 +348,10 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
                 grid: [blocks, 1, 1],
                 block: [256, 1, 1],
                 regs_per_thread: 8,
-                shmem_per_block: 0,
                 params,
+                ..Default::default()
             };
-            q.launch(&dev, &launch)?;
+            q.launch(&dev, &launch, kmod::Frame::default())?;
             q.finish(None)?;
             let ok = c.map()?.chunks_exact(4).take(count as usize).enumerate().all(|(i, w)| w == (4 * i as u32).to_le_bytes());
             if !ok {
@@ -366,8 +366,8 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
                 grid: [count.div_ceil(64), 1, 1],
                 block: [64, 1, 1],
                 regs_per_thread: 8,
-                shmem_per_block: 0,
                 params,
+                ..Default::default()
             };
             // Room for every line of up to 24 bytes, within one page.
             let limit = (count * 24).min(3000);

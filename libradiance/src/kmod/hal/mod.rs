@@ -39,8 +39,9 @@ use radiance_uapi as uapi;
 use std::{os::fd::BorrowedFd, sync::Arc, time::Instant};
 
 /// The kernel ABI minor version this backend needs: 1.7 brought
-/// SKIP_ON_FAILURE, without which a failed wait would stop a queue.
-const MIN_ABI_MINOR: u16 = 7;
+/// SKIP_ON_FAILURE, without which a failed wait would stop a queue, and 1.8
+/// LAUNCH_DESC, which launches go through.
+const MIN_ABI_MINOR: u16 = 8;
 
 pub(crate) struct KmodDevice {
     info: DeviceInfo,

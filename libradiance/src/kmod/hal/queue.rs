@@ -16,6 +16,7 @@ use crate::{
     backend::{BackendQueue, Submission},
     command_buffer::Op,
     kmod::{self, BufferObject, Device, Placement},
+    DeviceRange,
     lock::lock,
     Command,
     Error,
@@ -149,9 +150,17 @@ fn encode(q: &mut kmod::Queue, device: &Device, command: &Command, scratch: &mut
                 })
             }
         }
-        Op::Dispatch(launch) => q.launch(device, launch),
+        Op::Dispatch(launch) => {
+            let frame = kmod::Frame { stack: vram_range(&launch.stack)?, tls: vram_range(&launch.tls)? };
+            q.launch(device, launch, frame)
+        }
         Op::Barrier => q.barrier(),
     }
+}
+
+/// A launch's stack or TLS as the kmod queue takes it.
+fn vram_range(range: &Option<DeviceRange>) -> Result<Option<kmod::VramRange<'_>>> {
+    range.as_ref().map(|r| Ok((kmod_bo(&r.buffer)?, r.offset, r.size))).transpose()
 }
 
 /// Writes `length` bytes at `offset` of host BO `target` through VRAM

@@ -83,8 +83,8 @@ fn launch(entry_pc: u32, grid: [u32; 3], block: [u32; 3], params: &[u32]) -> Lau
         grid,
         block,
         regs_per_thread: 16,
-        shmem_per_block: 0,
         params: params.iter().flat_map(|p| p.to_le_bytes()).collect(),
+        ..Default::default()
     }
 }
 
