@@ -18,6 +18,7 @@ pub mod command_buffer;
 pub mod cuda;
 pub mod device;
 pub mod error;
+pub mod executable;
 mod ffi;
 mod host;
 pub mod kmod;
@@ -29,5 +30,6 @@ pub use buffer::{Buffer, BufferParams, BufferRef, BufferUsage, Mapping, MemoryTy
 pub use command_buffer::{Command, CommandBuffer, CommandBufferBuilder, DeviceRange, Launch, Pattern};
 pub use device::{Device, DeviceInfo};
 pub use error::{Error, Result, StatusCode};
+pub use executable::Executable;
 pub use queue::{Points, Queue};
 pub use semaphore::{Semaphore, SemaphoreList, Timeout, WaitMode};

@@ -25,8 +25,43 @@ submit_printf() { o=$(/radctl submit printf --count 3) && echo "$o" && [ "$(echo
 missing_device() { ! /radctl info kmod:5 2>/tmp/err && cat /tmp/err && grep -q 'no such device' /tmp/err; }
 no_driver() { rmmod radiance && ! /radctl list 2>/tmp/err; rc=$?; cat /tmp/err; insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 ${RADIANCE_PARAMS_EXTRA:-}; [ $rc = 0 ] && grep -q 'is radiance.ko loaded' /tmp/err; }
 
+# Little-endian bytes, to build ELF images by hand.
+le16() { printf "$(printf '\\%03o\\%03o' $(($1 & 255)) $(($1 >> 8 & 255)))"; }
+le32() { le16 $(($1 & 65535)); le16 $(($1 >> 16 & 65535)); }
+# A minimal Muon ELF32: one PT_LOAD at $1 holding the words $4..., then $2
+# bytes of BSS; entry point $3.
+elf32() {
+	addr=$1 bss=$2 entry=$3
+	shift 3
+	printf '\177ELF\001\001\001\000\000\000\000\000\000\000\000\000'
+	le16 2; le16 243; le32 1; le32 "$entry"; le32 52; le32 0; le32 0
+	le16 52; le16 32; le16 1; le16 40; le16 0; le16 0
+	n=$(($# * 4))
+	for v in 1 84 "$addr" "$addr" "$n" $((n + bss)) 5 4; do le32 "$v"; done
+	for w in "$@"; do le32 "$w"; done
+}
+# Its words land at their link address (16 MiB: the devices here have 64
+# MiB of VRAM), and the launch at the entry point (no code the emulator
+# runs) is an execution fault there: exit status 3.
+run_faults_at_entry() {
+	elf32 0x01000000 16 0x01000000 0x11111111 0x22222222 0x33333333 0x44444444 >/tmp/fault.elf
+	/radctl run /tmp/fault.elf --json --read 0x01000000:32 >/tmp/run.json; rc=$?
+	cat /tmp/run.json; echo "exit $rc"
+	[ $rc = 3 ] && grep -q '"status":"faulted"' /tmp/run.json && grep -q '"err_code":1,' /tmp/run.json &&
+		grep -q '"pc":16777216,' /tmp/run.json &&
+		grep -q '"hex":"1111111122222222333333334444444400000000000000000000000000000000"' /tmp/run.json
+}
+# Start code at the entry point (the built-in START) calls the kernel at
+# --kernel (VECADD) on the image's data: c = a + b lands in its BSS.
+run_start_code_vecadd() {
+	elf32 0x01100000 16 0xffff0500 1 2 3 4 10 20 30 40 >/tmp/vecadd.elf
+	/radctl run /tmp/vecadd.elf --kernel 0xffff0200 --block 4 \
+		--params 00001001100010012000100104000000 --read 0x01100020:16 >/tmp/run.txt; rc=$?
+	cat /tmp/run.txt
+	[ $rc = 0 ] && grep -q '^completed$' /tmp/run.txt && grep -q '^0x01100020  0b 00 00 00 16 00 00 00 21 00 00 00 2c 00 00 00$' /tmp/run.txt
+}
 echo "TAP version 13"
-echo "1..8"
+echo "1..10"
 check "radctl list shows both devices" list_shows_both
 check "radctl info prints device 1" info_text
 check "radctl info --json" info_json
@@ -34,5 +69,7 @@ check "radctl mem shows VRAM use" mem_text
 check "radctl submit nop, fill, copy and launch check out" submit_all
 check "radctl submit printf prints what the device printed" submit_printf
 check "radctl info on a missing device fails clearly" missing_device
+check "radctl run: an ELF's segments land at their link address; a fault names the entry PC" run_faults_at_entry
+check "radctl run: start code calls the kernel at kernel_pc" run_start_code_vecadd
 check "radctl list without the module fails clearly" no_driver
 exit $failed

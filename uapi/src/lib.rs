@@ -641,7 +641,8 @@ pub mod packet_kind {
 /// Gluon's `ERR_CODE` values, as a device fault reports them in
 /// [`QueueControl::err_code`] and [`QueueQuery::err_code`].
 pub mod gluon_err {
-    /// The entry PC holds no kernel.
+    /// Gluon's EXECUTION status: a warp faulted (on the emulated device:
+    /// no built-in at the PC).
     pub const BAD_PC: u8 = 1;
     /// A thread touched an address outside VRAM.
     pub const BAD_ADDRESS: u8 = 2;

@@ -68,6 +68,23 @@ impl Device {
         BufferObject::from_handle(self.fd.clone(), args.handle)
     }
 
+    /// Allocates `size` bytes of VRAM at device address `addr` (ABI 1.8):
+    /// for code and data linked at fixed addresses. `Busy` if any of the
+    /// range is taken.
+    pub fn create_bo_at(&self, addr: u32, size: u64, mappable: bool) -> Result<BufferObject> {
+        let flags = uapi::bo_flags::FIXED_ADDRESS | if mappable { uapi::bo_flags::MAPPABLE } else { 0 };
+        let mut args = uapi::BoCreate {
+            size,
+            placement: Placement::Vram.to_uapi(),
+            flags,
+            device_address: addr.into(),
+            ..Default::default()
+        };
+        ioctl::bo_create(&*self.fd, &mut args)
+            .map_err(|e| Error::os(format!("BO_CREATE of {size} bytes at {addr:#x}"), e))?;
+        BufferObject::from_handle(self.fd.clone(), args.handle)
+    }
+
     /// Makes a host BO over anyone's dma-buf (it keeps its own reference).
     pub fn import_dma_buf(&self, dmabuf: BorrowedFd<'_>) -> Result<BufferObject> {
         use std::os::fd::AsRawFd;

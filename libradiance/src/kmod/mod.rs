@@ -7,6 +7,7 @@ mod debugfs;
 pub(crate) mod hal;
 mod ioctl;
 mod mem_stats;
+mod load;
 mod queue;
 mod queue_stats;
 mod sem_stats;

@@ -65,7 +65,7 @@ impl QueueFault {
             return Error::os(format!("{at} faulted"), Errno::from_raw_os_error(self.error as i32));
         }
         let why = match u8::try_from(self.err_code) {
-            Ok(uapi::gluon_err::BAD_PC) => "no kernel at the entry PC",
+            Ok(uapi::gluon_err::BAD_PC) => "an execution error (a warp faulted, or no code at the PC)",
             Ok(uapi::gluon_err::BAD_ADDRESS) => "an address outside VRAM",
             Ok(uapi::gluon_err::BAD_COMMAND) => "a malformed command",
             Ok(uapi::gluon_err::DMA) => "a DMA transfer failed",

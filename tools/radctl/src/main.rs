@@ -2,7 +2,10 @@
 
 //! radctl: inspect Radiance devices. A verb per noun, aligned tables for
 //! people, `--json` for scripts; exit code 0 on success, 1 on any error
-//! (with a one-line message on stderr), 2 on bad usage.
+//! (with a one-line message on stderr), 2 on bad usage, and for `run` 3
+//! when the launched code faulted on the device.
+
+mod run;
 
 use clap::{Parser, Subcommand};
 use radiance::kmod::{self, DeviceInfo, MemStats, QueueStats, SemStats};
@@ -52,6 +55,9 @@ enum Command {
         #[arg(long, default_value = "kmod:0", global = true)]
         device: String,
     },
+    /// Load a Muon ELF32 executable into VRAM at its link addresses and
+    /// launch it; exit status 3 if the device faults.
+    Run(run::Run),
     /// Show a device's VRAM and pinned host memory use (needs debugfs).
     Mem {
         /// kmod:N, N, radianceN or a /dev path.
@@ -103,6 +109,7 @@ fn parse_u32(s: &str) -> Result<u32, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => return run::run(&args, cli.json),
         Command::List => list(cli.json),
         Command::Info { device } => info(&device, cli.json),
         Command::Mem { device } => mem(&device, cli.json),

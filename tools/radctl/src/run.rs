@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! `radctl run`: loads a Muon executable (ELF32) into a device's VRAM at its
+//! link addresses and launches it, its entry point as the start code and a
+//! symbol (or the entry point) as the kernel; then prints whether it
+//! completed or the device fault (Gluon's status, the PC, the warp), and the
+//! VRAM it was asked to read back.
+//!
+//! Exit status: 0 when the launch completed, 3 when the device faulted (what
+//! the executable did, which scripts may expect), 1 when radctl could not
+//! load or launch it, 2 for bad arguments.
+
+use clap::Args;
+use radiance::{
+    kmod::{self, BufferObject, Frame, Placement},
+    Executable, Launch,
+};
+use serde_json::{json, Value};
+use std::{path::PathBuf, process::ExitCode};
+
+/// `radctl run`'s arguments.
+#[derive(Args)]
+pub(crate) struct Run {
+    /// The Muon ELF32 executable.
+    file: PathBuf,
+    /// kmod:N, N, radianceN or a /dev path.
+    #[arg(long, default_value = "kmod:0")]
+    device: String,
+    /// The kernel the start code calls: a symbol or an address (default:
+    /// the entry point, for code without start code).
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Blocks per grid: X[,Y[,Z]].
+    #[arg(long, default_value = "1", value_parser = dims)]
+    grid: [u32; 3],
+    /// Threads per block: X[,Y[,Z]].
+    #[arg(long, default_value = "1", value_parser = dims)]
+    block: [u32; 3],
+    /// The kernel's params: hex bytes, or @FILE for a file's bytes.
+    #[arg(long, default_value = "", value_parser = params)]
+    params: Params,
+    /// Registers per thread.
+    #[arg(long, default_value_t = 32)]
+    regs: u8,
+    /// Bytes of VRAM for the start code's stacks (0: none).
+    #[arg(long, default_value_t = 64 << 10)]
+    stack: u64,
+    /// Bytes of VRAM for thread-local storage (0: none).
+    #[arg(long, default_value_t = 64 << 10)]
+    tls: u64,
+    /// VRAM to print once the launch is over: ADDR:LEN, inside the
+    /// executable's segments (or its stack or TLS). May be repeated.
+    #[arg(long = "read", value_parser = range)]
+    reads: Vec<(u32, u32)>,
+}
+
+/// Params bytes (a type of its own: clap would take `Vec<u8>` as a list).
+#[derive(Clone)]
+struct Params(Vec<u8>);
+
+fn number(s: &str) -> Result<u32, String> {
+    let parsed = match s.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    parsed.map_err(|e| format!("{s}: {e}"))
+}
+
+fn dims(s: &str) -> Result<[u32; 3], String> {
+    let mut out = [1; 3];
+    let parts: Vec<&str> = s.split(',').collect();
+    if parts.len() > 3 {
+        return Err(format!("{s}: at most three dimensions"));
+    }
+    for (d, p) in out.iter_mut().zip(parts) {
+        *d = number(p)?;
+        if *d == 0 {
+            return Err(format!("{s}: every dimension is at least 1"));
+        }
+    }
+    Ok(out)
+}
+
+fn params(s: &str) -> Result<Params, String> {
+    if let Some(path) = s.strip_prefix('@') {
+        return std::fs::read(path).map(Params).map_err(|e| format!("{path}: {e}"));
+    }
+    if s.len() % 2 != 0 {
+        return Err(format!("{s}: hex bytes come in pairs of digits"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| format!("{s}: {e}")))
+        .collect::<Result<_, _>>()
+        .map(Params)
+}
+
+fn range(s: &str) -> Result<(u32, u32), String> {
+    let (addr, len) = s.split_once(':').ok_or_else(|| format!("{s}: ADDR:LEN"))?;
+    Ok((number(addr)?, number(len)?))
+}
+
+/// How the launch ended.
+enum Outcome {
+    Completed,
+    Faulted(kmod::QueueFault),
+}
+
+/// Runs `radctl run`.
+pub(crate) fn run(args: &Run, as_json: bool) -> ExitCode {
+    match run_inner(args, as_json) {
+        Ok(Outcome::Completed) => ExitCode::SUCCESS,
+        Ok(Outcome::Faulted(_)) => ExitCode::from(3),
+        Err(e) => {
+            eprintln!("radctl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
+    let bytes = std::fs::read(&args.file)
+        .map_err(|e| radiance::Error::io(format!("reading {}", args.file.display()), &e))?;
+    let exe = Executable::parse(&bytes)?;
+    let kernel_pc = match &args.kernel {
+        None => exe.entry(),
+        Some(name) => match exe.symbol(name) {
+            Some(addr) => addr,
+            None => number(name).map_err(|_| radiance::Error::InvalidArgument(format!("no symbol {name}")))?,
+        },
+    };
+    let dev = kmod::Device::open(&args.device)?;
+    let mut q = dev.create_queue(256)?;
+    let image = dev.load(&mut q, &exe)?;
+    let vram = |size: u64| (size > 0).then(|| dev.create_bo(size, Placement::Vram, false)).transpose();
+    let (stack, tls) = (vram(args.stack)?, vram(args.tls)?);
+    let frame = Frame {
+        stack: stack.as_ref().map(|bo| (bo, 0, args.stack)),
+        tls: tls.as_ref().map(|bo| (bo, 0, args.tls)),
+    };
+    let launch = Launch {
+        entry_pc: exe.entry(),
+        kernel_pc,
+        grid: args.grid,
+        block: args.block,
+        regs_per_thread: args.regs,
+        params: args.params.0.clone(),
+        ..Default::default()
+    };
+    q.launch(&dev, &launch, frame)?;
+    let outcome = match q.finish(None) {
+        Ok(()) => Outcome::Completed,
+        Err(e) => Outcome::Faulted(q.fault().ok_or(e)?),
+    };
+    // A faulted queue runs nothing more: the reads go through another.
+    let mut reader = dev.create_queue(16)?;
+    let owned: Vec<&BufferObject> = [Some(&image), stack.as_ref(), tls.as_ref()].into_iter().flatten().collect();
+    let mut reads = Vec::new();
+    for &(addr, len) in &args.reads {
+        reads.push((addr, read(&dev, &mut reader, &owned, addr, len)?));
+    }
+    if as_json {
+        println!("{}", report_json(args, &exe, &launch, &outcome, &reads));
+    } else {
+        report(args, &exe, &launch, &outcome, &reads);
+    }
+    Ok(outcome)
+}
+
+/// `len` bytes of VRAM at `addr`, which must lie in one of `owned`.
+fn read(
+    dev: &kmod::Device,
+    q: &mut kmod::Queue,
+    owned: &[&BufferObject],
+    addr: u32,
+    len: u32,
+) -> radiance::Result<Vec<u8>> {
+    let (addr, len) = (u64::from(addr), u64::from(len));
+    let bo = owned
+        .iter()
+        .find(|bo| bo.device_address() <= addr && addr + len <= bo.device_address() + bo.size())
+        .ok_or_else(|| {
+            radiance::Error::InvalidArgument(format!(
+                "{addr:#x}:{len} is not inside the executable's segments, stack or TLS"
+            ))
+        })?;
+    let host = dev.create_bo(len.max(1), Placement::Host, true)?;
+    q.copy(bo, addr - bo.device_address(), &host, 0, len)?;
+    q.finish(None)?;
+    Ok(host.map()?[..len as usize].to_vec())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn report(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome, reads: &[(u32, Vec<u8>)]) {
+    let (first, end) = exe.span();
+    println!("loaded {}: {} segment(s) at {first:#010x}..{end:#010x}", args.file.display(), exe.segments().len());
+    let dims = |d: [u32; 3]| format!("{},{},{}", d[0], d[1], d[2]);
+    println!(
+        "launch: start_pc {:#010x} kernel_pc {:#010x} grid {} block {}",
+        launch.entry_pc,
+        launch.kernel_pc(),
+        dims(launch.grid),
+        dims(launch.block)
+    );
+    match outcome {
+        Outcome::Completed => println!("completed"),
+        Outcome::Faulted(f) => println!(
+            "fault: Gluon status {} at pc {:#010x}, warp {} ({})",
+            f.err_code,
+            f.err_pc,
+            f.err_thread,
+            f.error()
+        ),
+    }
+    for (addr, bytes) in reads {
+        for (i, line) in bytes.chunks(16).enumerate() {
+            let words: Vec<String> = line.iter().map(|b| format!("{b:02x}")).collect();
+            println!("{:#010x}  {}", *addr as usize + 16 * i, words.join(" "));
+        }
+    }
+}
+
+fn report_json(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome, reads: &[(u32, Vec<u8>)]) -> Value {
+    let segments: Vec<Value> = exe
+        .segments()
+        .iter()
+        .map(|s| json!({ "address": s.addr, "file_bytes": s.data.len(), "memory_bytes": s.mem_size }))
+        .collect();
+    let (status, fault) = match outcome {
+        Outcome::Completed => ("completed", Value::Null),
+        Outcome::Faulted(f) => (
+            "faulted",
+            json!({
+                "errno": f.error, "err_code": f.err_code, "pc": f.err_pc, "warp": f.err_thread,
+                "message": f.error().to_string(),
+            }),
+        ),
+    };
+    json!({
+        "file": args.file.display().to_string(),
+        "segments": segments,
+        "start_pc": launch.entry_pc,
+        "kernel_pc": launch.kernel_pc(),
+        "grid": launch.grid,
+        "block": launch.block,
+        "status": status,
+        "fault": fault,
+        "reads": reads.iter().map(|(addr, bytes)| json!({ "address": addr, "hex": hex(bytes) })).collect::<Vec<_>>(),
+    })
+}
