@@ -120,16 +120,49 @@ impl FreeSpace {
         })
     }
 
+    /// Takes `[addr, addr + size)` out of free block `block` (its start and
+    /// length, which hold the range), leaving what is left on either side
+    /// free with the nodes `front` and `tail`; the range keeps the block's
+    /// own nodes for when it is freed.
+    fn take(
+        &mut self,
+        block: (u64, u64),
+        addr: u64,
+        size: u64,
+        front: NodePair,
+        tail: NodePair,
+    ) -> Result<VramRange> {
+        let (start, len) = block;
+        let (by_addr_node, by_size_node) = self.remove(start, len).ok_or(EINVAL)?;
+        if addr > start {
+            self.insert(start, addr - start, front.0, front.1);
+        }
+        if addr + size < start + len {
+            self.insert(addr + size, start + len - addr - size, tail.0, tail.1);
+        }
+        self.stats.used += size;
+        self.stats.allocations += 1;
+        self.refresh_largest();
+        Ok(VramRange {
+            addr,
+            size,
+            by_addr_node,
+            by_size_node,
+        })
+    }
+
     fn refresh_largest(&mut self) {
         self.stats.largest_free = self.by_size.cursor_back().map_or(0, |c| c.current().0 .0);
     }
 }
 
 /// Tree nodes for one free block.
-fn node_pair() -> Result<(
+type NodePair = (
     RBTreeNodeReservation<u64, u64>,
     RBTreeNodeReservation<SizeKey, ()>,
-)> {
+);
+
+fn node_pair() -> Result<NodePair> {
     Ok((
         RBTreeNodeReservation::new(GFP_KERNEL)?,
         RBTreeNodeReservation::new(GFP_KERNEL)?,
@@ -181,23 +214,7 @@ impl Vram {
 
         let mut free = self.free.lock();
         let (start, len, addr) = free.find(size, align).ok_or(ENOMEM)?;
-        let (by_addr_node, by_size_node) = free.remove(start, len).ok_or(EINVAL)?;
-        if addr > start {
-            free.insert(start, addr - start, front.0, front.1);
-        }
-        let end = start + len;
-        if addr + size < end {
-            free.insert(addr + size, end - addr - size, tail.0, tail.1);
-        }
-        free.stats.used += size;
-        free.stats.allocations += 1;
-        free.refresh_largest();
-        Ok(VramRange {
-            addr,
-            size,
-            by_addr_node,
-            by_size_node,
-        })
+        free.take((start, len), addr, size, front, tail)
     }
 
     /// Allocates `[addr, addr + size)` (`size` rounded up to [`GRANULE`]),
@@ -228,22 +245,7 @@ impl Vram {
         }
         .filter(|&(start, len)| start <= addr && end <= start + len);
         let (start, len) = containing.ok_or(EBUSY)?;
-        let (by_addr_node, by_size_node) = free.remove(start, len).ok_or(EINVAL)?;
-        if addr > start {
-            free.insert(start, addr - start, front.0, front.1);
-        }
-        if end < start + len {
-            free.insert(end, start + len - end, tail.0, tail.1);
-        }
-        free.stats.used += size;
-        free.stats.allocations += 1;
-        free.refresh_largest();
-        Ok(VramRange {
-            addr,
-            size,
-            by_addr_node,
-            by_size_node,
-        })
+        free.take((start, len), addr, size, front, tail)
     }
 
     /// Returns a range, already scrubbed by its owner, to the free space,

@@ -22,6 +22,7 @@
 use super::{
     copy_dir,
     copy_flags,
+    mem,
     u32_at,
     u64_at,
     u8_at,
@@ -36,11 +37,6 @@ mod kind {
     pub(super) const MEM: u8 = 1;
     pub(super) const CSR: u8 = 2;
     pub(super) const WAIT: u8 = 3;
-}
-
-mod mem {
-    pub(super) const COPY: u8 = 0;
-    pub(super) const SET: u8 = 1;
 }
 
 /// Its frame size.

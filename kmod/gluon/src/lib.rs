@@ -201,6 +201,12 @@ fn u8_at(b: &[u8], at: usize) -> Result<u8, Error> {
     b.get(at).copied().ok_or(Error::Malformed)
 }
 
+/// MEM's sub-ops, in every dialect so far.
+mod mem {
+    pub(crate) const COPY: u8 = 0;
+    pub(crate) const SET: u8 = 1;
+}
+
 /// A MEM COPY's flags byte: bit 0 device to host (gluon-sim); bit 1 device
 /// to device, which no public Gluon defines: only devices that say they
 /// copy VRAM to VRAM (`caps::COPY_D2D`) get it.

@@ -21,6 +21,7 @@
 use super::{
     copy_dir,
     copy_flags,
+    mem,
     u32_at,
     u8_at,
     Command,
@@ -34,11 +35,6 @@ mod opcode {
     pub(super) const MEM: u8 = 1;
     pub(super) const CSR: u8 = 2;
     pub(super) const FENCE: u8 = 3;
-}
-
-mod mem {
-    pub(super) const COPY: u8 = 0;
-    pub(super) const SET: u8 = 1;
 }
 
 /// Its frame size.
