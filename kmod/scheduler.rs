@@ -13,6 +13,12 @@
 //! device. A stream takes as many commands at once as the device says
 //! (gluon-sim: one), and all streams at most [`MAX_IN_FLIGHT`].
 //!
+//! Queues on different streams are ordered by semaphores, drained here: a
+//! WAIT_SEMAPHORE holds its queue until the signal's command has completed
+//! and its outcome is known. A device WAIT (`gluon-24`) is never emitted:
+//! it would release the waiter when the waited command completes even if
+//! it failed, and a failed semaphore must fail or skip what waits on it.
+//!
 //! It runs as a work item, woken by a doorbell (QUEUE_KICK), a new queue or
 //! the device's interrupt. Each pass takes responses first (completing
 //! packets in order), then visits the queues round-robin, translating at
