@@ -44,7 +44,7 @@ done
 static_cargo build -p libradiance >&2
 cc -std=c11 -Wall -Wextra -Werror -static -o "$stage/c_abi_test" \
 	-I "$TOP/libradiance/include" -I "$TOP/uapi/include" \
-	"$TOP"/libradiance/tests/c_abi/test.c "$TOP"/libradiance/tests/c_abi/seam.c \
+	"$TOP"/libradiance/tests/c_abi/test.c \
 	"$TOP/target/$target/release/libradiance.a" -lpthread -lm -ldl
 cp "$TOP"/tests/guest/libtest-ktap.sh "$TOP"/tests/guest/ktap-one.sh "$TOP"/tests/guest/kunit-ktap.sh "$stage/"
 echo "$stage"

@@ -12,6 +12,8 @@ APT_PACKAGES=(
 	make gcc flex bison bc cpio xz-utils libelf-dev libssl-dev kmod
 	# Guest.
 	busybox-static qemu-system-x86
+	# C users of libradiance find it through pkg-config (tests/install).
+	pkg-config
 )
 
 missing=()

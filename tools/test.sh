@@ -31,6 +31,15 @@ read -r host_pass host_fail host_skip < <(awk '
 # A crash or a build error prints no result line: count it as a failure.
 if ((host_rc != 0 && host_fail == 0)); then host_fail=1; fi
 
+# libradiance as C users get it: installed, relocated, through pkg-config.
+log "host: libradiance installed and linked through pkg-config"
+"$TOP"/tests/install/check.sh >"$BUILD/install.log" 2>&1 || true
+cat "$BUILD/install.log"
+read -r install_pass install_fail < <(awk '/^ok /{p++} /^not ok /{f++} END {print p + 0, f + 0}' "$BUILD/install.log")
+# A script that died before its plan counts as one failure.
+grep -q '^1\.\.' "$BUILD/install.log" || install_fail=$((install_fail + 1))
+host_pass=$((host_pass + install_pass)) host_fail=$((host_fail + install_fail))
+
 # The module is kernel code: it keeps the kernel's rustfmt style.
 log "host: kmod/ against the kernel's .rustfmt.toml"
 if "$TOP"/tools/rustfmt-kmod.sh --check >"$BUILD/rustfmt.log" 2>&1; then

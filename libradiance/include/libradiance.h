@@ -21,28 +21,10 @@
  * that status; a failure is sticky and reaches every waiter. Releasing the
  * last reference to a queue cancels what it has not finished (CANCELLED).
  *
- * The IREE radiance HAL driver's kmod transport maps onto this ABI as
- * follows (see libradiance/README.md and tests/c_abi/seam.c, which
- * implements it):
- *   radiance://kmod            -> radiance_device_open("kmod:0")
- *   alloc_device(bytes)        -> radiance_buffer_allocate(DEVICE memory,
- *                                 TRANSFER|DISPATCH); the device address is
- *                                 radiance_buffer_device_address(buffer)
- *   stream_id                  -> one radiance_queue_t per stream, with one
- *                                 timeline semaphore counting its operations
- *   submit_copy(H2D)           -> radiance_queue_update (bytes captured at
- *                                 the call)
- *   submit_copy(D2H)           -> radiance_queue_copy into a HOST_VISIBLE
- *                                 staging buffer; the bytes reach the host
- *                                 pointer at synchronize
- *   submit_fill(dst, value)    -> radiance_queue_fill with a 4-byte pattern
- *   submit_dispatch(params)    -> radiance_queue_dispatch with entry_pc =
- *                                 start_pc and kernel_pc
- *   synchronize(stream_id)     -> radiance_semaphore_wait on the stream's
- *                                 semaphore for its last signalled value
- *   destroy()                  -> release everything
- * Each stream operation waits for the stream semaphore's current value and
- * signals the next one, which keeps a stream in order.
+ * The IREE radiance HAL driver's transport seam (Merlin's
+ * transport/transport.h) is the radiance_transport_* part below, with all of
+ * its logic; a drop-in transport/kmod.c for Merlin (libradiance/merlin/) is
+ * only glue over it.
  */
 #ifndef LIBRADIANCE_H
 #define LIBRADIANCE_H
@@ -262,12 +244,63 @@ radiance_status_t radiance_command_buffer_dispatch(radiance_command_buffer_t *co
 radiance_status_t radiance_command_buffer_barrier(radiance_command_buffer_t *command_buffer);
 radiance_status_t radiance_command_buffer_end(radiance_command_buffer_t *command_buffer);
 
+/* ---- The transport seam of the IREE radiance HAL driver -------------------
+ *
+ * Merlin's transport vtable, with its semantics:
+ * - a stream (0-255) is a queue and a timeline semaphore counting its
+ *   operations, made on first use; each operation waits for the stream's
+ *   previous one, so a stream stays in order;
+ * - alloc_device gives device memory and its device address; every other
+ *   call names a range inside one allocation (INVALID_ARGUMENT otherwise);
+ * - an H2D copy reads its host bytes during the call; a D2H copy writes its
+ *   host destination at the stream's next synchronize, which must find it
+ *   still valid;
+ * - a dispatch gets the stream's stack (1 MiB) and thread-local storage
+ *   (64 KiB) of device memory, which the seam has no field for;
+ * - synchronize waits for the stream's operations and returns the first
+ *   failure with its message (a device fault names Gluon's status, the PC
+ *   and the warp); the stream stays failed after one;
+ * - destroy releases everything.
+ */
+typedef struct radiance_transport_t radiance_transport_t;
+
+typedef enum radiance_copy_direction_e {
+	RADIANCE_COPY_H2D = 0, /* src is a host pointer, dst a device address */
+	RADIANCE_COPY_D2H = 1, /* src is a device address, dst a host pointer */
+} radiance_copy_direction_t;
+
+typedef struct radiance_transport_launch_t {
+	uint8_t stream_id;
+	uint32_t start_pc;  /* where warps start: the start code */
+	uint32_t kernel_pc; /* the kernel the start code calls */
+	uint32_t grid[3];   /* blocks per grid, each >= 1 */
+	uint32_t block[3];  /* threads per block, each >= 1 */
+	uint8_t regs_per_thread;
+	uint32_t shmem_per_block;
+	const void *params;
+	size_t params_length;
+} radiance_transport_launch_t;
+
+radiance_status_t radiance_transport_create(const char *uri, radiance_transport_t **out_transport);
+void radiance_transport_destroy(radiance_transport_t *transport);
+radiance_status_t radiance_transport_alloc_device(radiance_transport_t *transport, uint32_t bytes,
+						  uint64_t *out_device_address);
+radiance_status_t radiance_transport_submit_copy(radiance_transport_t *transport, uint8_t stream_id,
+						 uint64_t src_address, uint64_t dst_address, uint32_t length,
+						 uint32_t direction);
+radiance_status_t radiance_transport_submit_fill(radiance_transport_t *transport, uint8_t stream_id,
+						 uint64_t dst_address, uint32_t value, uint32_t length);
+radiance_status_t radiance_transport_submit_dispatch(radiance_transport_t *transport,
+						     const radiance_transport_launch_t *launch);
+radiance_status_t radiance_transport_synchronize(radiance_transport_t *transport, uint8_t stream_id);
+
 /* Layouts the library checks on its side too. */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(radiance_semaphore_list_t) == 24, "radiance_semaphore_list_t layout");
 _Static_assert(sizeof(radiance_buffer_params_t) == 16, "radiance_buffer_params_t layout");
 _Static_assert(sizeof(radiance_mapping_t) == 24, "radiance_mapping_t layout");
 _Static_assert(sizeof(radiance_launch_t) == 64, "radiance_launch_t layout");
+_Static_assert(sizeof(radiance_transport_launch_t) == 64, "radiance_transport_launch_t layout");
 #endif
 
 #ifdef __cplusplus

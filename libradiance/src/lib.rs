@@ -25,6 +25,7 @@ pub mod kmod;
 mod lock;
 pub mod queue;
 pub mod semaphore;
+pub mod transport;
 
 pub use buffer::{Buffer, BufferParams, BufferRef, BufferUsage, Mapping, MemoryType};
 pub use command_buffer::{Command, CommandBuffer, CommandBufferBuilder, DeviceRange, Launch, Pattern};

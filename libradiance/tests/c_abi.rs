@@ -54,7 +54,6 @@ fn c_program_drives_the_c_abi() {
         .arg("-I")
         .arg(manifest.join("../uapi/include"))
         .arg(src.join("test.c"))
-        .arg(src.join("seam.c"))
         .arg(&staticlib)
         // What Rust's std needs from the system (`--print native-static-libs`).
         .args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc"])

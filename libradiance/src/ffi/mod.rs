@@ -16,6 +16,7 @@ mod handle;
 mod queue;
 mod semaphore;
 mod status;
+mod transport;
 
 // The C header asserts the same sizes (on 64-bit targets), so the two cannot
 // drift apart unnoticed.
@@ -26,4 +27,5 @@ const _: () = {
     assert!(size_of::<buffer::BufferParamsDesc>() == 16);
     assert!(size_of::<buffer::MappingDesc>() == 24);
     assert!(size_of::<command::LaunchDesc>() == 64);
+    assert!(size_of::<transport::TransportLaunchDesc>() == 64);
 };

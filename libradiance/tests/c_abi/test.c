@@ -3,7 +3,7 @@
  * Drives libradiance's C ABI end to end against a device (argv[1], default
  * "host"): open, allocate, fill, copy, signal, wait, read back; failure
  * statuses; a command buffer; then the IREE HAL driver's seam sequence
- * through seam.c. Prints one line per check; exits non-zero on any failure.
+ * through the transport part of the ABI. Prints one line per check; exits non-zero on any failure.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,7 +11,6 @@
 
 #include "libradiance.h"
 #include "radiance.h"
-#include "seam.h"
 
 static int failures;
 
@@ -208,8 +207,8 @@ static void test_command_buffer(radiance_device_t *device)
 	radiance_buffer_release(buffer);
 }
 
-/* The IREE radiance HAL driver's sequence, through the seam adapter. */
-static void test_seam(const char *uri)
+/* The IREE radiance HAL driver's sequence, through the transport seam. */
+static void test_transport(const char *uri)
 {
 	enum { N = 1000 };
 	static uint32_t a[N], b[N], c[N], filled[N];
@@ -217,20 +216,20 @@ static void test_seam(const char *uri)
 		a[i] = i;
 		b[i] = 3 * i + 0x10000;
 	}
-	seam_t *seam = NULL;
-	OK(seam_create(uri, &seam));
-	if (!seam)
+	radiance_transport_t *t = NULL;
+	OK(radiance_transport_create(uri, &t));
+	if (!t)
 		return;
-	uint32_t da = 0, db = 0, dc = 0;
-	OK(seam_alloc_device(seam, sizeof(a), &da));
-	OK(seam_alloc_device(seam, sizeof(b), &db));
-	OK(seam_alloc_device(seam, sizeof(c), &dc));
-	OK(seam_submit_copy(seam, 0, (uintptr_t)a, da, sizeof(a), SEAM_H2D));
-	OK(seam_submit_copy(seam, 0, (uintptr_t)b, db, sizeof(b), SEAM_H2D));
-	OK(seam_submit_fill(seam, 0, dc, 0xDEADBEEF, sizeof(c)));
-	OK(seam_submit_copy(seam, 0, dc, (uintptr_t)filled, sizeof(filled), SEAM_D2H));
-	uint32_t params[4] = { da, db, dc, N };
-	seam_launch_params_t launch = {
+	uint64_t da = 0, db = 0, dc = 0;
+	OK(radiance_transport_alloc_device(t, sizeof(a), &da));
+	OK(radiance_transport_alloc_device(t, sizeof(b), &db));
+	OK(radiance_transport_alloc_device(t, sizeof(c), &dc));
+	OK(radiance_transport_submit_copy(t, 0, (uintptr_t)a, da, sizeof(a), RADIANCE_COPY_H2D));
+	OK(radiance_transport_submit_copy(t, 0, (uintptr_t)b, db, sizeof(b), RADIANCE_COPY_H2D));
+	OK(radiance_transport_submit_fill(t, 0, dc, 0xDEADBEEF, sizeof(c)));
+	OK(radiance_transport_submit_copy(t, 0, dc, (uintptr_t)filled, sizeof(filled), RADIANCE_COPY_D2H));
+	uint32_t params[4] = { (uint32_t)da, (uint32_t)db, (uint32_t)dc, N };
+	radiance_transport_launch_t launch = {
 		.stream_id = 0,
 		/* Start code that calls the kernel at kernel_pc. */
 		.start_pc = RADIANCE_BUILTIN_START,
@@ -239,17 +238,42 @@ static void test_seam(const char *uri)
 		.block = { 256, 1, 1 },
 		.regs_per_thread = 32,
 		.params = params,
-		.params_size = sizeof(params),
+		.params_length = sizeof(params),
 	};
-	OK(seam_submit_dispatch(seam, &launch));
-	OK(seam_submit_copy(seam, 0, dc, (uintptr_t)c, sizeof(c), SEAM_D2H));
-	OK(seam_synchronize(seam, 0));
+	OK(radiance_transport_submit_dispatch(t, &launch));
+	OK(radiance_transport_submit_copy(t, 0, dc, (uintptr_t)c, sizeof(c), RADIANCE_COPY_D2H));
+	OK(radiance_transport_synchronize(t, 0));
 	int good = 1;
 	for (uint32_t i = 0; i < N; i++)
 		good &= filled[i] == 0xDEADBEEF && c[i] == a[i] + b[i];
-	CHECK(good, "seam results differ (c[1] = %u, filled[1] = %#x)", c[1], filled[1]);
-	OK(seam_synchronize(seam, 7));
-	seam_destroy(seam);
+	CHECK(good, "transport results differ (c[1] = %u, filled[1] = %#x)", c[1], filled[1]);
+	/* A stream never used synchronizes at once. */
+	OK(radiance_transport_synchronize(t, 7));
+	/* What the seam refuses: a range outside the allocations, a bad
+	 * direction, NULL arguments. */
+	expect(radiance_transport_submit_fill(t, 1, dc + sizeof(c) - 4, 0, 8), RADIANCE_STATUS_INVALID_ARGUMENT,
+	       "a fill past its allocation");
+	expect(radiance_transport_submit_copy(t, 1, (uintptr_t)a, da, 4, 2), RADIANCE_STATUS_INVALID_ARGUMENT,
+	       "copy direction 2");
+	expect(radiance_transport_submit_dispatch(t, NULL), RADIANCE_STATUS_INVALID_ARGUMENT, "a NULL launch");
+	/* A launch at a PC where no kernel lives (Merlin's smoke test uses
+	 * 0x100): synchronize reports the device fault, with the PC, and the
+	 * stream stays failed; another stream goes on. */
+	launch.stream_id = 2;
+	launch.start_pc = launch.kernel_pc = 0x100;
+	OK(radiance_transport_submit_dispatch(t, &launch));
+	radiance_status_t status = radiance_transport_synchronize(t, 2);
+	const char *message = radiance_status_message(status);
+	CHECK(radiance_status_code(status) == RADIANCE_STATUS_ABORTED && message && strstr(message, "pc 0x00000100"),
+	      "a bad PC's synchronize: status %u (%s)", radiance_status_code(status), message);
+	printf("transport: a launch at 0x100 synchronizes to status %u: %s\n", radiance_status_code(status), message);
+	radiance_status_free(status);
+	OK(radiance_transport_submit_fill(t, 2, dc, 1, 4));
+	CHECK(radiance_transport_synchronize(t, 2) != NULL, "a failed stream stays failed");
+	OK(radiance_transport_submit_fill(t, 3, dc, 1, 4));
+	OK(radiance_transport_synchronize(t, 3));
+	radiance_transport_destroy(t);
+	radiance_transport_destroy(NULL);
 }
 
 int main(int argc, char **argv)
@@ -264,7 +288,7 @@ int main(int argc, char **argv)
 	test_failure_propagation(device);
 	test_command_buffer(device);
 	radiance_device_release(device);
-	test_seam(uri);
+	test_transport(uri);
 	printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
 	return failures != 0;
 }

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! `radiance_transport_*`: the Merlin seam ([`crate::transport`]) for C.
+//! A transport handle is an `Arc<Mutex<Transport>>`: calls from several
+//! threads take turns.
+
+use super::{
+    handle::{self, c_str, get, put, slice},
+    status::{call, StatusPtr},
+};
+use crate::{
+    lock::lock,
+    transport::{Transport, TransportLaunch},
+    Error,
+};
+use std::{
+    ffi::{c_char, c_void},
+    sync::{Arc, Mutex},
+};
+
+/// `radiance_copy_direction_t`.
+const H2D: u32 = 0;
+const D2H: u32 = 1;
+
+/// `radiance_transport_launch_t`.
+#[repr(C)]
+pub struct TransportLaunchDesc {
+    stream_id: u8,
+    start_pc: u32,
+    kernel_pc: u32,
+    grid: [u32; 3],
+    block: [u32; 3],
+    regs_per_thread: u8,
+    shmem_per_block: u32,
+    params: *const c_void,
+    params_length: usize,
+}
+
+type Handle = Mutex<Transport>;
+
+/// `radiance_transport_create`: a transport over the device at `uri`.
+#[no_mangle]
+pub extern "C" fn radiance_transport_create(uri: *const c_char, out_transport: *mut *mut Handle) -> StatusPtr {
+    call(|| {
+        // SAFETY: the caller passes a NUL-terminated string.
+        let uri = unsafe { c_str(uri) }?.ok_or_else(|| Error::InvalidArgument("device URI is NULL".into()))?;
+        let transport = Transport::new(uri)?;
+        // SAFETY: the caller passes a writable out-parameter.
+        unsafe { put(out_transport, handle::new(Mutex::new(transport))) }
+    })
+}
+
+/// `radiance_transport_destroy`: releases everything (NULL is ignored).
+#[no_mangle]
+pub extern "C" fn radiance_transport_destroy(transport: *mut Handle) {
+    if !transport.is_null() {
+        // SAFETY: the caller gives back the handle `create` made, once.
+        drop(unsafe { Arc::from_raw(transport.cast_const()) });
+    }
+}
+
+/// `radiance_transport_alloc_device`.
+#[no_mangle]
+pub extern "C" fn radiance_transport_alloc_device(
+    transport: *const Handle,
+    bytes: u32,
+    out_device_address: *mut u64,
+) -> StatusPtr {
+    call(|| {
+        // SAFETY: the caller passes a live handle.
+        let address = lock(unsafe { get(transport, "transport") }?).alloc_device(bytes)?;
+        // SAFETY: the caller passes a writable out-parameter.
+        unsafe { put(out_device_address, address) }
+    })
+}
+
+/// `radiance_transport_submit_copy`: H2D reads `length` bytes at host
+/// pointer `src_address` now; D2H writes them to host pointer `dst_address`
+/// at the stream's next `synchronize`, which must find it still valid.
+#[no_mangle]
+pub extern "C" fn radiance_transport_submit_copy(
+    transport: *const Handle,
+    stream_id: u8,
+    src_address: u64,
+    dst_address: u64,
+    length: u32,
+    direction: u32,
+) -> StatusPtr {
+    call(|| {
+        // SAFETY: the caller passes a live handle.
+        let mut t = lock(unsafe { get(transport, "transport") }?);
+        match direction {
+            H2D => {
+                // SAFETY: the caller passes `length` readable bytes at the
+                // host address.
+                let src = unsafe { slice(src_address as usize as *const u8, length as usize, "the source") }?;
+                t.copy_to_device(stream_id, src, dst_address)
+            }
+            D2H => {
+                if dst_address == 0 && length != 0 {
+                    return Err(Error::InvalidArgument("the destination is NULL".into()));
+                }
+                t.copy_to_host(stream_id, src_address, length, dst_address as usize)
+            }
+            d => Err(Error::InvalidArgument(format!("copy direction {d} is neither H2D (0) nor D2H (1)"))),
+        }
+    })
+}
+
+/// `radiance_transport_submit_fill`: a 4-byte pattern.
+#[no_mangle]
+pub extern "C" fn radiance_transport_submit_fill(
+    transport: *const Handle,
+    stream_id: u8,
+    dst_address: u64,
+    value: u32,
+    length: u32,
+) -> StatusPtr {
+    call(|| {
+        // SAFETY: the caller passes a live handle.
+        lock(unsafe { get(transport, "transport") }?).fill(stream_id, dst_address, value, length)
+    })
+}
+
+/// `radiance_transport_submit_dispatch`.
+#[no_mangle]
+pub extern "C" fn radiance_transport_submit_dispatch(
+    transport: *const Handle,
+    launch: *const TransportLaunchDesc,
+) -> StatusPtr {
+    call(|| {
+        // SAFETY: the caller passes a live handle and a valid launch whose
+        // params hold `params_length` bytes.
+        let (t, l) = unsafe { (get(transport, "transport")?, get(launch, "launch")?) };
+        // SAFETY: as above.
+        let params = unsafe { slice(l.params.cast::<u8>(), l.params_length, "launch params") }?;
+        lock(t).dispatch(&TransportLaunch {
+            stream: l.stream_id,
+            start_pc: l.start_pc,
+            kernel_pc: l.kernel_pc,
+            grid: l.grid,
+            block: l.block,
+            regs_per_thread: l.regs_per_thread,
+            shmem_per_block: l.shmem_per_block,
+            params,
+        })
+    })
+}
+
+/// `radiance_transport_synchronize`: waits for the stream, then fills the
+/// host destinations of its device-to-host copies; the first failure with
+/// its message.
+#[no_mangle]
+pub extern "C" fn radiance_transport_synchronize(transport: *const Handle, stream_id: u8) -> StatusPtr {
+    call(|| {
+        // SAFETY: the caller passes a live handle.
+        lock(unsafe { get(transport, "transport") }?).synchronize(stream_id, |host, bytes| {
+            // SAFETY: `host` is the destination the caller gave
+            // `submit_copy` for these bytes, still valid (its contract).
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host as *mut u8, bytes.len()) }
+        })
+    })
+}
