@@ -256,6 +256,12 @@ static void test_transport(const char *uri)
 	expect(radiance_transport_submit_copy(t, 1, (uintptr_t)a, da, 4, 2), RADIANCE_STATUS_INVALID_ARGUMENT,
 	       "copy direction 2");
 	expect(radiance_transport_submit_dispatch(t, NULL), RADIANCE_STATUS_INVALID_ARGUMENT, "a NULL launch");
+	/* Host addresses that are no memory of this process: errors, not
+	 * crashes (Merlin's smoke test passes a device address as one). */
+	expect(radiance_transport_submit_copy(t, 1, 0x10, da, 64, RADIANCE_COPY_H2D), RADIANCE_STATUS_INVALID_ARGUMENT,
+	       "an H2D source that is not mapped");
+	expect(radiance_transport_submit_copy(t, 1, da, 0x10, 64, RADIANCE_COPY_D2H), RADIANCE_STATUS_INVALID_ARGUMENT,
+	       "a D2H destination that is not mapped");
 	/* A launch at a PC where no kernel lives (Merlin's smoke test uses
 	 * 0x100): synchronize reports the device fault, with the PC, and the
 	 * stream stays failed; another stream goes on. */
