@@ -179,10 +179,8 @@ impl<T: Exportable> Exporter<T> {
         // The pages stay allocated while the object lives, and the buffer holds
         // it until `release`, which comes after every `unmap_dma_buf`.
         let table = Self::page_ptrs(&obj, count).and_then(|mut pages| {
-            // SAFETY: the pages stay allocated while the object lives, and
-            // the buffer holds it until `release`, which comes after the
-            // `unmap_dma_buf` that frees this table; `dev` is the importer's
-            // device, live while it is attached.
+            // SAFETY: the pages live while the object does, which the buffer holds until `release`,
+            // after the `unmap_dma_buf` that frees this table; `dev` lives while it is attached.
             unsafe { DmaSgTable::new(Device::from_raw(dev), &mut pages, count * PAGE_SIZE, dir) }
         });
         match table {
@@ -258,10 +256,10 @@ impl<T: Exportable> Exporter<T> {
             Ok(pages) => pages,
             Err(e) => return e.to_errno(),
         };
-        // SAFETY: the pages stay allocated while the buffer lives (see
-        // `map_dma_buf`); `vunmap` undoes this before `release`.
-        let vaddr =
-            unsafe { vm_map_ram(pages.as_ptr().cast(), count as u32, bindings::NUMA_NO_NODE) };
+        let node = bindings::NUMA_NO_NODE;
+        // SAFETY: the pages live while the object does, which the buffer holds until `release`;
+        // `vunmap` undoes this before that.
+        let vaddr = unsafe { vm_map_ram(pages.as_ptr().cast(), count as u32, node) };
         if vaddr.is_null() {
             return ENOMEM.to_errno();
         }
@@ -404,9 +402,8 @@ impl Import {
     pub(crate) fn read(&self, offset: u64, dst: &mut [u8]) -> Result {
         let dir = bindings::dma_data_direction::DMA_FROM_DEVICE;
         self.with_cpu(offset, dst.len(), dir, |at| {
-            // SAFETY: `at` maps `dst.len()` bytes of the buffer (checked by
-            // `with_cpu`), and the CPU mapping's lock, held, keeps every
-            // other Rust access to them out.
+            // SAFETY: `at` maps `dst.len()` bytes of the buffer (`with_cpu` checked), and the CPU
+            // mapping's lock, held, keeps every other Rust access to them out.
             unsafe { core::ptr::copy_nonoverlapping(at, dst.as_mut_ptr(), dst.len()) }
         })
     }
@@ -415,9 +412,8 @@ impl Import {
     pub(crate) fn write(&self, offset: u64, src: &[u8]) -> Result {
         let dir = bindings::dma_data_direction::DMA_TO_DEVICE;
         self.with_cpu(offset, src.len(), dir, |at| {
-            // SAFETY: `at` maps `src.len()` bytes of the buffer (checked by
-            // `with_cpu`), and the CPU mapping's lock, held, keeps every
-            // other Rust access to them out.
+            // SAFETY: `at` maps `src.len()` bytes of the buffer (`with_cpu` checked), and the CPU
+            // mapping's lock, held, keeps every other Rust access to them out.
             unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), at, src.len()) }
         })
     }

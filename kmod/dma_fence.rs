@@ -206,9 +206,8 @@ impl<T: OnSignal> FenceCallback<T> {
     /// `T::signalled` here, at once. Arm a callback once.
     pub(crate) fn arm(this: &Arc<Self>) -> Result {
         let leaked = Arc::into_raw(this.clone());
-        // SAFETY: the fence is live, and `cb` lives as long as the object,
-        // which the leaked reference keeps until the callback or `cancel`
-        // takes it back.
+        // SAFETY: the fence is live; `cb` lives as long as the object, which the leaked reference
+        // keeps alive until the callback or `cancel` takes it back.
         let armed = to_result(unsafe {
             bindings::dma_fence_add_callback(
                 this.fence.as_raw(),
@@ -264,11 +263,11 @@ unsafe extern "C" fn fence_signalled<T: OnSignal>(
     cb: *mut bindings::dma_fence_cb,
 ) {
     let cb = cb.cast::<Opaque<bindings::dma_fence_cb>>();
-    // SAFETY: `cb` is the `cb` field of a `FenceCallback<T>` (only `arm`
-    // adds this function, with its own `cb`), whose leaked reference this
-    // callback now takes back.
-    let this =
-        unsafe { Arc::from_raw(kernel::container_of!(cb, FenceCallback<T>, cb).cast_const()) };
+    // SAFETY: `cb` is the `cb` field of a `FenceCallback<T>`: only `arm` adds this function, with
+    // its own `cb`.
+    let this = unsafe { kernel::container_of!(cb, FenceCallback<T>, cb) };
+    // SAFETY: `arm` leaked a reference to the object for this callback, which runs once.
+    let this = unsafe { Arc::from_raw(this.cast_const()) };
     // An armed callback fires once, and its work is queued only here, so
     // it is never queued already.
     let _ = crate::raw::system_dfl().enqueue(this);

@@ -88,9 +88,8 @@ impl HostMem {
         each_page_chunk(offset, dst.len(), self.size(), |page, at, n| {
             let page = self.pages.get(page).ok_or(EINVAL)?;
             let dst = dst.get_mut(done..done + n).ok_or(EINVAL)?;
-            // SAFETY: `dst` is valid for `n` writable bytes. `bytes` is
-            // held, so no other Rust code reads or writes the pages
-            // meanwhile (only `read` and `write` do, under it).
+            // SAFETY: `dst` is valid for `n` writable bytes, and `bytes` is held: no other Rust code
+            // reads or writes the pages meanwhile (only `read` and `write` do, under it).
             unsafe { page.read_raw(dst.as_mut_ptr(), at, n)? };
             done += n;
             Ok(())
@@ -104,9 +103,8 @@ impl HostMem {
         each_page_chunk(offset, src.len(), self.size(), |page, at, n| {
             let page = self.pages.get(page).ok_or(EINVAL)?;
             let src = src.get(done..done + n).ok_or(EINVAL)?;
-            // SAFETY: `src` is valid for `n` bytes. `bytes` is held, so no
-            // other Rust code reads or writes the pages meanwhile (only
-            // `read` and `write` do, under it).
+            // SAFETY: `src` is valid for `n` bytes, and `bytes` is held: no other Rust code reads or
+            // writes the pages meanwhile (only `read` and `write` do, under it).
             unsafe { page.write_raw(src.as_ptr(), at, n)? };
             done += n;
             Ok(())

@@ -77,10 +77,8 @@ impl<F: NodeFile> MiscDevice for Files<F> {
 
     fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<F>> {
         let misc = core::ptr::from_ref(misc).cast_mut();
-        // SAFETY: every `MiscDeviceRegistration<Files<F>>` is the `misc`
-        // field of a `Node<F>`: `Files` is private to this file and only
-        // `Node::new` registers one. `misc_open()` holds the misc lock
-        // during `open`, so the node stays registered, and so alive.
+        // SAFETY: every `MiscDeviceRegistration<Files<F>>` is a `Node<F>`'s `misc` (`Files` is private,
+        // only `Node::new` registers one), alive: `misc_open()` holds the misc lock during `open`.
         let node = unsafe { &*kernel::container_of!(misc, Node<F>, misc) };
         F::open(&node.data)
     }

@@ -75,9 +75,8 @@ pub(crate) fn page_atomic<T: AtomicType, R>(
 /// reads them (queue rings): what is read are plain bytes, which the caller
 /// checks.
 pub(crate) fn read_user_page(page: &Page, offset: usize, dst: &mut [u8]) -> Result {
-    // SAFETY: `dst` is valid for writing `dst.len()` bytes. The pages this
-    // is for are never written by Rust code, only by a process through its
-    // own mapping, which only changes the bytes copied.
+    // SAFETY: `dst` is valid for `dst.len()` bytes; these pages are never written by Rust code,
+    // only by a process through its own mapping, which only changes the bytes copied.
     unsafe { page.read_raw(dst.as_mut_ptr(), offset, dst.len()) }
 }
 

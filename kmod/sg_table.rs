@@ -68,9 +68,8 @@ unsafe fn sync_range(
     let segments = unsafe { segments_of(sgt) };
     let dev = crate::raw::device(dev);
     pieces(segments, offset, len, &mut |addr, n| {
-        // SAFETY: `[addr, addr + n)` lies inside one segment of the table
-        // (`pieces` checked), which the caller promises is mapped for `dev`
-        // in `dir`; `dev` is live while borrowed.
+        // SAFETY: `[addr, addr + n)` lies in one segment of the table (`pieces` checked), which the
+        // caller promises is mapped for `dev` in `dir`; `dev` is live while borrowed.
         unsafe {
             match to {
                 Handover::ToDevice => {

@@ -317,10 +317,10 @@ impl HostMap {
     /// Maps `len` bytes at DMA address `addr` (a physical address on the
     /// IOMMU-less emulated device).
     fn new(addr: u64, len: u32) -> Result<Self, Fault> {
-        // SAFETY: `memremap` accepts any range and fails cleanly for one
-        // that is not RAM; a mapping is valid until `memunmap`.
-        let ptr =
-            unsafe { bindings::memremap(addr, len as usize, bindings::MEMREMAP_WB as c_ulong) };
+        let write_back = bindings::MEMREMAP_WB as c_ulong;
+        // SAFETY: `memremap` accepts any range and fails cleanly for one that is not RAM; a mapping
+        // is valid until `memunmap`.
+        let ptr = unsafe { bindings::memremap(addr, len as usize, write_back) };
         if ptr.is_null() {
             return Err(Fault(err::DMA, 0, 0));
         }
@@ -336,10 +336,8 @@ impl HostMap {
         if at.checked_add(src.len()).is_none_or(|end| end > self.len) {
             return Err(EINVAL);
         }
-        // SAFETY: `[at, at + src.len())` lies in the mapping (checked on entry,
-        // and the type invariant). The host memory is the device's to write
-        // while it runs the command, as on hardware; no Rust code reads it
-        // meanwhile.
+        // SAFETY: `[at, at + src.len())` lies in the mapping (checked on entry; type invariant), and
+        // the host memory is the device's to write while it runs the command: no Rust code reads it.
         unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len()) };
         Ok(())
     }
@@ -404,10 +402,8 @@ impl Engine {
     /// DMA: all of `host` into VRAM at `addr`.
     fn host_to_vram(&self, host: &HostMap, addr: u64) -> Result {
         self.vram_chunks(addr, host.len as u64, |p, off, n, done| {
-            // SAFETY: `host` maps `host.len` bytes (its invariant) and
-            // `vram_chunks` keeps `done + n` within them. VRAM pages are read
-            // and written only under `vram`, which `vram_chunks` holds. The
-            // host bytes are the device's to read while it runs the command.
+            // SAFETY: `host` maps `host.len` >= `done + n` bytes (invariant; `vram_chunks`), VRAM
+            // pages are touched only under `vram` (held), and the host bytes are the device's now.
             unsafe { p.write_raw(host.ptr.add(done), off, n) }
         })
     }
@@ -418,10 +414,8 @@ impl Engine {
             return Err(EINVAL);
         }
         self.vram_chunks(addr, len as u64, |p, off, n, done| {
-            // SAFETY: `[at, at + len)` lies in the mapping (checked on entry,
-            // and its invariant), and `done + n <= len`. VRAM pages are read
-            // and written only under `vram`, which `vram_chunks` holds. The
-            // host bytes are the device's to write while it runs the command.
+            // SAFETY: `[at + done, at + done + n)` lies in the mapping (checked on entry; invariant), VRAM
+            // pages are touched only under `vram` (held), and the host bytes are the device's now.
             unsafe { p.read_raw(host.ptr.add(at + done), off, n) }
         })
     }

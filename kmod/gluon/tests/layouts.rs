@@ -31,8 +31,8 @@ fn field(bytes: &[u8], at: usize, width: usize) -> u64 {
 
 /// Encodes `cmd` on `stream`, checks every row, that the rows and zeroes
 /// cover the frame (no stray byte), and that it decodes back.
-fn check(d: &dyn Dialect, stream: u8, cmd: Command, rows: &[Row]) {
-    let frame = d.encode(stream, &cmd).unwrap();
+fn check(d: &dyn Dialect, stream: u8, cmd: Command, rows: &[Row]) -> Result<(), Error> {
+    let frame = d.encode(stream, &cmd)?;
     let bytes = frame.as_bytes();
     assert_eq!(bytes.len(), d.frame_size(), "{cmd:?}");
     let mut covered = vec![false; bytes.len()];
@@ -44,10 +44,11 @@ fn check(d: &dyn Dialect, stream: u8, cmd: Command, rows: &[Row]) {
         assert!(covered[i] || *b == 0, "{} {cmd:?}: byte {i} is {b:#x}, in no field", d.name());
     }
     assert_eq!(d.decode(bytes), Ok((stream, cmd)), "{}", d.name());
+    Ok(())
 }
 
 #[test]
-fn gluon_sim_16_frames() {
+fn gluon_sim_16_frames() -> Result<(), Error> {
     let d = &Sim16;
     check(d, 3, Command::Kernel { host_addr: 0x1122_3344, size: 0x60, gpu_addr: 0x5566_7788 }, &[
         ("stream", 0, 1, 3),
@@ -55,7 +56,7 @@ fn gluon_sim_16_frames() {
         ("host address", 2, 4, 0x1122_3344),
         ("size", 6, 4, 0x60),
         ("GPU address", 10, 4, 0x5566_7788),
-    ]);
+    ])?;
     check(d, 1, Command::Copy { src: 0x1000, dst: 0x2000_0000, len: 0x300, dir: CopyDir::HostToDevice }, &[
         ("stream", 0, 1, 1),
         ("opcode MEM", 1, 1, 1),
@@ -64,7 +65,7 @@ fn gluon_sim_16_frames() {
         ("dst", 7, 4, 0x2000_0000),
         ("len", 11, 4, 0x300),
         ("flags", 15, 1, 0),
-    ]);
+    ])?;
     check(d, 2, Command::Copy { src: 0x2000_0000, dst: 0x8000, len: 4, dir: CopyDir::DeviceToHost }, &[
         ("stream", 0, 1, 2),
         ("opcode MEM", 1, 1, 1),
@@ -73,31 +74,32 @@ fn gluon_sim_16_frames() {
         ("dst", 7, 4, 0x8000),
         ("len", 11, 4, 4),
         ("flags: device to host", 15, 1, 1),
-    ]);
+    ])?;
     check(d, 0, Command::Copy { src: 0x100, dst: 0x200, len: 8, dir: CopyDir::DeviceToDevice }, &[
         ("opcode MEM", 1, 1, 1),
         ("src", 3, 4, 0x100),
         ("dst", 7, 4, 0x200),
         ("len", 11, 4, 8),
         ("flags: device to device (ours)", 15, 1, 2),
-    ]);
+    ])?;
     check(d, 0, Command::Set { dst: 0x4000, value: 0xdead_beef, len: 64 }, &[
         ("opcode MEM", 1, 1, 1),
         ("sub-op SET", 2, 1, 1),
         ("dst", 3, 4, 0x4000),
         ("value", 7, 4, 0xdead_beef),
         ("len", 11, 4, 64),
-    ]);
-    check(d, 3, Command::Fence, &[("stream", 0, 1, 3), ("opcode FENCE", 1, 1, 3)]);
+    ])?;
+    check(d, 3, Command::Fence, &[("stream", 0, 1, 3), ("opcode FENCE", 1, 1, 3)])?;
     check(d, 0, Command::ReadCounter { counter: 2, dst: 0x1_0008 }, &[
         ("opcode CSR", 1, 1, 2),
         ("counter (ours)", 2, 4, 2),
         ("dst (ours)", 6, 4, 0x1_0008),
-    ]);
+    ])?;
+    Ok(())
 }
 
 #[test]
-fn gluon_24_frames() {
+fn gluon_24_frames() -> Result<(), Error> {
     let d = &Gluon24;
     check(d, 5, Command::Kernel { host_addr: 0x1_2233_4455, size: 0x80, gpu_addr: 0x6677_8899 }, &[
         ("stream", 0, 1, 5),
@@ -105,7 +107,7 @@ fn gluon_24_frames() {
         ("host address", 2, 8, 0x1_2233_4455),
         ("size", 10, 4, 0x80),
         ("GPU address", 14, 4, 0x6677_8899),
-    ]);
+    ])?;
     check(d, 1, Command::Copy { src: 0x7_0000_1000, dst: 0x2000, len: 0x400, dir: CopyDir::HostToDevice }, &[
         ("stream", 0, 1, 1),
         ("type MEM", 1, 1, 1),
@@ -114,7 +116,7 @@ fn gluon_24_frames() {
         ("dst", 11, 8, 0x2000),
         ("len", 19, 4, 0x400),
         ("flags", 23, 1, 0),
-    ]);
+    ])?;
     check(d, 1, Command::Copy { src: 0x2000, dst: 0x9_0000_0000, len: 12, dir: CopyDir::DeviceToHost }, &[
         ("stream", 0, 1, 1),
         ("type MEM", 1, 1, 1),
@@ -122,25 +124,26 @@ fn gluon_24_frames() {
         ("dst", 11, 8, 0x9_0000_0000),
         ("len", 19, 4, 12),
         ("flags: device to host", 23, 1, 1),
-    ]);
+    ])?;
     check(d, 0, Command::Set { dst: 0x4000, value: 0x0102_0304, len: 16 }, &[
         ("type MEM", 1, 1, 1),
         ("sub-op SET", 2, 1, 1),
         ("dst (ours)", 3, 8, 0x4000),
         ("value (ours)", 11, 8, 0x0102_0304),
         ("len (ours)", 19, 4, 16),
-    ]);
+    ])?;
     check(d, 7, Command::Wait { stream: 2, count: 0x0a0b_0c0d }, &[
         ("stream", 0, 1, 7),
         ("type WAIT", 1, 1, 3),
         ("stream waited on (ours)", 2, 1, 2),
         ("count (ours)", 3, 4, 0x0a0b_0c0d),
-    ]);
+    ])?;
     check(d, 0, Command::ReadCounter { counter: 1, dst: 0x1_0000 }, &[
         ("type CSR", 1, 1, 2),
         ("counter (ours)", 2, 4, 1),
         ("dst (ours)", 6, 4, 0x1_0000),
-    ]);
+    ])?;
+    Ok(())
 }
 
 #[test]
@@ -153,9 +156,9 @@ fn what_a_dialect_cannot_say_is_refused() {
 }
 
 #[test]
-fn malformed_frames_are_refused() {
+fn malformed_frames_are_refused() -> Result<(), Error> {
     for d in DIALECTS {
-        let good = d.encode(0, &Command::Copy { src: 0, dst: 0, len: 4, dir: CopyDir::HostToDevice }).unwrap();
+        let good = d.encode(0, &Command::Copy { src: 0, dst: 0, len: 4, dir: CopyDir::HostToDevice })?;
         let mut bytes = good.as_bytes().to_vec();
         assert_eq!(d.decode(&bytes[..bytes.len() - 1]), Err(Error::Malformed), "{}: short", d.name());
         bytes[2] = 7;
@@ -167,6 +170,7 @@ fn malformed_frames_are_refused() {
         bytes[1] = 9;
         assert_eq!(d.decode(&bytes), Err(Error::Malformed), "{}: opcode", d.name());
     }
+    Ok(())
 }
 
 #[test]
@@ -185,7 +189,7 @@ fn responses() {
 }
 
 #[test]
-fn launch_blocks() {
+fn launch_blocks() -> Result<(), Error> {
     let l = Launch {
         start_pc: 0x1000_0000,
         kernel_pc: 0x1000_0100,
@@ -222,7 +226,7 @@ fn launch_blocks() {
     ];
     for d in DIALECTS {
         let mut b = [0xffu8; 80];
-        d.encode_launch(&l, &mut b).unwrap();
+        d.encode_launch(&l, &mut b)?;
         assert_eq!(d.launch_header_size(), 64);
         for (name, at, width, value) in rows {
             assert_eq!(field(&b, at, width), value, "{}: launch {name}", d.name());
@@ -232,6 +236,7 @@ fn launch_blocks() {
         assert_eq!(d.decode_launch(&b[..63]), Err(Error::Malformed));
         assert_eq!(d.encode_launch(&l, &mut [0u8; 63]), Err(Error::OutOfRange));
     }
+    Ok(())
 }
 
 #[test]
