@@ -346,9 +346,7 @@ TEST_F(q, radctl_queues_shows_every_queue_and_its_fault)
 {
 	struct radiance_packet bad = { 0 };
 	struct queue good, faulted;
-	char out[4096] = { 0 }, cmd[64];
-	FILE *p;
-	size_t n;
+	char out[4096];
 
 	ASSERT_EQ(0, queue_open(self->fd, 32, &good));
 	ASSERT_EQ(0, queue_open(self->fd, 16, &faulted));
@@ -356,15 +354,15 @@ TEST_F(q, radctl_queues_shows_every_queue_and_its_fault)
 	queue_put(&faulted, &bad);
 	queue_publish(&faulted);
 	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&faulted));
-	snprintf(cmd, sizeof(cmd), "%s queues kmod:0", getenv("RADCTL") ?: "/radctl");
-	p = popen(cmd, "r");
-	ASSERT_NE(NULL, p);
-	n = fread(out, 1, sizeof(out) - 1, p);
-	EXPECT_EQ(0, pclose(p));
-	ASSERT_LT(0, n);
+	ASSERT_LT(0, radiance_radctl("queues kmod:0", out, sizeof(out)));
 	TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "STREAM"));
 	EXPECT_NE(NULL, strstr(out, "0/32")) TH_LOG("the good queue, nothing in flight");
 	EXPECT_NE(NULL, strstr(out, "packet 1: Invalid argument")) TH_LOG("the fault");
+	/* The only two queues on the device: the second goes to the idle stream. */
+	ASSERT_LT(0, radiance_radctl("--json queues kmod:0", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "\"stream\":0,"));
+	EXPECT_NE(NULL, strstr(out, "\"stream\":1,"));
 	queue_close(&good);
 	queue_close(&faulted);
 }

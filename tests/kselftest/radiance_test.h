@@ -83,6 +83,23 @@ static inline int64_t radiance_mem_stat(const char *key)
 	return found;
 }
 
+/* Runs `radctl ARGS` ($RADCTL, else /radctl) into OUT, NUL-terminated; returns
+ * the bytes read, or -1 when it could not run or did not exit 0. */
+static inline int radiance_radctl(const char *args, char *out, size_t len)
+{
+	char cmd[128];
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s %s", getenv("RADCTL") ?: "/radctl", args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	return pclose(p) == 0 ? (int)n : -1;
+}
+
 /* A new semaphore's handle, or -errno. */
 static inline int radiance_sem_create(int fd, uint64_t initial)
 {

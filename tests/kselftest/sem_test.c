@@ -398,9 +398,8 @@ TEST_F(sem, bad_arguments)
 TEST_F(sem, radctl_sems_shows_values_waiters_and_failures)
 {
 	int ok = sem_create(self->fd, 41, NULL), bad = sem_create(self->fd, 0, NULL);
-	char out[4096] = { 0 }, cmd[64];
+	char out[4096];
 	pid_t pid;
-	FILE *p;
 	int status;
 
 	ASSERT_LT(0, bad);
@@ -410,11 +409,7 @@ TEST_F(sem, radctl_sems_shows_values_waiters_and_failures)
 	if (pid == 0)
 		_exit(wait_one(self->fd, ok, 42, INT64_MAX) ? 1 : 0);
 	usleep(50 * 1000);
-	snprintf(cmd, sizeof(cmd), "%s sems kmod:0", getenv("RADCTL") ?: "/radctl");
-	p = popen(cmd, "r");
-	ASSERT_NE(NULL, p);
-	ASSERT_LT(0, fread(out, 1, sizeof(out) - 1, p));
-	EXPECT_EQ(0, pclose(p));
+	ASSERT_LT(0, radiance_radctl("sems kmod:0", out, sizeof(out)));
 	TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, " 41 ")) TH_LOG("the value");
 	EXPECT_NE(NULL, strstr(out, "failed: Broken pipe"));

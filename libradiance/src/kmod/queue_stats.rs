@@ -13,6 +13,8 @@ pub struct QueueStats {
     pub pid: i32,
     /// The queue's id in that file.
     pub queue: u32,
+    /// The hardware stream the scheduler put it on.
+    pub stream: u8,
     /// Ring size in packets.
     pub ring: u32,
     /// Packets taken from the ring and packets completed.
@@ -41,6 +43,7 @@ impl QueueStats {
         Ok(Self {
             pid: debugfs::field(line, "pid")?,
             queue: g("queue")?,
+            stream: debugfs::field(line, "stream")?,
             ring: g("ring")?,
             submitted: f("submitted")?,
             completed: f("completed")?,
@@ -60,10 +63,10 @@ mod tests {
 
     #[test]
     fn parses_a_faulted_queue() {
-        let line = "pid=42 queue=3 ring=16 submitted=5 completed=4 status=faulted error=5 fault_index=4 \
+        let line = "pid=42 queue=3 stream=2 ring=16 submitted=5 completed=4 status=faulted error=5 fault_index=4 \
                     err_code=1 err_pc=0x1234 err_thread=7";
         let q = QueueStats::parse(line).unwrap();
-        assert_eq!((q.pid, q.queue, q.ring), (42, 3, 16));
+        assert_eq!((q.pid, q.queue, q.stream, q.ring), (42, 3, 2, 16));
         assert_eq!((q.submitted, q.completed), (5, 4));
         assert!(q.faulted);
         assert_eq!((q.error, q.fault_index, q.err_code, q.err_pc, q.err_thread), (5, 4, 1, 0x1234, 7));
@@ -72,7 +75,7 @@ mod tests {
     #[test]
     fn a_missing_or_bad_field_is_an_error() {
         assert!(QueueStats::parse("pid=1 queue=1").is_err());
-        let bad = "pid=1 queue=1 ring=x submitted=0 completed=0 status=active error=0 fault_index=0 \
+        let bad = "pid=1 queue=1 stream=0 ring=x submitted=0 completed=0 status=active error=0 fault_index=0 \
                    err_code=0 err_pc=0x0 err_thread=0";
         assert!(QueueStats::parse(bad).unwrap_err().to_string().contains("ring"));
     }

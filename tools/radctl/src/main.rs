@@ -32,8 +32,8 @@ enum Command {
         #[arg(default_value = "kmod:0")]
         device: String,
     },
-    /// List every process's queues on a device, with their faults (needs
-    /// debugfs).
+    /// List every process's queues on a device, with their hardware stream
+    /// and faults (needs debugfs).
     Queues {
         /// kmod:N, N, radianceN or a /dev path.
         #[arg(default_value = "kmod:0")]
@@ -224,7 +224,7 @@ fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
             .iter()
             .map(|q| {
                 json!({
-                    "pid": q.pid, "queue": q.queue, "ring": q.ring, "submitted": q.submitted,
+                    "pid": q.pid, "queue": q.queue, "stream": q.stream, "ring": q.ring, "submitted": q.submitted,
                     "completed": q.completed, "status": if q.faulted { "faulted" } else { "active" },
                     "error": q.error, "fault_index": q.fault_index, "err_code": q.err_code,
                     "err_pc": q.err_pc, "err_thread": q.err_thread,
@@ -234,7 +234,7 @@ fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
         println!("{}", Value::Array(list));
         return Ok(());
     }
-    let rows: Vec<[String; 7]> = queues
+    let rows: Vec<[String; 8]> = queues
         .iter()
         .map(|q| {
             let fault = if q.faulted {
@@ -251,6 +251,7 @@ fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
             [
                 q.pid.to_string(),
                 q.queue.to_string(),
+                q.stream.to_string(),
                 format!("{}/{}", q.submitted - q.completed, q.ring),
                 q.completed.to_string(),
                 (if q.faulted { "faulted" } else { "active" }).into(),
@@ -259,7 +260,7 @@ fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
             ]
         })
         .collect();
-    print_table(["PID", "QUEUE", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED"], &rows);
+    print_table(["PID", "QUEUE", "STREAM", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED"], &rows);
     Ok(())
 }
 
