@@ -77,7 +77,7 @@ ioctl_args! {
 }
 
 // Read from user memory as plain bytes: SEM_WAIT's points, packets from
-// mapped rings, launch descriptors from host BOs.
+// mapped rings, launch blocks and descriptors from host BOs.
 // SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
 // layout test): every bit pattern is valid and no byte is uninitialised.
 unsafe impl FromBytes for uapi::SemWaitPoint {}
@@ -87,6 +87,9 @@ unsafe impl FromBytes for uapi::Packet {}
 // SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
 // layout test): every bit pattern is valid.
 unsafe impl FromBytes for uapi::LaunchDesc {}
+// SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
+// layout test): every bit pattern is valid.
+unsafe impl FromBytes for uapi::LaunchBlock {}
 
 /// Routes an ioctl on a device file.
 pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize> {

@@ -768,22 +768,6 @@ fn host_copy(
     })
 }
 
-/// The block of a LAUNCH packet (ABI 1.x), as its process wrote it: a
-/// 40-byte head (`uapi::LaunchBlock`), the binary, the params, then the
-/// printf ring.
-mod old_block {
-    pub(super) const HEAD: usize = 40;
-    pub(super) const ENTRY_PC: usize = 0;
-    pub(super) const GRID: usize = 4;
-    pub(super) const BLOCK: usize = 10;
-    pub(super) const REGS: usize = 16;
-    pub(super) const FLAGS: usize = 17;
-    pub(super) const SHMEM: usize = 20;
-    pub(super) const BINARY_SIZE: usize = 28;
-    pub(super) const PARAMS_SIZE: usize = 32;
-}
-const _: () = assert!(old_block::HEAD == size_of::<uapi::LaunchBlock>());
-
 /// LAUNCH: the launch block, read out of its host BO and built anew in the
 /// device's dialect in a staging page, with the printf buffer's DMA address
 /// set here (a process never names a DMA address). False if no staging page
@@ -798,7 +782,7 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
     let bo = t.objects.bo(block)?;
     bo.check_range(offset, size)?;
     let size = usize::try_from(size)?;
-    if size < old_block::HEAD || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
+    if size < size_of::<uapi::LaunchBlock>() || offset as usize % PAGE_SIZE + size > PAGE_SIZE {
         return Err(EINVAL);
     }
     let Some(slot) = t.slot()? else {
@@ -806,30 +790,15 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
     };
     let mut old = KVec::from_elem(0u8, size, GFP_KERNEL)?;
     bo.read_host(offset, &mut old)?;
-    let word = |at: usize| -> Result<u32> {
-        Ok(u32::from_le_bytes(
-            old.get(at..at + 4)
-                .ok_or(EINVAL)?
-                .try_into()
-                .map_err(|_| EINVAL)?,
-        ))
-    };
-    let half = |at: usize| -> Result<u32> {
-        Ok(u16::from_le_bytes(
-            old.get(at..at + 2)
-                .ok_or(EINVAL)?
-                .try_into()
-                .map_err(|_| EINVAL)?,
-        )
-        .into())
-    };
-    let (binary_size, params_size) = (word(old_block::BINARY_SIZE)?, word(old_block::PARAMS_SIZE)?);
-    let binary = old_block::HEAD;
+    // A 1.x block: its head (`uapi::LaunchBlock`), the binary, the params,
+    // then the printf ring.
+    let (head, _) = uapi::LaunchBlock::from_bytes_copy_prefix(&old).ok_or(EINVAL)?;
+    let binary = size_of::<uapi::LaunchBlock>();
     let params = binary
-        .checked_add(usize::try_from(binary_size)?)
+        .checked_add(usize::try_from(head.binary_size)?)
         .ok_or(EINVAL)?;
     let ring = params
-        .checked_add(usize::try_from(params_size)?)
+        .checked_add(usize::try_from(head.params_size)?)
         .ok_or(EINVAL)?;
     let tail = old.get(ring..).ok_or(EINVAL)?;
     let printf_addr = if printf == 0 {
@@ -844,26 +813,17 @@ fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> Result<bool>
         }
         printf_buffer(t, out, printf, printf_offset, printf_size)?
     };
-    let entry_pc = word(old_block::ENTRY_PC)?;
     let header = Launch {
-        start_pc: entry_pc,
-        kernel_pc: entry_pc,
-        params_size,
-        binary_size,
-        grid: [
-            half(old_block::GRID)?,
-            half(old_block::GRID + 2)?,
-            half(old_block::GRID + 4)?,
-        ],
-        block: [
-            half(old_block::BLOCK)?,
-            half(old_block::BLOCK + 2)?,
-            half(old_block::BLOCK + 4)?,
-        ],
+        start_pc: head.entry_pc,
+        kernel_pc: head.entry_pc,
+        params_size: head.params_size,
+        binary_size: head.binary_size,
+        grid: head.grid.map(u32::from),
+        block: head.block.map(u32::from),
         printf_host_addr: printf_addr,
-        regs_per_thread: *old.get(old_block::REGS).ok_or(EINVAL)?,
-        shmem_per_block: word(old_block::SHMEM)?,
-        flags: *old.get(old_block::FLAGS).ok_or(EINVAL)?,
+        regs_per_thread: head.regs_per_thread,
+        shmem_per_block: head.shmem_per_block,
+        flags: head.flags,
         ..Default::default()
     };
     let parts = [
