@@ -393,21 +393,15 @@ impl Scheduler {
         // The reset dropped every command: the head's queue is guilty and
         // loses its commands; the others' are issued again, each stream in
         // order.
-        let Some(guilty) = state
+        let Some(head) = state
             .streams
             .get(guilty_stream)
             .and_then(|s| s.fifo.front())
         else {
             return;
         };
-        let guilty = guilty.queue.clone();
-        if let Some(head) = state
-            .streams
-            .get(guilty_stream)
-            .and_then(|s| s.fifo.front())
-        {
-            guilty.fault(head.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
-        }
+        let guilty = head.queue.clone();
+        guilty.fault(head.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
         let dialect = this.hw.desc().dialect;
         let mut sent = 0;
         for (i, stream) in state.streams.iter_mut().enumerate() {
