@@ -99,11 +99,11 @@ impl Transport {
 
     /// The allocation holding `[address, address + length)`, and the
     /// offset in it.
-    fn find(&self, address: u64, length: u32) -> Result<(&Buffer, u64)> {
+    fn find(&self, address: u64, length: u32) -> Result<(Buffer, u64)> {
         self.allocations
             .iter()
             .find(|a| address >= a.address && address - a.address + u64::from(length) <= a.buffer.size())
-            .map(|a| (&a.buffer, address - a.address))
+            .map(|a| (a.buffer.clone(), address - a.address))
             .ok_or_else(|| Error::InvalidArgument(format!("{address:#x}+{length} is not inside one allocation")))
     }
 
@@ -134,7 +134,6 @@ impl Transport {
     pub fn copy_to_device(&mut self, stream: u8, src: &[u8], dst: u64) -> Result<()> {
         let length = u32::try_from(src.len()).map_err(|_| Error::InvalidArgument("a copy over 4 GiB".into()))?;
         let (buffer, offset) = self.find(dst, length)?;
-        let buffer = buffer.clone();
         self.queued(stream, |q, waits, signals| q.update(waits, signals, src, buffer.at(offset)))
     }
 
@@ -142,7 +141,6 @@ impl Transport {
     /// caller's token) at `synchronize`.
     pub fn copy_to_host(&mut self, stream: u8, src: u64, length: u32, host: usize) -> Result<()> {
         let (buffer, offset) = self.find(src, length)?;
-        let buffer = buffer.clone();
         let usage = BufferUsage::TRANSFER | BufferUsage::MAPPING;
         let params = BufferParams { size: length.into(), memory: MemoryType::HostVisible, usage };
         let staging = self.device.allocate_buffer(params)?;
@@ -154,7 +152,6 @@ impl Transport {
     /// Fills `length` bytes at device address `dst` with the 4-byte `value`.
     pub fn fill(&mut self, stream: u8, dst: u64, value: u32, length: u32) -> Result<()> {
         let (buffer, offset) = self.find(dst, length)?;
-        let buffer = buffer.clone();
         let pattern = Pattern::U32(value);
         self.queued(stream, |q, waits, signals| q.fill(waits, signals, buffer.at(offset), length.into(), pattern))
     }
