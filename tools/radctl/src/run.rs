@@ -55,7 +55,7 @@ pub(crate) struct Run {
 }
 
 /// Params bytes (a type of its own: clap would take `Vec<u8>` as a list).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 struct Params(Vec<u8>);
 
 fn number(s: &str) -> Result<u32, String> {
@@ -84,6 +84,10 @@ fn dims(s: &str) -> Result<[u32; 3], String> {
 fn params(s: &str) -> Result<Params, String> {
     if let Some(path) = s.strip_prefix('@') {
         return std::fs::read(path).map(Params).map_err(|e| format!("{path}: {e}"));
+    }
+    // Only hex digits, which are one byte each: the pairs below are chars.
+    if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("{s}: hex bytes (0-9, a-f), or @FILE"));
     }
     if s.len() % 2 != 0 {
         return Err(format!("{s}: hex bytes come in pairs of digits"));
@@ -250,4 +254,29 @@ fn report_json(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome,
         "fault": fault,
         "reads": reads.iter().map(|(addr, bytes)| json!({ "address": addr, "hex": hex(bytes) })).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_hex_byte_pairs() {
+        assert_eq!(params("00ff10").map(|p| p.0), Ok(vec![0x00, 0xff, 0x10]));
+        assert_eq!(params("").map(|p| p.0), Ok(vec![]));
+        assert!(params("abc").unwrap_err().contains("pairs"));
+        // Not a digit, or not even one byte: an error, never a panic.
+        assert!(params("0g").unwrap_err().contains("hex bytes"));
+        assert!(params("a\u{e9}a").unwrap_err().contains("hex bytes"));
+    }
+
+    #[test]
+    fn dims_and_ranges() {
+        assert_eq!(dims("4"), Ok([4, 1, 1]));
+        assert_eq!(dims("2,0x10,3"), Ok([2, 16, 3]));
+        assert!(dims("1,0").unwrap_err().contains("at least 1"));
+        assert!(dims("1,1,1,1").unwrap_err().contains("three"));
+        assert_eq!(range("0x100:16"), Ok((0x100, 16)));
+        assert!(range("0x100").is_err());
+    }
 }
