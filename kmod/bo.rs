@@ -22,6 +22,10 @@ use crate::{
         Import, //
     },
     host_mem::HostMem,
+    hw::{
+        host_windows::Window,
+        open_window, //
+    },
     sg_table::{
         pieces,
         Handover, //
@@ -38,9 +42,18 @@ enum Memory {
     /// `Some` until the BO is dropped, which scrubs and frees the range.
     Vram(Option<VramRange>),
     /// Pinned pages, counted against the device's limit while they live.
-    Host { mem: HostMem, _pinned: PinCharge },
+    /// (Fields drop in order: the device's window on the memory closes
+    /// before the memory is unmapped.)
+    Host {
+        _window: Option<Window>,
+        mem: HostMem,
+        _pinned: PinCharge,
+    },
     /// Someone else's dma-buf, mapped for the device as long as it is held.
-    Imported { import: Import },
+    Imported {
+        _window: Option<Window>,
+        import: Import,
+    },
 }
 
 /// A buffer object. Its memory goes when the last reference goes: the
@@ -92,8 +105,10 @@ impl Bo {
             .checked_next_multiple_of(PAGE_SIZE as u64)
             .ok_or(EINVAL)?;
         let pinned = device.pin_host(size)?;
+        let mem = HostMem::new(device.hw().dma_device(), size)?;
         let memory = Memory::Host {
-            mem: HostMem::new(device.hw().dma_device(), size)?,
+            _window: open_window(device.hw(), mem.segments())?,
+            mem,
             _pinned: pinned,
         };
         Ok(Arc::new(
@@ -110,10 +125,14 @@ impl Bo {
     /// A HOST BO over an imported dma-buf; never mappable through us.
     pub(crate) fn new_imported(device: Arc<Device>, import: Import) -> Result<Arc<Self>> {
         let size = import.size();
+        let window = open_window(device.hw(), import.segments())?;
         Ok(Arc::new(
             Self {
                 device,
-                memory: Memory::Imported { import },
+                memory: Memory::Imported {
+                    _window: window,
+                    import,
+                },
                 size,
                 flags: 0,
             },
@@ -194,7 +213,7 @@ impl Bo {
         self.check_range(offset, size)?;
         match &self.memory {
             Memory::Host { mem: host, .. } => pieces(host.segments(), offset, size, each),
-            Memory::Imported { import } => pieces(import.segments(), offset, size, each),
+            Memory::Imported { import, .. } => pieces(import.segments(), offset, size, each),
             Memory::Vram(_) => Err(EINVAL),
         }
     }
@@ -206,7 +225,7 @@ impl Bo {
         self.check_range(offset, len)?;
         match &self.memory {
             Memory::Host { mem: host, .. } => host.sync(offset, len, to),
-            Memory::Imported { import } => import.sync(offset, len, to),
+            Memory::Imported { import, .. } => import.sync(offset, len, to),
             Memory::Vram(_) => Err(EINVAL),
         }
     }
@@ -225,7 +244,7 @@ impl Bo {
     pub(crate) fn write_host(&self, offset: u64, src: &[u8]) -> Result {
         match &self.memory {
             Memory::Host { mem: host, .. } => host.write(offset, src),
-            Memory::Imported { import } => import.write(offset, src),
+            Memory::Imported { import, .. } => import.write(offset, src),
             Memory::Vram(_) => Err(EINVAL),
         }
     }
@@ -235,7 +254,7 @@ impl Bo {
     pub(crate) fn read_host(&self, offset: u64, dst: &mut [u8]) -> Result {
         match &self.memory {
             Memory::Host { mem: host, .. } => host.read(offset, dst),
-            Memory::Imported { import } => import.read(offset, dst),
+            Memory::Imported { import, .. } => import.read(offset, dst),
             Memory::Vram(_) => Err(EINVAL),
         }
     }

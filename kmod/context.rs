@@ -527,10 +527,12 @@ impl NodeFile for Context {
     }
 
     fn ioctl(ctx: ArcBorrow<'_, Self>, cmd: u32, arg: usize) -> Result<isize> {
+        ctx.device.check_present()?;
         ioctl::dispatch(&ctx.into(), cmd, arg)
     }
 
     fn mmap(ctx: ArcBorrow<'_, Self>, vma: &VmaNew) -> Result {
+        ctx.device.check_present()?;
         // Device memory is data, never code.
         if vma.executable() {
             return Err(EPERM);

@@ -11,6 +11,11 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     sync::{
+        atomic::{
+            Acquire,
+            Atomic,
+            Release, //
+        },
         Arc,
         Mutex, //
     },
@@ -53,11 +58,134 @@ struct Counters {
     pinned: u64,
 }
 
+/// What every device of the module is created with (module parameters).
+#[derive(Clone, Copy)]
+pub(crate) struct Settings {
+    /// Exclusive mode (see [`Device`]).
+    pub(crate) exclusive: bool,
+    /// Most bytes of host memory pinned for HOST BOs at once, per device.
+    pub(crate) pinned_limit: u64,
+    /// A command that takes longer resets its device.
+    pub(crate) timeout_ms: u32,
+}
+
+/// Which device indices are taken.
+struct Slots {
+    taken: [bool; uapi::MAX_DEVICES as usize],
+    /// Devices alive, whether or not their node still is (files keep
+    /// them): back to the number of nodes once every file closed.
+    live: u32,
+    /// Devices ever created, to name their `struct device`s uniquely.
+    created: u32,
+}
+
+/// Every device of the module: indices, and what new ones get.
+#[pin_data]
+pub(crate) struct Registry {
+    settings: Settings,
+    #[pin]
+    slots: Mutex<Slots>,
+    /// `radiance/` in debugfs, one directory per device below it.
+    debugfs: debugfs::Dir,
+}
+
+impl Registry {
+    pub(crate) fn new(settings: Settings, debugfs: debugfs::Dir) -> Result<Arc<Self>> {
+        let slots = Slots {
+            taken: [false; uapi::MAX_DEVICES as usize],
+            live: 0,
+            created: 0,
+        };
+        Arc::pin_init(
+            pin_init!(Self {
+                settings,
+                slots <- new_mutex!(slots, "Registry::slots"),
+                debugfs,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Creates a device at the lowest free index over the hardware that
+    /// `hw` makes, given a serial number no other device had; ENOSPC when
+    /// every index is taken.
+    pub(crate) fn create(
+        this: &Arc<Self>,
+        hw: impl FnOnce(u32) -> Result<Arc<dyn Gluon>>,
+    ) -> Result<Pin<KBox<DeviceNode>>> {
+        let (index, serial) = {
+            let mut slots = this.slots.lock();
+            let (index, slot) = slots
+                .taken
+                .iter_mut()
+                .enumerate()
+                .find(|(_, t)| !**t)
+                .ok_or(ENOSPC)?;
+            *slot = true;
+            let serial = slots.created;
+            slots.created += 1;
+            (index as u32, serial)
+        };
+        let claim = IndexClaim {
+            registry: this.clone(),
+            index,
+        };
+        DeviceNode::new(claim, hw(serial)?)
+    }
+
+    /// debugfs `radiance/devices`.
+    pub(crate) fn write_stats(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let slots = self.slots.lock();
+        let nodes = slots.taken.iter().filter(|&&t| t).count();
+        writeln!(f, "nodes {nodes}")?;
+        writeln!(f, "devices_live {}", slots.live)
+    }
+}
+
+/// A device index taken until dropped.
+struct IndexClaim {
+    registry: Arc<Registry>,
+    index: u32,
+}
+
+impl Drop for IndexClaim {
+    fn drop(&mut self) {
+        if let Some(t) = self
+            .registry
+            .slots
+            .lock()
+            .taken
+            .get_mut(self.index as usize)
+        {
+            *t = false;
+        }
+    }
+}
+
+/// Counts a device as alive in its registry until dropped.
+struct Alive(Arc<Registry>);
+
+impl Alive {
+    fn new(registry: &Arc<Registry>) -> Self {
+        registry.slots.lock().live += 1;
+        Self(registry.clone())
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.slots.lock().live -= 1;
+    }
+}
+
 /// One Radiance device. Open files hold a reference, so it outlives its node.
 #[pin_data]
 pub(crate) struct Device {
     index: u32,
     hw: Arc<dyn Gluon>,
+    /// 1 once the hardware is gone for good (a user device's server went):
+    /// every ioctl answers ENODEV.
+    lost: Atomic<i32>,
     scheduler: Arc<Scheduler>,
     #[pin]
     vram: Vram,
@@ -72,6 +200,7 @@ pub(crate) struct Device {
     /// file's `Semaphores::table`.
     #[pin]
     sem_tables: Mutex<KVec<Arc<Semaphores>>>,
+    _alive: Alive,
 }
 
 /// Host memory pinned for a HOST BO, counted against its device's limit
@@ -92,12 +221,38 @@ impl Device {
         &*self.hw
     }
 
+    /// N of `/dev/radianceN`.
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
     pub(crate) fn vram(&self) -> &Vram {
         &self.vram
     }
 
     pub(crate) fn scheduler(&self) -> &Arc<Scheduler> {
         &self.scheduler
+    }
+
+    /// ENODEV once the hardware is gone.
+    pub(crate) fn check_present(&self) -> Result {
+        if self.lost.load(Acquire) != 0 {
+            return Err(ENODEV);
+        }
+        Ok(())
+    }
+
+    /// The hardware is gone for good: every queue faults and every
+    /// semaphore fails with ENODEV (waking whoever waits), and every ioctl
+    /// answers ENODEV from now on. Files stay open until their owners
+    /// close them, freeing what they hold as usual.
+    pub(crate) fn lose(&self) {
+        self.lost.store(1, Release);
+        let enodev = ENODEV.to_errno().unsigned_abs();
+        self.scheduler.device_lost(enodev);
+        for sems in self.sem_tables.lock().iter() {
+            sems.fail_all(enodev);
+        }
     }
 
     /// Counts a new open file; EBUSY if exclusive and already open.
@@ -162,7 +317,7 @@ impl Device {
         info.device_index = self.index;
         info.backend = hw.backend;
         info.pad1 = 0;
-        info.name = hw.name_field();
+        info.name = hw.name;
         info.cores = hw.cores;
         info.warps_per_core = hw.warps_per_core;
         info.threads_per_warp = hw.threads_per_warp;
@@ -215,36 +370,35 @@ pub(crate) struct DeviceNode {
     #[pin]
     semaphores: debugfs::File<Arc<Device>>,
     _debugfs: debugfs::Dir,
+    /// Last: the index is free once the node is gone.
+    _index: IndexClaim,
 }
 
 impl DeviceNode {
-    /// Creates device `index` over `hw`, registers `/dev/radiance<index>`
-    /// and its debugfs directory under `debugfs_root`.
-    pub(crate) fn new(
-        index: u32,
-        hw: Arc<dyn Gluon>,
-        exclusive: bool,
-        pinned_limit: u64,
-        timeout_ms: u32,
-        debugfs_root: &debugfs::Dir,
-    ) -> Result<Pin<KBox<Self>>> {
+    /// Creates the device of index `claim` over `hw`, registers
+    /// `/dev/radiance<index>` and its debugfs directory.
+    fn new(claim: IndexClaim, hw: Arc<dyn Gluon>) -> Result<Pin<KBox<Self>>> {
+        let (index, registry) = (claim.index, &claim.registry);
+        let settings = registry.settings;
         let name = *NODE_NAMES.get(index as usize).ok_or(EINVAL)?;
         let vram = Vram::new(hw.desc().vram_size)?;
-        let scheduler = Scheduler::new(hw.clone(), timeout_ms)?;
+        let scheduler = Scheduler::new(hw.clone(), settings.timeout_ms)?;
         let device = Arc::pin_init(
             try_pin_init!(Device {
                 index,
                 hw,
+                lost: Atomic::new(0),
                 scheduler,
                 vram <- vram,
-                exclusive,
-                pinned_limit,
+                exclusive: settings.exclusive,
+                pinned_limit: settings.pinned_limit,
                 counters <- new_mutex!(Counters::default(), "Device::counters"),
                 sem_tables <- new_mutex!(KVec::new(), "Device::sem_tables"),
+                _alive: Alive::new(registry),
             }),
             GFP_KERNEL,
         )?;
-        let dir = debugfs_root.subdir(name);
+        let dir = registry.debugfs.subdir(name);
         KBox::try_pin_init(
             try_pin_init!(Self {
                 mem_stats <- dir.read_callback_file(c"mem", device.clone(), &|d: &Arc<Device>, f| {
@@ -257,19 +411,26 @@ impl DeviceNode {
                     d.write_semaphores(f)
                 }),
                 _debugfs: dir,
+                _index: claim,
                 // Last: an open that comes at once finds everything.
                 node <- Node::new(MiscDeviceOptions { name }, device),
             }? Error),
             GFP_KERNEL,
         )
     }
+
+    pub(crate) fn device(&self) -> &Arc<Device> {
+        self.node.data()
+    }
 }
 
 #[pinned_drop]
 impl PinnedDrop for DeviceNode {
-    /// Module unload: no file is open any more (each holds a module
-    /// reference), so no queue is left; stop the scheduler's interrupt and
-    /// wait out a pass that may still run.
+    /// Module unload (no file is open any more: each holds a module
+    /// reference, so no queue is left), or a user device whose server went
+    /// (its files answer ENODEV, see [`Device::lose`]): stop the
+    /// scheduler's interrupt, drop what is in flight and wait out a pass
+    /// that may still run.
     fn drop(self: Pin<&mut Self>) {
         self.node.data().scheduler.shutdown();
     }

@@ -1,24 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Module load and unload: creates the devices and owns them until `rmmod`.
+//! Module load and unload: creates the emulated devices and the control
+//! node (through which processes add devices of their own), and owns them
+//! until `rmmod`.
 
 use kernel::{
     debugfs,
-    prelude::*, //
+    miscdevice::MiscDeviceOptions,
+    prelude::*,
+    sync::Arc, //
 };
 
 use crate::{
-    device::DeviceNode,
-    hw::emu::Emu,
+    control::ControlFile,
+    device::{
+        DeviceNode,
+        Registry,
+        Settings, //
+    },
+    hw::{
+        emu::Emu,
+        Gluon, //
+    },
+    misc_node::Node,
     uapi, //
 };
 
-/// The loaded module: every device it created.
+/// The loaded module: the control node, and every device it created.
 pub(crate) struct Radiance {
+    /// Goes first: no server can add a device once unloading started (and
+    /// none is serving one: each control file holds a module reference).
+    _control: Pin<KBox<Node<ControlFile>>>,
     /// Dropping a node removes `/dev/radianceN` first, then its device.
     _nodes: KVec<Pin<KBox<DeviceNode>>>,
-    /// `radiance/` in debugfs, one directory per device below it.
-    _debugfs: debugfs::Dir,
+    /// `radiance/devices` in debugfs.
+    _devices: Pin<KBox<debugfs::File<Arc<Registry>>>>,
 }
 
 impl kernel::Module for Radiance {
@@ -56,14 +72,35 @@ impl kernel::Module for Radiance {
         let gluon_sim = crate::module_parameters::emulated_gluon_sim.value();
 
         let debugfs = debugfs::Dir::new(c"radiance");
+        let settings = Settings {
+            exclusive,
+            pinned_limit,
+            timeout_ms,
+        };
+        let registry = Registry::new(settings, debugfs.clone())?;
+        let devices = KBox::pin_init(
+            debugfs.read_callback_file(c"devices", registry.clone(), &|r: &Arc<Registry>, f| {
+                r.write_stats(f)
+            }),
+            GFP_KERNEL,
+        )?;
         let mut nodes = KVec::with_capacity(count as usize, GFP_KERNEL)?;
-        for index in 0..count {
-            let emu = Emu::new(index, vram_size, dialect, gluon_sim)?;
-            nodes.push(
-                DeviceNode::new(index, emu, exclusive, pinned_limit, timeout_ms, &debugfs)?,
-                GFP_KERNEL,
-            )?;
+        for _ in 0..count {
+            let node = Registry::create(&registry, |serial| {
+                Ok(Emu::new(serial, vram_size, dialect, gluon_sim)? as Arc<dyn Gluon>)
+            })?;
+            nodes.push(node, GFP_KERNEL)?;
         }
+        // The name is `uapi::CONTROL_NODE`'s.
+        let control = KBox::pin_init(
+            Node::new(
+                MiscDeviceOptions {
+                    name: c"radiance-control",
+                },
+                registry,
+            ),
+            GFP_KERNEL,
+        )?;
         pr_info!(
             "{count} emulated device(s) speaking {}{}, {vram_mib} MiB VRAM each{}\n",
             dialect.name(),
@@ -71,8 +108,9 @@ impl kernel::Module for Radiance {
             if exclusive { ", exclusive" } else { "" }
         );
         Ok(Self {
+            _control: control,
             _nodes: nodes,
-            _debugfs: debugfs,
+            _devices: devices,
         })
     }
 }

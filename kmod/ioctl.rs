@@ -21,6 +21,7 @@ use kernel::{
 
 use crate::{
     context::Context,
+    control::ControlFile,
     uapi::{
         self,
         IoctlCmd, //
@@ -74,6 +75,9 @@ ioctl_args! {
     uapi::QueueDestroy => uapi::sizes::QUEUE_DESTROY;
     uapi::QueueKick => uapi::sizes::QUEUE_KICK;
     uapi::QueueQuery => uapi::sizes::QUEUE_QUERY;
+    uapi::UserDeclare => uapi::sizes::USER_DECLARE;
+    uapi::UserHostAccess => uapi::sizes::USER_HOST_ACCESS;
+    uapi::UserReset => uapi::sizes::USER_RESET;
 }
 
 // Read from user memory as plain bytes: SEM_WAIT's points, packets from
@@ -116,6 +120,26 @@ pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize
         uapi::nr::QUEUE_DESTROY => call(cmd, arg, |a| ctx.queue_destroy(a)),
         uapi::nr::QUEUE_QUERY => call(cmd, arg, |a| ctx.queue_query(a)),
         uapi::nr::QUEUE_KICK => call(cmd, arg, |a| ctx.queue_kick(a)),
+        _ => Err(ENOTTY),
+    }
+}
+
+/// Routes an ioctl on a control file.
+pub(crate) fn dispatch_control(ctl: &ControlFile, cmd: u32, arg: usize) -> Result<isize> {
+    let cmd = IoctlCmd::decode(cmd);
+    if cmd.ty != uapi::IOCTL_TYPE {
+        return Err(ENOTTY);
+    }
+    match cmd.nr {
+        uapi::nr::USER_DECLARE => call(cmd, arg, |a| ctl.declare(a)),
+        uapi::nr::USER_HOST_READ => call(cmd, arg, |a| ctl.user()?.host_access(a, false)),
+        uapi::nr::USER_HOST_WRITE => call(cmd, arg, |a| ctl.user()?.host_access(a, true)),
+        uapi::nr::USER_RESET => call(cmd, arg, |a: &mut uapi::UserReset| {
+            if a.flags != 0 || a.pad != 0 {
+                return Err(EINVAL);
+            }
+            ctl.user()?.server_reset()
+        }),
         _ => Err(ENOTTY),
     }
 }

@@ -9,10 +9,23 @@
 //! this file and only [`Node::new`] registers one, so every such
 //! registration is the `misc` field of a `Node`: stepping from one to the
 //! other is sound, and no other file needs to know how.
+//!
+//! 7.3's `MiscDevice` has no `poll` either. A node whose files poll
+//! ([`NodeFile::POLLS`]) gives each file, as it opens, a copy of the misc
+//! file operations with `poll` added, as `misc_open()` itself replaces a
+//! file's operations with the driver's.
 
 use core::marker::PhantomData;
 use kernel::{
-    fs::File,
+    bindings,
+    fs::{
+        File,
+        Kiocb, //
+    },
+    iov::{
+        IovIterDest,
+        IovIterSource, //
+    },
     miscdevice::{
         MiscDevice,
         MiscDeviceOptions,
@@ -21,9 +34,11 @@ use kernel::{
     mm::virt::VmaNew,
     prelude::*,
     sync::{
+        poll::PollTable,
         Arc,
         ArcBorrow, //
     },
+    types::ForeignOwnable,
 };
 
 /// What a node's open files are, and the operations on them.
@@ -37,6 +52,25 @@ pub(crate) trait NodeFile: Sized + Send + Sync + 'static {
     fn ioctl(this: ArcBorrow<'_, Self>, cmd: u32, arg: usize) -> Result<isize>;
 
     fn mmap(this: ArcBorrow<'_, Self>, vma: &VmaNew) -> Result;
+
+    /// read(); EINVAL unless the file type reads.
+    fn read(_this: ArcBorrow<'_, Self>, _out: &mut IovIterDest<'_>) -> Result<usize> {
+        Err(EINVAL)
+    }
+
+    /// write(); EINVAL unless the file type writes.
+    fn write(_this: ArcBorrow<'_, Self>, _src: &mut IovIterSource<'_>) -> Result<usize> {
+        Err(EINVAL)
+    }
+
+    /// Whether the files poll: then [`NodeFile::poll`] is their `poll`.
+    const POLLS: bool = false;
+
+    /// poll(): registers the file's wait queues with `table` and returns
+    /// the `POLL*` events ready now.
+    fn poll(_this: ArcBorrow<'_, Self>, _file: &File, _table: &PollTable<'_>) -> u32 {
+        0
+    }
 
     /// The file is closing (its last file reference is gone).
     fn release(this: Arc<Self>);
@@ -75,12 +109,19 @@ struct Files<F>(PhantomData<F>);
 impl<F: NodeFile> MiscDevice for Files<F> {
     type Ptr = Arc<F>;
 
-    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<F>> {
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<F>> {
         let misc = core::ptr::from_ref(misc).cast_mut();
         // SAFETY: every `MiscDeviceRegistration<Files<F>>` is a `Node<F>`'s `misc` (`Files` is private,
         // only `Node::new` registers one), alive: `misc_open()` holds the misc lock during `open`.
         let node = unsafe { &*kernel::container_of!(misc, Node<F>, misc) };
-        F::open(&node.data)
+        let this = F::open(&node.data)?;
+        if F::POLLS {
+            // SAFETY: the file is being opened, which may set its operations (`misc_open()` just
+            // did); `PollOps::FOPS` is a constant with this module as owner, like the operations it
+            // replaces, so the module reference `misc_open()` took is dropped with it.
+            unsafe { (*file.as_ptr()).f_op = &PollOps::<F>::FOPS };
+        }
+        Ok(this)
     }
 
     fn ioctl(this: ArcBorrow<'_, F>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -91,7 +132,50 @@ impl<F: NodeFile> MiscDevice for Files<F> {
         F::mmap(this, vma)
     }
 
+    fn read_iter(kiocb: Kiocb<'_, Arc<F>>, out: &mut IovIterDest<'_>) -> Result<usize> {
+        F::read(kiocb.file(), out)
+    }
+
+    fn write_iter(kiocb: Kiocb<'_, Arc<F>>, src: &mut IovIterSource<'_>) -> Result<usize> {
+        F::write(kiocb.file(), src)
+    }
+
     fn release(this: Arc<F>, _file: &File) {
         F::release(this);
+    }
+}
+
+/// The misc file operations of [`Files<F>`] with `poll` added.
+struct PollOps<F>(PhantomData<F>);
+
+impl<F: NodeFile> PollOps<F> {
+    const FOPS: bindings::file_operations = {
+        let misc = MiscDeviceOptions { name: c"" }.into_raw::<Files<F>>();
+        // SAFETY: `into_raw` points `fops` at the misc vtable of `Files<F>`, a constant.
+        let base = unsafe { *misc.fops };
+        bindings::file_operations {
+            poll: Some(Self::poll),
+            ..base
+        }
+    };
+
+    /// # Safety
+    ///
+    /// `file` is an open file of a [`Node<F>`] (its operations are `FOPS`,
+    /// set only in [`Files::open`]), and `table` is null or a valid poll
+    /// table for the duration of the call.
+    unsafe extern "C" fn poll(
+        file: *mut bindings::file,
+        table: *mut bindings::poll_table,
+    ) -> bindings::__poll_t {
+        // SAFETY: the misc open stored an `Arc<F>` as the private data of the open file (the
+        // caller's promise), which it holds until release, after the last poll.
+        let this = unsafe { <Arc<F> as ForeignOwnable>::borrow((*file).private_data) };
+        // SAFETY: `file` is valid for the duration of the call, and poll runs in no fdget_pos
+        // region.
+        let file = unsafe { File::from_raw_file(file) };
+        // SAFETY: the caller's promise on `table`.
+        let table = unsafe { PollTable::from_raw(table) };
+        F::poll(this, file, &table)
     }
 }

@@ -11,6 +11,7 @@ use kernel::prelude::*;
 
 mod bo;
 mod context;
+mod control;
 mod device;
 mod dma_buf;
 mod dma_fence;

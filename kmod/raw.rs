@@ -3,8 +3,8 @@
 //! Raw views of kernel objects that 7.3's abstractions do not give out:
 //! `Device::as_raw` is private to the kernel crate, `VmaNew` has no
 //! accessor for the mmap offset, `Page` no atomic or byte access to memory
-//! that userspace shares with the kernel, `Work` no flush, and
-//! `kernel::workqueue` no `system_dfl_wq`.
+//! that userspace shares with the kernel, `Work` no flush,
+//! `kernel::workqueue` no `system_dfl_wq`, and nothing asks `capable()`.
 
 use kernel::{
     bindings,
@@ -103,4 +103,10 @@ pub(crate) fn system_dfl() -> &'static Queue {
     // SAFETY: `system_dfl_wq` is created at boot, before any module can
     // load, and never destroyed.
     unsafe { Queue::from_raw(bindings::system_dfl_wq) }
+}
+
+/// Whether the current task may administer the system (CAP_SYS_ADMIN).
+pub(crate) fn capable_sys_admin() -> bool {
+    // SAFETY: `capable` only looks at the current task's credentials.
+    unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) }
 }

@@ -97,7 +97,7 @@ use crate::{
 
 /// Device commands in flight at most, over all streams: within the
 /// device's command FIFO depth.
-const MAX_IN_FLIGHT: usize = 64;
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 /// Entries one stream's FIFO holds at most: its commands in flight and the
 /// markers between them.
@@ -144,6 +144,8 @@ struct State {
     sent: usize,
     /// Device resets so far.
     resets: u64,
+    /// The device is gone for good: nothing is scheduled any more.
+    lost: bool,
 }
 
 /// One device's scheduler.
@@ -201,8 +203,9 @@ impl Scheduler {
             streams,
             sent: 0,
             resets: 0,
+            lost: false,
         };
-        let staging = Staging::new(hw.dma_device())?;
+        let staging = Staging::new(&*hw)?;
         let device_hw = hw.clone();
         let this = Arc::pin_init(
             pin_init!(Self {
@@ -240,6 +243,9 @@ impl Scheduler {
     /// the device's queue limit.
     pub(crate) fn add(this: &Arc<Self>, queue: Arc<Queue>) -> Result {
         let mut state = this.state.lock();
+        if state.lost {
+            return Err(ENODEV);
+        }
         if state.queues.len() >= crate::device::MAX_QUEUES as usize {
             return Err(ENOSPC);
         }
@@ -270,6 +276,19 @@ impl Scheduler {
         let mut state = this.state.lock();
         state.queues.retain(|q| !Arc::ptr_eq(&q.queue, queue));
         Self::watchdog(this, &mut state);
+    }
+
+    /// The device is gone for good: every queue faults with `error` at its
+    /// first packet not completed (failing the semaphores it was to
+    /// signal), and nothing is scheduled any more. What is in flight is
+    /// dropped by [`Scheduler::shutdown`].
+    pub(crate) fn device_lost(&self, error: u32) {
+        let mut state = self.state.lock();
+        state.lost = true;
+        for q in state.queues.iter() {
+            let completed = q.queue.state().completed;
+            q.queue.fault(completed, error, 0, 0, 0);
+        }
     }
 
     /// debugfs `queues`: one line of `key=value` pairs per queue.
@@ -343,6 +362,9 @@ impl Scheduler {
     /// The watchdog's work item.
     fn check_overdue(this: &Arc<Self>) {
         let mut state = this.state.lock();
+        if state.lost {
+            return;
+        }
         this.take_responses(&mut state);
         Self::watchdog(this, &mut state);
     }
@@ -706,6 +728,9 @@ impl WorkItem for Scheduler {
 
     fn run(this: Arc<Self>) {
         let mut state = this.state.lock();
+        if state.lost {
+            return;
+        }
         // Set again below by any queue still waiting on a semaphore.
         this.blocked.store(0, Relaxed);
         // Busy now: processes need not kick.

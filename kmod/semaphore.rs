@@ -300,6 +300,17 @@ impl Semaphores {
         }
     }
 
+    /// The device is gone: every semaphore not failed yet fails with
+    /// `error`, which wakes its waiters.
+    pub(crate) fn fail_all(&self, error: u32) {
+        let mut table = self.table.lock();
+        for (_, sem) in table.sems.iter_mut() {
+            if sem.error == 0 {
+                self.mark_failed(sem, error);
+            }
+        }
+    }
+
     /// Fails a semaphore that has not failed yet.
     fn mark_failed(&self, sem: &mut Sem, error: u32) {
         sem.error = error;

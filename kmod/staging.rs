@@ -17,7 +17,6 @@
 //! When every slot is taken, launches wait for one to complete.
 
 use kernel::{
-    device::Device,
     new_mutex,
     page::PAGE_SIZE,
     prelude::*,
@@ -29,6 +28,11 @@ use kernel::{
 
 use crate::{
     host_mem::HostMem,
+    hw::{
+        host_windows::Window,
+        open_window,
+        Gluon, //
+    },
     sg_table::{
         pieces,
         Handover, //
@@ -41,6 +45,8 @@ const SLOTS: usize = 16;
 
 /// The pages and which of them are taken.
 struct Pages {
+    /// The device's window on `mem` (closed first, while it is mapped).
+    _window: Option<Window>,
     mem: HostMem,
     /// Bit `i` set: slot `i` is taken.
     taken: u32,
@@ -56,9 +62,9 @@ pub(crate) struct Staging {
 }
 
 impl Staging {
-    /// Pins and maps the pages for `dev`, the device that DMAs from them.
-    pub(crate) fn new(dev: &Device) -> Result<Arc<Self>> {
-        let mem = HostMem::new(dev, (SLOTS * PAGE_SIZE) as u64)?;
+    /// Pins and maps the pages for `hw`'s device, which DMAs from them.
+    pub(crate) fn new(hw: &dyn Gluon) -> Result<Arc<Self>> {
+        let mem = HostMem::new(hw.dma_device(), (SLOTS * PAGE_SIZE) as u64)?;
         let mut dma = [0u32; SLOTS];
         for (i, addr) in dma.iter_mut().enumerate() {
             let mut found = None;
@@ -78,9 +84,17 @@ impl Staging {
             )?;
             *addr = found.ok_or(EINVAL)?;
         }
+        let window = open_window(hw, mem.segments())?;
         Arc::pin_init(
             try_pin_init!(Self {
-                pages <- new_mutex!(Pages { mem, taken: 0 }, "Staging::pages"),
+                pages <- new_mutex!(
+                    Pages {
+                        _window: window,
+                        mem,
+                        taken: 0
+                    },
+                    "Staging::pages"
+                ),
                 dma,
             }),
             GFP_KERNEL,

@@ -31,13 +31,8 @@
 
 use core::fmt::Write;
 use kernel::{
-    bindings,
-    device::{
-        Bound,
-        Device, //
-    },
-    error::to_result,
-    faux, new_mutex,
+    device::Device,
+    new_mutex,
     page::{
         Page,
         PAGE_SIZE, //
@@ -68,6 +63,8 @@ use kernel::{
 };
 
 use super::{
+    dma_device::DmaDevice,
+    host_map::HostMap,
     Gluon,
     HwDesc,
     Interrupt, //
@@ -159,7 +156,7 @@ pub(crate) struct Emu {
     desc: HwDesc,
     engine: Arc<Engine>,
     /// Gives the emulated device its `struct device`; removed on drop.
-    faux: faux::Registration,
+    faux: DmaDevice,
 }
 
 impl Emu {
@@ -186,8 +183,7 @@ impl Emu {
             FULL_CAPS | dialect_caps
         };
         let name = CString::try_from_fmt(fmt!("radiance-emu{index}"))?;
-        let faux = faux::Registration::new(&name, None)?;
-        set_dma_mask_32(device_of(&faux))?;
+        let faux = DmaDevice::new(&name)?;
         let pages = usize::try_from(vram_size / PAGE_SIZE as u64)?;
         let mut vram = KVVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
@@ -215,7 +211,7 @@ impl Emu {
         )?;
         let desc = HwDesc {
             backend: uapi::backend::EMULATED,
-            name: "Radiance (emulated Gluon)",
+            name: super::name_field(b"Radiance (emulated Gluon)"),
             cores: CORES,
             warps_per_core: WARPS_PER_CORE,
             threads_per_warp: THREADS_PER_WARP,
@@ -228,28 +224,6 @@ impl Emu {
             caps,
         };
         Ok(Arc::new(Self { desc, engine, faux }, GFP_KERNEL)?)
-    }
-}
-
-/// The emulated device's `struct device`.
-fn device_of(faux: &faux::Registration) -> &Device {
-    let faux: &faux::Device<Bound> = faux.as_ref();
-    let dev: &Device<Bound> = faux.as_ref();
-    dev
-}
-
-/// Gives the emulated device a 32-bit DMA mask: the emulator reaches host
-/// memory as a board would, through 32-bit DMA addresses. A faux device has
-/// no bus code to do this (`dma_coerce_mask_and_coherent` is inline C).
-fn set_dma_mask_32(dev: &Device) -> Result {
-    let dev = crate::raw::device(dev);
-    // Pointing `dma_mask` at the device's own `coherent_dma_mask` is what
-    // `dma_coerce_mask_and_coherent` does; both live as long as `dev`.
-    // SAFETY: `dev` is a live, registered device that nobody else uses yet.
-    unsafe {
-        (*dev).dma_mask = &raw mut (*dev).coherent_dma_mask;
-        to_result(bindings::dma_set_mask(dev, u64::from(u32::MAX)))?;
-        to_result(bindings::dma_set_coherent_mask(dev, u64::from(u32::MAX)))
     }
 }
 
@@ -303,53 +277,6 @@ impl core::fmt::Write for LineBuf {
 /// A device-side failure: the response's status, PC and warp.
 struct Fault(u8, u32, u32);
 
-/// Host memory at a DMA address, mapped for the worker.
-///
-/// # Invariants
-///
-/// `ptr` maps `len` bytes of host memory until `self` is dropped.
-struct HostMap {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl HostMap {
-    /// Maps `len` bytes at DMA address `addr` (a physical address on the
-    /// IOMMU-less emulated device).
-    fn new(addr: u64, len: u32) -> Result<Self, Fault> {
-        let write_back = bindings::MEMREMAP_WB as c_ulong;
-        // SAFETY: `memremap` accepts any range and fails cleanly for one that is not RAM; a mapping
-        // is valid until `memunmap`.
-        let ptr = unsafe { bindings::memremap(addr, len as usize, write_back) };
-        if ptr.is_null() {
-            return Err(Fault(err::DMA, 0, 0));
-        }
-        // INVARIANT: mapped above for `len` bytes.
-        Ok(Self {
-            ptr: ptr.cast(),
-            len: len as usize,
-        })
-    }
-
-    /// Writes `src` at byte `at` of the mapping; EINVAL past its end.
-    fn write(&self, at: usize, src: &[u8]) -> Result {
-        if at.checked_add(src.len()).is_none_or(|end| end > self.len) {
-            return Err(EINVAL);
-        }
-        // SAFETY: `[at, at + src.len())` lies in the mapping (checked on entry; type invariant), and
-        // the host memory is the device's to write while it runs the command: no Rust code reads it.
-        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(at), src.len()) };
-        Ok(())
-    }
-}
-
-impl Drop for HostMap {
-    fn drop(&mut self) {
-        // SAFETY: mapped by `memremap` in `new`.
-        unsafe { bindings::memunmap(self.ptr.cast()) };
-    }
-}
-
 impl Engine {
     /// Calls `each(page, offset in page, bytes, offset in the range)` for
     /// the VRAM pages behind `[addr, addr + len)`, allocating untouched ones.
@@ -401,22 +328,22 @@ impl Engine {
 
     /// DMA: all of `host` into VRAM at `addr`.
     fn host_to_vram(&self, host: &HostMap, addr: u64) -> Result {
-        self.vram_chunks(addr, host.len as u64, |p, off, n, done| {
+        self.vram_chunks(addr, host.len() as u64, |p, off, n, done| {
             // SAFETY: `host` maps `host.len` >= `done + n` bytes (invariant; `vram_chunks`), VRAM
             // pages are touched only under `vram` (held), and the host bytes are the device's now.
-            unsafe { p.write_raw(host.ptr.add(done), off, n) }
+            unsafe { p.write_raw(host.as_ptr().add(done), off, n) }
         })
     }
 
     /// DMA: `len` bytes of VRAM at `addr` into `host` from byte `at`.
     fn vram_to_host(&self, addr: u64, host: &HostMap, at: usize, len: usize) -> Result {
-        if at.checked_add(len).is_none_or(|end| end > host.len) {
+        if at.checked_add(len).is_none_or(|end| end > host.len()) {
             return Err(EINVAL);
         }
         self.vram_chunks(addr, len as u64, |p, off, n, done| {
             // SAFETY: `[at + done, at + done + n)` lies in the mapping (checked on entry; invariant), VRAM
             // pages are touched only under `vram` (held), and the host bytes are the device's now.
-            unsafe { p.read_raw(host.ptr.add(at + done), off, n) }
+            unsafe { p.read_raw(host.as_ptr().add(at + done), off, n) }
         })
     }
 
@@ -501,12 +428,12 @@ impl Engine {
                 self.aligned(&[src, dst, len.into()])?;
                 match dir {
                     CopyDir::HostToDevice => {
-                        let host = HostMap::new(src, len)?;
+                        let host = HostMap::new(src, len).map_err(|_| Fault(err::DMA, 0, 0))?;
                         self.host_to_vram(&host, vram(dst)?.into())
                             .map_err(bad_address)
                     }
                     CopyDir::DeviceToHost => {
-                        let host = HostMap::new(dst, len)?;
+                        let host = HostMap::new(dst, len).map_err(|_| Fault(err::DMA, 0, 0))?;
                         self.vram_to_host(vram(src)?.into(), &host, 0, len as usize)
                             .map_err(bad_address)
                     }
@@ -562,7 +489,7 @@ impl Engine {
         if size < head || size > MAX_LAUNCH_BLOCK {
             return Err(Fault(err::BAD_LAUNCH, 0, 0));
         }
-        let host = HostMap::new(host_addr, size)?;
+        let host = HostMap::new(host_addr, size).map_err(|_| Fault(err::DMA, 0, 0))?;
         self.host_to_vram(&host, gpu_addr.into())
             .map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
         drop(host);
@@ -701,7 +628,7 @@ impl Engine {
         );
         let len = head.min(limit).saturating_sub(tail);
         let data = ring + size_of::<uapi::PrintfRing>() as u32 + tail;
-        let host = HostMap::new(addr.into(), 4 + len).map_err(|_| EINVAL)?;
+        let host = HostMap::new(addr.into(), 4 + len)?;
         host.write(0, &len.to_le_bytes())?;
         self.vram_to_host(data.into(), &host, 4, len as usize)?;
         self.write_u32(ring + 8, tail + len)
@@ -805,7 +732,7 @@ impl Gluon for Emu {
     }
 
     fn dma_device(&self) -> &Device {
-        device_of(&self.faux)
+        self.faux.device()
     }
 
     fn push_command(&self, frame: &[u8]) -> Result {

@@ -12,11 +12,16 @@
 //! - VRAM: device memory; device pointers are raw 32-bit VRAM addresses (there
 //!   is no GPU virtual memory).
 //!
-//! One file per backend: `emu` (software Gluon, no hardware). The PCI FPGA
-//! board and device-tree SoC backends implement the same trait; they are not
+//! One file per backend: `emu` (software Gluon, no hardware) and `user` (a
+//! Gluon served by a process through the control node). The PCI FPGA board
+//! and device-tree SoC backends implement the same trait; they are not
 //! written yet because there is no board to bring them up against.
 
+mod dma_device;
 pub(crate) mod emu;
+mod host_map;
+pub(crate) mod host_windows;
+pub(crate) mod user;
 
 use kernel::{
     device::Device,
@@ -25,6 +30,10 @@ use kernel::{
     sync::Arc, //
 };
 
+use self::host_windows::{
+    HostWindows,
+    Window, //
+};
 use crate::{
     gluon::{
         Dialect,
@@ -37,8 +46,8 @@ use crate::{
 pub(crate) struct HwDesc {
     /// One of `uapi::backend`.
     pub(crate) backend: u32,
-    /// Human-readable; truncated to `uapi::NAME_LEN - 1` bytes in GET_INFO.
-    pub(crate) name: &'static str,
+    /// Human-readable, as GET_INFO gives it (see [`name_field`]).
+    pub(crate) name: [u8; uapi::NAME_LEN],
     pub(crate) cores: u32,
     pub(crate) warps_per_core: u32,
     pub(crate) threads_per_warp: u32,
@@ -56,14 +65,15 @@ pub(crate) struct HwDesc {
     pub(crate) caps: u64,
 }
 
-impl HwDesc {
-    /// `name` as GET_INFO's NUL-terminated, zero-padded field.
-    pub(crate) fn name_field(&self) -> [u8; uapi::NAME_LEN] {
-        let mut out = [0u8; uapi::NAME_LEN];
-        let len = self.name.len().min(uapi::NAME_LEN - 1);
-        out[..len].copy_from_slice(&self.name.as_bytes()[..len]);
-        out
+/// `name` up to its first NUL as GET_INFO's NUL-terminated, zero-padded
+/// field, truncated to `uapi::NAME_LEN - 1` bytes.
+pub(crate) fn name_field(name: &[u8]) -> [u8; uapi::NAME_LEN] {
+    let mut out = [0u8; uapi::NAME_LEN];
+    let text = name.iter().take_while(|&&b| b != 0);
+    for (o, &b) in out.iter_mut().zip(text.take(uapi::NAME_LEN - 1)) {
+        *o = b;
     }
+    out
 }
 
 /// A Gluon command processor, real or emulated.
@@ -101,6 +111,23 @@ pub(crate) trait Gluon: Send + Sync {
     /// not completed and responses not taken are dropped. Returns when the
     /// device is idle.
     fn reset(&self);
+
+    /// The windows through which the device reaches host memory, if the
+    /// kernel is what confines it (see [`host_windows`]).
+    fn host_windows(&self) -> Option<&Arc<HostWindows>> {
+        None
+    }
+}
+
+/// Opens a window on `segments` for `hw`'s device if it reaches host memory
+/// through the kernel; kept as long as they are mapped for it.
+pub(crate) fn open_window(
+    hw: &dyn Gluon,
+    segments: impl Iterator<Item = (u64, u64)>,
+) -> Result<Option<Window>> {
+    hw.host_windows()
+        .map(|w| HostWindows::open(w, segments))
+        .transpose()
 }
 
 /// What a device's interrupt calls: it may run in any context that cannot

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 8
+#define RADIANCE_ABI_MINOR 9
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -21,6 +21,7 @@
 #define RADIANCE_BACKEND_EMULATED 1
 #define RADIANCE_BACKEND_PCI 2
 #define RADIANCE_BACKEND_PLATFORM 3
+#define RADIANCE_BACKEND_USER 4 /* a Gluon served by a process (1.9) */
 
 #define RADIANCE_NAME_LEN 32
 
@@ -231,6 +232,7 @@ struct radiance_sem_import_sync_file {
 #define RADIANCE_GLUON_ERR_BAD_COMMAND 3 /* a malformed command header */
 #define RADIANCE_GLUON_ERR_DMA 4	 /* a DMA transfer failed */
 #define RADIANCE_GLUON_ERR_BAD_LAUNCH 5	 /* a malformed launch block */
+#define RADIANCE_GLUON_ERR_RESET 6	 /* the device reset under it (1.9) */
 
 struct radiance_queue_control {
 	__u64 write_index;	/* process */
@@ -431,6 +433,47 @@ struct radiance_launch_block {
 	__u32 pad1;
 };
 
+/*
+ * The control node (1.9): a CAP_SYS_ADMIN process serves a Gluon. Its file
+ * is the device: USER_DECLARE makes /dev/radianceN appear; closing the file
+ * removes it. read() gives whole command frames (never blocks: EAGAIN, poll
+ * POLLIN), write() takes whole 16-byte responses (EPROTO for a stream with
+ * no command outstanding). After a kernel reset, poll reports POLLPRI and
+ * read/write fail with ECONNRESET until USER_RESET acknowledges it.
+ */
+#define RADIANCE_CONTROL_NODE "radiance-control"
+
+struct radiance_user_declare {
+	__u32 flags;		/* 0 */
+	__u32 dialect;		/* RADIANCE_DIALECT_* */
+	__u32 streams;		/* 1 .. the dialect's */
+	__u32 stream_depth;	/* 1 .. 16 */
+	__u32 cores;
+	__u32 warps_per_core;
+	__u32 threads_per_warp;
+	__u32 builtins;		/* 1 << index in RADIANCE_BUILTIN_* order */
+	__u64 vram_size;	/* page multiple, at most 4 GiB */
+	__u64 caps;		/* RADIANCE_CAP_*; VRAM_MAPPABLE is EOPNOTSUPP */
+	char name[RADIANCE_NAME_LEN];
+	__u32 device_index;	/* out */
+	__u32 pad;
+};
+
+/* Host memory at a DMA address that is mapped for the device; else EFAULT. */
+struct radiance_user_host_access {
+	__u64 addr;
+	__u64 user_ptr;
+	__u32 len;		/* at most RADIANCE_USER_HOST_ACCESS_MAX */
+	__u32 flags;		/* 0 */
+};
+#define RADIANCE_USER_HOST_ACCESS_MAX (1u << 20)
+
+/* Acknowledges a kernel reset; else every outstanding command fails RESET. */
+struct radiance_user_reset {
+	__u32 flags;		/* 0 */
+	__u32 pad;
+};
+
 #define RADIANCE_IOCTL_GET_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x00, struct radiance_get_info)
 #define RADIANCE_IOCTL_BO_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x01, struct radiance_bo_create)
 #define RADIANCE_IOCTL_BO_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x02, struct radiance_bo_destroy)
@@ -451,5 +494,11 @@ struct radiance_launch_block {
 #define RADIANCE_IOCTL_QUEUE_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x21, struct radiance_queue_destroy)
 #define RADIANCE_IOCTL_QUEUE_QUERY _IOWR(RADIANCE_IOCTL_TYPE, 0x22, struct radiance_queue_query)
 #define RADIANCE_IOCTL_QUEUE_KICK _IOWR(RADIANCE_IOCTL_TYPE, 0x23, struct radiance_queue_kick)
+#define RADIANCE_IOCTL_USER_DECLARE _IOWR(RADIANCE_IOCTL_TYPE, 0x40, struct radiance_user_declare)
+#define RADIANCE_IOCTL_USER_HOST_READ \
+	_IOWR(RADIANCE_IOCTL_TYPE, 0x41, struct radiance_user_host_access)
+#define RADIANCE_IOCTL_USER_HOST_WRITE \
+	_IOWR(RADIANCE_IOCTL_TYPE, 0x42, struct radiance_user_host_access)
+#define RADIANCE_IOCTL_USER_RESET _IOWR(RADIANCE_IOCTL_TYPE, 0x43, struct radiance_user_reset)
 
 #endif /* _RADIANCE_UAPI_H */

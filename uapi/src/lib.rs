@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 8;
+pub const ABI_MINOR: u16 = 9;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -94,6 +94,10 @@ pub mod backend {
     pub const PCI: u32 = 2;
     /// A Radiance SoC described by the device tree.
     pub const PLATFORM: u32 = 3;
+    /// A Gluon served by a userspace process through the control node
+    /// (ABI 1.9): gluon-sim through `gluon-bridge`, an RTL simulation, a
+    /// bring-up link.
+    pub const USER: u32 = 4;
 }
 
 /// Built-in kernels of the emulated Gluon (and of the host backend, which
@@ -573,6 +577,94 @@ pub struct QueueKick {
     pub pad: u32,
 }
 
+/// The control node, `/dev/radiance-control` (ABI 1.9): a process with
+/// CAP_SYS_ADMIN serves a Gluon through it, the way VDUSE and ublk put
+/// devices in userspace.
+///
+/// Its file is the device: USER_DECLARE makes `/dev/radianceN` appear, and
+/// closing the file (or the process dying) removes it. The server reads
+/// command frames of the declared dialect with `read()` (whole frames only,
+/// never blocking: EAGAIN when there are none, `poll()` POLLIN when there
+/// are), reaches the host memory they name with USER_HOST_READ and
+/// USER_HOST_WRITE, and answers each with a 16-byte response by `write()`
+/// (whole responses only), in order per stream. A response on a stream with
+/// no command read and unanswered is EPROTO. When the kernel resets the
+/// device (a command overran the launch timeout), the frames not read and
+/// the answers not given are dropped, `poll()` reports POLLPRI, and `read()`
+/// and `write()` fail with ECONNRESET until the server acknowledges with
+/// USER_RESET.
+pub const CONTROL_NODE: &str = "radiance-control";
+
+/// `RADIANCE_IOCTL_USER_DECLARE`: declares the control file's device.
+///
+/// EPERM without CAP_SYS_ADMIN, EBUSY if this file already declared one,
+/// ENOSPC when all [`MAX_DEVICES`] exist, EINVAL for a field out of range.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserDeclare {
+    /// In: no flags are defined yet; must be zero.
+    pub flags: u32,
+    /// In: one of [`dialect`].
+    pub dialect: u32,
+    /// In: hardware streams, 1 to the dialect's (gluon-sim: 4).
+    pub streams: u32,
+    /// In: commands one stream takes at once, 1 to 16 (gluon-sim: 1).
+    pub stream_depth: u32,
+    /// In: the compute shape GET_INFO reports.
+    pub cores: u32,
+    pub warps_per_core: u32,
+    pub threads_per_warp: u32,
+    /// In: which [`builtin`] kernels the server runs.
+    pub builtins: u32,
+    /// In: bytes of VRAM, a non-zero multiple of the page size, at most
+    /// 4 GiB (Gluon's addresses are 32-bit).
+    pub vram_size: u64,
+    /// In: [`caps`] bits. [`caps::VRAM_MAPPABLE`] is EOPNOTSUPP: the
+    /// device's VRAM lives in the server's process, where the kernel has
+    /// no pages to map.
+    pub caps: u64,
+    /// In: GET_INFO's name, NUL-terminated.
+    pub name: [u8; NAME_LEN],
+    /// Out: N of `/dev/radianceN`.
+    pub device_index: u32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
+/// `RADIANCE_IOCTL_USER_HOST_READ` and `_WRITE`: the server reads or writes
+/// host memory at a DMA address a command named, as the device's DMA would.
+///
+/// Only memory currently DMA-mapped for the device can be reached: EFAULT
+/// for anything else, and for a bad `user_ptr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserHostAccess {
+    /// In: the DMA address, as the command frame gave it.
+    pub addr: u64,
+    /// In: the server's buffer.
+    pub user_ptr: u64,
+    /// In: bytes, at most [`USER_HOST_ACCESS_MAX`].
+    pub len: u32,
+    /// In: no flags are defined yet; must be zero.
+    pub flags: u32,
+}
+
+/// Most bytes one USER_HOST_READ or USER_HOST_WRITE moves.
+pub const USER_HOST_ACCESS_MAX: u32 = 1 << 20;
+
+/// `RADIANCE_IOCTL_USER_RESET`: acknowledges the kernel's reset (POLLPRI);
+/// with none pending, the server says its device reset itself: every
+/// command read and not answered, and every frame not read, completes with
+/// [`gluon_err::RESET`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserReset {
+    /// In: no flags are defined yet; must be zero.
+    pub flags: u32,
+    /// In: must be zero.
+    pub pad: u32,
+}
+
 /// `RADIANCE_IOCTL_QUEUE_QUERY`: the kernel's view of a queue.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -652,6 +744,9 @@ pub mod gluon_err {
     pub const DMA: u8 = 4;
     /// The launch block is malformed.
     pub const BAD_LAUNCH: u8 = 5;
+    /// The device was reset under the command (a user device's server
+    /// reset itself, ABI 1.9).
+    pub const RESET: u8 = 6;
 }
 
 /// `PacketHeader::flags`.
@@ -902,6 +997,14 @@ pub mod nr {
     pub const QUEUE_QUERY: u8 = 0x22;
     /// [`super::QueueKick`].
     pub const QUEUE_KICK: u8 = 0x23;
+    /// [`super::UserDeclare`], on the control node.
+    pub const USER_DECLARE: u8 = 0x40;
+    /// [`super::UserHostAccess`] reading host memory, on the control node.
+    pub const USER_HOST_READ: u8 = 0x41;
+    /// [`super::UserHostAccess`] writing host memory, on the control node.
+    pub const USER_HOST_WRITE: u8 = 0x42;
+    /// [`super::UserReset`], on the control node.
+    pub const USER_RESET: u8 = 0x43;
 }
 
 /// `RADIANCE_IOCTL_GET_INFO`.
@@ -940,6 +1043,14 @@ pub const IOCTL_QUEUE_DESTROY: u32 = iowr::<QueueDestroy>(nr::QUEUE_DESTROY);
 pub const IOCTL_QUEUE_QUERY: u32 = iowr::<QueueQuery>(nr::QUEUE_QUERY);
 /// `RADIANCE_IOCTL_QUEUE_KICK`.
 pub const IOCTL_QUEUE_KICK: u32 = iowr::<QueueKick>(nr::QUEUE_KICK);
+/// `RADIANCE_IOCTL_USER_DECLARE`.
+pub const IOCTL_USER_DECLARE: u32 = iowr::<UserDeclare>(nr::USER_DECLARE);
+/// `RADIANCE_IOCTL_USER_HOST_READ`.
+pub const IOCTL_USER_HOST_READ: u32 = iowr::<UserHostAccess>(nr::USER_HOST_READ);
+/// `RADIANCE_IOCTL_USER_HOST_WRITE`.
+pub const IOCTL_USER_HOST_WRITE: u32 = iowr::<UserHostAccess>(nr::USER_HOST_WRITE);
+/// `RADIANCE_IOCTL_USER_RESET`.
+pub const IOCTL_USER_RESET: u32 = iowr::<UserReset>(nr::USER_RESET);
 
 /// Every argument size ever released for each ioctl, oldest first (the
 /// last is the current struct): the kernel accepts exactly these, and
@@ -982,6 +1093,12 @@ pub mod sizes {
     pub const QUEUE_KICK: &[usize] = &[8];
     /// [`super::QueueQuery`] as released in ABI 1.3.
     pub const QUEUE_QUERY: &[usize] = &[56];
+    /// [`super::UserDeclare`] as released in ABI 1.9.
+    pub const USER_DECLARE: &[usize] = &[88];
+    /// [`super::UserHostAccess`] as released in ABI 1.9.
+    pub const USER_HOST_ACCESS: &[usize] = &[24];
+    /// [`super::UserReset`] as released in ABI 1.9.
+    pub const USER_RESET: &[usize] = &[8];
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
@@ -1004,6 +1121,9 @@ const _: () = assert!(core::mem::size_of::<QueueControl>() == 48);
 const _: () = assert!(core::mem::size_of::<QueueCreate>() == 32);
 const _: () = assert!(core::mem::size_of::<QueueQuery>() == 56);
 const _: () = assert!(core::mem::size_of::<QueueKick>() == 8);
+const _: () = assert!(core::mem::size_of::<UserDeclare>() == 88);
+const _: () = assert!(core::mem::size_of::<UserHostAccess>() == 24);
+const _: () = assert!(core::mem::size_of::<UserReset>() == 8);
 const _: () = assert!(core::mem::size_of::<PacketHeader>() == 8);
 const _: () = assert!(core::mem::size_of::<Packet>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<FillPacket>() == PACKET_SIZE);

@@ -75,6 +75,12 @@ fn facts() -> Vec<Fact> {
     ]);
     abi_struct!(f, uapi::QueueDestroy, "radiance_queue_destroy", [queue_id, pad]);
     abi_struct!(f, uapi::QueueKick, "radiance_queue_kick", [queue_id, pad]);
+    abi_struct!(f, uapi::UserDeclare, "radiance_user_declare", [
+        flags, dialect, streams, stream_depth, cores, warps_per_core, threads_per_warp, builtins, vram_size, caps,
+        name, device_index, pad
+    ]);
+    abi_struct!(f, uapi::UserHostAccess, "radiance_user_host_access", [addr, user_ptr, len, flags]);
+    abi_struct!(f, uapi::UserReset, "radiance_user_reset", [flags, pad]);
     abi_struct!(f, uapi::LaunchDesc, "radiance_launch_desc", [
         start_pc, kernel_pc, grid, block, shmem_per_block, regs_per_thread, flags, pad, params, params_size,
         params_offset, stack, pad1, stack_offset, stack_size, tls, pad2, tls_offset, tls_size,
@@ -111,6 +117,13 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_IOCTL_QUEUE_DESTROY", uapi::IOCTL_QUEUE_DESTROY as u64),
         ("RADIANCE_IOCTL_QUEUE_QUERY", uapi::IOCTL_QUEUE_QUERY as u64),
         ("RADIANCE_IOCTL_QUEUE_KICK", uapi::IOCTL_QUEUE_KICK as u64),
+        ("RADIANCE_IOCTL_USER_DECLARE", uapi::IOCTL_USER_DECLARE as u64),
+        ("RADIANCE_IOCTL_USER_HOST_READ", uapi::IOCTL_USER_HOST_READ as u64),
+        ("RADIANCE_IOCTL_USER_HOST_WRITE", uapi::IOCTL_USER_HOST_WRITE as u64),
+        ("RADIANCE_IOCTL_USER_RESET", uapi::IOCTL_USER_RESET as u64),
+        ("RADIANCE_USER_HOST_ACCESS_MAX", uapi::USER_HOST_ACCESS_MAX as u64),
+        ("RADIANCE_BACKEND_USER", uapi::backend::USER as u64),
+        ("RADIANCE_GLUON_ERR_RESET", uapi::gluon_err::RESET as u64),
         ("RADIANCE_QUEUE_MIN_PACKETS", uapi::QUEUE_MIN_PACKETS as u64),
         ("RADIANCE_QUEUE_MAX_PACKETS", uapi::QUEUE_MAX_PACKETS as u64),
         ("RADIANCE_QUEUE_ACTIVE", uapi::queue_status::ACTIVE as u64),

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The control node, `/dev/radiance-control`: a process with CAP_SYS_ADMIN
+//! serves a Gluon through it (the protocol is `uapi::CONTROL_NODE`'s). An
+//! open file declares one device; the device lives as long as the file:
+//! when the server closes it or dies, the device is lost (its files answer
+//! ENODEV, its queues fault, its semaphores fail) and its node goes.
+
+use kernel::{
+    fs::File,
+    iov::{
+        IovIterDest,
+        IovIterSource, //
+    },
+    mm::virt::VmaNew,
+    new_mutex,
+    prelude::*,
+    sync::{
+        poll::PollTable,
+        Arc,
+        ArcBorrow,
+        Mutex, //
+    },
+};
+
+use crate::{
+    device::{
+        DeviceNode,
+        Registry, //
+    },
+    hw::{
+        user::{
+            self,
+            User, //
+        },
+        Gluon,
+    },
+    ioctl,
+    misc_node::NodeFile,
+    uapi,
+};
+
+/// Most bytes of responses one write() takes.
+const MAX_WRITE: usize = 4096;
+
+/// The device a control file serves.
+struct Served {
+    user: Arc<User>,
+    node: Pin<KBox<DeviceNode>>,
+}
+
+/// An open control file: a server, and the device it declared.
+#[pin_data]
+pub(crate) struct ControlFile {
+    registry: Arc<Registry>,
+    #[pin]
+    served: Mutex<Option<Served>>,
+}
+
+impl ControlFile {
+    /// USER_DECLARE: `/dev/radianceN` appears.
+    pub(crate) fn declare(&self, args: &mut uapi::UserDeclare) -> Result {
+        let desc = user::describe(args)?;
+        let mut served = self.served.lock();
+        if served.is_some() {
+            return Err(EBUSY);
+        }
+        let mut made = None;
+        let node = Registry::create(&self.registry, |serial| {
+            let user = User::new(desc, serial)?;
+            made = Some(user.clone());
+            Ok(user as Arc<dyn Gluon>)
+        })?;
+        let user = made.ok_or(EINVAL)?;
+        let device = node.device();
+        args.device_index = device.index();
+        dev_info!(
+            user.dma_device(),
+            "radiance{} served by pid {}\n",
+            args.device_index,
+            kernel::current!().tgid_nr_ns(None)
+        );
+        *served = Some(Served { user, node });
+        Ok(())
+    }
+
+    /// The backend of the declared device; ENXIO before USER_DECLARE.
+    pub(crate) fn user(&self) -> Result<Arc<User>> {
+        self.served
+            .lock()
+            .as_ref()
+            .map(|s| s.user.clone())
+            .ok_or(ENXIO)
+    }
+}
+
+impl NodeFile for ControlFile {
+    type Data = Arc<Registry>;
+
+    fn open(registry: &Arc<Registry>) -> Result<Arc<Self>> {
+        if !crate::raw::capable_sys_admin() {
+            return Err(EPERM);
+        }
+        Arc::pin_init(
+            pin_init!(Self {
+                registry: registry.clone(),
+                served <- new_mutex!(None, "ControlFile::served"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn ioctl(this: ArcBorrow<'_, Self>, cmd: u32, arg: usize) -> Result<isize> {
+        ioctl::dispatch_control(&this, cmd, arg)
+    }
+
+    fn mmap(_this: ArcBorrow<'_, Self>, _vma: &VmaNew) -> Result {
+        Err(ENODEV)
+    }
+
+    /// Whole command frames; EAGAIN when none may be read now.
+    fn read(this: ArcBorrow<'_, Self>, out: &mut IovIterDest<'_>) -> Result<usize> {
+        let frames = this.user()?.read_frames(out.len())?;
+        // Taken from the channel already: a server that hands a bad buffer
+        // loses them, and the watchdog resets the device.
+        match out.copy_to_iter(&frames) {
+            0 => Err(EFAULT),
+            n => Ok(n),
+        }
+    }
+
+    /// Whole responses.
+    fn write(this: ArcBorrow<'_, Self>, src: &mut IovIterSource<'_>) -> Result<usize> {
+        let user = this.user()?;
+        let mut bytes = KVec::from_elem(0u8, src.len().min(MAX_WRITE), GFP_KERNEL)?;
+        let n = src.copy_from_iter(&mut bytes);
+        let taken = user.write_responses(bytes.get(..n).ok_or(EFAULT)?)?;
+        // What was not taken goes back to the caller, who sees a short write.
+        if taken < n {
+            // SAFETY: `n - taken` of the bytes just copied from `src` are given back.
+            unsafe { src.revert(n - taken) };
+        }
+        Ok(taken)
+    }
+
+    const POLLS: bool = true;
+
+    fn poll(this: ArcBorrow<'_, Self>, file: &File, table: &PollTable<'_>) -> u32 {
+        match this.user() {
+            Ok(user) => {
+                table.register_wait(file, user.ready());
+                user.poll_mask()
+            }
+            Err(_) => kernel::bindings::POLLERR,
+        }
+    }
+
+    /// The server is gone: so is its device.
+    fn release(this: Arc<Self>) {
+        let served = this.served.lock().take();
+        if let Some(served) = served {
+            served.user.disconnect();
+            served.node.device().lose();
+            dev_info!(
+                served.user.dma_device(),
+                "radiance{}: its server is gone: device removed\n",
+                served.node.device().index()
+            );
+            // Unregisters the node; files still open keep the device.
+            drop(served.node);
+        }
+    }
+}

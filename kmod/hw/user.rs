@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A Gluon served by a process: the device behind a control file
+//! ([`crate::control`]), the way VDUSE and ublk put devices in userspace.
+//! Today's real Gluons are processes (gluon-sim, RTL simulations, a
+//! bring-up link's TSI client); this is how the driver reaches them.
+//!
+//! The channel between the scheduler and the server:
+//! - Frames the scheduler pushes wait in `pending` until the server reads
+//!   them; each read frame is outstanding on its stream until the server
+//!   writes its response, which is checked against what is outstanding (a
+//!   response for a stream running nothing is the server's bug: EPROTO,
+//!   `dev_err!`) and handed to the scheduler with an interrupt.
+//! - The server reaches host memory only through the kernel, at DMA
+//!   addresses mapped for this device ([`HostWindows`]): the kernel is the
+//!   device's IOMMU.
+//! - The CPU cannot map this VRAM (it lives in the server's process), so
+//!   freed VRAM is scrubbed by commands of the kernel's own: MEM SET where
+//!   the device has it, else copies from a page of zeros. A scrub is a
+//!   barrier in `pending`: it is handed out once nothing read before it is
+//!   outstanding, and nothing after it until it is answered, so it neither
+//!   races the last user of the range nor the next one, whatever streams
+//!   they ran on.
+//! - A reset (the watchdog's) drops what was not read and forgets what was
+//!   outstanding; until the server acknowledges it (`USER_RESET`, after
+//!   POLLPRI), reads and writes fail with ECONNRESET, so no answer to a
+//!   command from before the reset can complete one from after it. Scrubs
+//!   survive a reset and start again.
+//! - When the server goes, everything fails with ENODEV.
+
+use kernel::{
+    device::Device,
+    new_mutex, new_poll_condvar,
+    page::{
+        Page,
+        PAGE_SIZE, //
+    },
+    prelude::*,
+    str::CString,
+    sync::{
+        poll::PollCondVar,
+        Arc,
+        Mutex, //
+    },
+    uaccess::{
+        UserPtr,
+        UserSlice, //
+    },
+};
+
+use super::{
+    dma_device::DmaDevice,
+    host_map::HostMap,
+    host_windows::{
+        HostWindows,
+        Window, //
+    },
+    Gluon,
+    HwDesc,
+    Interrupt, //
+};
+use crate::{
+    fifo::Fifo,
+    gluon::{
+        Command,
+        CopyDir,
+        Frame,
+        Response,
+        RESPONSE_SIZE, //
+    },
+    host_mem::HostMem,
+    uapi::{
+        self,
+        caps,
+        gluon_err, //
+    },
+};
+
+/// Bytes of zeros a scrub copies at once on a device without MEM SET.
+const ZEROS: usize = 16 * PAGE_SIZE;
+
+/// Most commands one stream may take at once.
+const MAX_STREAM_DEPTH: u32 = 16;
+
+/// What waits for the server to read it, in order.
+enum Pending {
+    /// A frame the scheduler pushed.
+    Frame(Frame),
+    /// VRAM to zero; `issued` bytes of it were handed out as commands.
+    Scrub { addr: u64, len: u64, issued: u64 },
+}
+
+/// Between the scheduler and the server.
+struct Channel {
+    pending: Fifo<Pending>,
+    /// Per stream: the scheduler's frames read and not answered.
+    outstanding: KVec<u32>,
+    /// Per stream: scrub commands read and not answered.
+    scrubbing: KVec<u32>,
+    /// Answers for the scheduler.
+    responses: Fifo<[u8; RESPONSE_SIZE]>,
+    /// The kernel reset the device and the server has not acknowledged it.
+    reset_pending: bool,
+    /// The server is gone.
+    gone: bool,
+}
+
+impl Channel {
+    fn busy(counts: &[u32]) -> bool {
+        counts.iter().any(|&n| n > 0)
+    }
+
+    /// Whether the server may read something now.
+    fn readable(&self, depth: u32) -> bool {
+        match self.pending.front() {
+            None => false,
+            Some(Pending::Frame(_)) => !Self::busy(&self.scrubbing),
+            Some(Pending::Scrub { len, issued, .. }) => {
+                !Self::busy(&self.outstanding)
+                    && if issued < len {
+                        self.scrubbing.first().is_some_and(|&n| n < depth)
+                    } else {
+                        !Self::busy(&self.scrubbing)
+                    }
+            }
+        }
+    }
+}
+
+/// A page of zeros mapped for the device, for scrubs by copy.
+struct Zeros {
+    /// Closed before the memory is unmapped.
+    _window: Option<Window>,
+    _mem: HostMem,
+    /// Its first segment: DMA address and length.
+    dma: u64,
+    len: u32,
+}
+
+/// A Gluon served by a process.
+#[pin_data]
+pub(crate) struct User {
+    desc: HwDesc,
+    dev: DmaDevice,
+    windows: Arc<HostWindows>,
+    zeros: Zeros,
+    #[pin]
+    channel: Mutex<Channel>,
+    /// Woken when the server may read, or has a reset to acknowledge.
+    #[pin]
+    ready: PollCondVar,
+    /// Lock order: after `channel`, never held while taking it.
+    #[pin]
+    irq: Mutex<Option<Arc<dyn Interrupt>>>,
+}
+
+/// What a server declares its device to be (USER_DECLARE, checked here).
+pub(crate) fn describe(decl: &uapi::UserDeclare) -> Result<HwDesc> {
+    let dialect = crate::gluon::by_id(decl.dialect).ok_or(EINVAL)?;
+    let known_caps = caps::SET
+        | caps::FENCE
+        | caps::WAIT
+        | caps::COPY_D2D
+        | caps::COUNTERS
+        | caps::SUBWORD
+        | caps::VRAM_MAPPABLE;
+    let builtins = (1u32 << uapi::builtin::ALL.len()) - 1;
+    let page = PAGE_SIZE as u64;
+    if decl.flags != 0
+        || decl.pad != 0
+        || decl.caps & !known_caps != 0
+        || decl.builtins & !builtins != 0
+        || decl.streams == 0
+        || decl.streams > dialect.max_streams().into()
+        || decl.stream_depth == 0
+        || decl.stream_depth > MAX_STREAM_DEPTH
+        || decl.vram_size == 0
+        || decl.vram_size % page != 0
+        || decl.vram_size > 1 << 32
+        || !decl.name.contains(&0)
+    {
+        return Err(EINVAL);
+    }
+    // The VRAM is in the server's process: the kernel has no pages to map.
+    if decl.caps & caps::VRAM_MAPPABLE != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(HwDesc {
+        backend: uapi::backend::USER,
+        name: super::name_field(&decl.name),
+        cores: decl.cores,
+        warps_per_core: decl.warps_per_core,
+        threads_per_warp: decl.threads_per_warp,
+        vram_size: decl.vram_size,
+        builtins: decl.builtins,
+        dialect,
+        streams: decl.streams as u8,
+        stream_depth: decl.stream_depth as u8,
+        caps: decl.caps,
+    })
+}
+
+impl User {
+    /// A device served by a process, described by `desc`; its `struct
+    /// device` is `radiance-user<id>`.
+    pub(crate) fn new(desc: HwDesc, id: u32) -> Result<Arc<Self>> {
+        let name = CString::try_from_fmt(fmt!("radiance-user{id}"))?;
+        let dev = DmaDevice::new(&name)?;
+        let windows = HostWindows::new()?;
+        let mem = HostMem::new(dev.device(), ZEROS as u64)?;
+        let (dma, len) = mem.segments().next().ok_or(ENOMEM)?;
+        let zeros = Zeros {
+            _window: Some(HostWindows::open(&windows, mem.segments())?),
+            dma,
+            len: u32::try_from(len)?,
+            _mem: mem,
+        };
+        let streams = desc.streams.into();
+        let channel = Channel {
+            pending: Fifo::with_capacity(crate::scheduler::MAX_IN_FLIGHT)?,
+            outstanding: KVec::from_elem(0, streams, GFP_KERNEL)?,
+            scrubbing: KVec::from_elem(0, streams, GFP_KERNEL)?,
+            responses: Fifo::with_capacity(crate::scheduler::MAX_IN_FLIGHT)?,
+            reset_pending: false,
+            gone: false,
+        };
+        Arc::pin_init(
+            try_pin_init!(Self {
+                desc,
+                dev,
+                windows,
+                zeros,
+                channel <- new_mutex!(channel, "User::channel"),
+                ready <- new_poll_condvar!("User::ready"),
+                irq <- new_mutex!(None, "User::irq"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Commands one stream takes at once.
+    fn depth(&self) -> u32 {
+        self.desc.stream_depth.into()
+    }
+
+    /// The command that zeroes the next piece of a scrub, and its length.
+    fn scrub_command(&self, addr: u64, left: u64) -> (Command, u64) {
+        if self.desc.caps & caps::SET != 0 {
+            // Whole words, which every device takes.
+            let len = left.min(u64::from(u32::MAX) & !3);
+            let cmd = Command::Set {
+                dst: addr as u32,
+                value: 0,
+                len: len as u32,
+            };
+            (cmd, len)
+        } else {
+            let len = left.min(self.zeros.len.into());
+            let cmd = Command::Copy {
+                src: self.zeros.dma,
+                dst: addr,
+                len: len as u32,
+                dir: CopyDir::HostToDevice,
+            };
+            (cmd, len)
+        }
+    }
+
+    /// read(): as many whole frames as fit in `max` bytes, in order; EAGAIN
+    /// if none may be read now.
+    pub(crate) fn read_frames(&self, max: usize) -> Result<KVec<u8>> {
+        let dialect = self.desc.dialect;
+        let size = dialect.frame_size();
+        let mut out = KVec::new();
+        let mut ch = self.channel.lock();
+        if ch.gone {
+            return Err(ENODEV);
+        }
+        if ch.reset_pending {
+            return Err(ECONNRESET);
+        }
+        while out.len() + size <= max && ch.readable(self.depth()) {
+            let Channel {
+                pending,
+                outstanding,
+                scrubbing,
+                ..
+            } = &mut *ch;
+            match pending.front_mut() {
+                Some(Pending::Frame(frame)) => {
+                    // The scheduler encoded it: it names a stream we have.
+                    let stream = dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s);
+                    out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                    if let Some(n) = outstanding.get_mut(usize::from(stream)) {
+                        *n += 1;
+                    }
+                    pending.advance();
+                }
+                Some(Pending::Scrub { addr, len, issued }) if *issued < *len => {
+                    let (cmd, n) = self.scrub_command(*addr + *issued, *len - *issued);
+                    *issued += n;
+                    match dialect.encode(0, &cmd) {
+                        Ok(frame) => {
+                            out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                            if let Some(n) = scrubbing.first_mut() {
+                                *n += 1;
+                            }
+                        }
+                        Err(_) => dev_err!(
+                            self.dev.device(),
+                            "cannot encode a scrub of VRAM at {:#x}: left as it is\n",
+                            *addr
+                        ),
+                    }
+                }
+                // A scrub all handed out and answered.
+                Some(Pending::Scrub { .. }) => pending.advance(),
+                None => break,
+            }
+        }
+        if out.is_empty() {
+            return Err(EAGAIN);
+        }
+        Ok(out)
+    }
+
+    /// write(): takes whole responses, in order; how many bytes it took.
+    /// EPROTO (and nothing taken from there on) for a response on a stream
+    /// with nothing outstanding.
+    pub(crate) fn write_responses(&self, bytes: &[u8]) -> Result<usize> {
+        if bytes.len() < RESPONSE_SIZE || bytes.len() % RESPONSE_SIZE != 0 {
+            return Err(EINVAL);
+        }
+        let dialect = self.desc.dialect;
+        let mut taken = 0;
+        let mut raise = false;
+        {
+            let mut ch = self.channel.lock();
+            if ch.gone {
+                return Err(ENODEV);
+            }
+            if ch.reset_pending {
+                return Err(ECONNRESET);
+            }
+            for raw in bytes.chunks_exact(RESPONSE_SIZE) {
+                let mut r = [0u8; RESPONSE_SIZE];
+                r.copy_from_slice(raw);
+                let response = dialect.decode_response(&r);
+                let s = usize::from(response.stream);
+                if let Some(n) = ch.scrubbing.get_mut(s).filter(|n| **n > 0) {
+                    *n -= 1;
+                    if response.status != 0 {
+                        dev_err!(
+                            self.dev.device(),
+                            "a VRAM scrub failed (status {}): freed VRAM may keep old data\n",
+                            response.status
+                        );
+                    }
+                } else if let Some(n) = ch.outstanding.get_mut(s).filter(|n| **n > 0) {
+                    *n -= 1;
+                    ch.responses.push(r)?;
+                    raise = true;
+                } else {
+                    dev_err!(
+                        self.dev.device(),
+                        "server answered stream {s}, which runs nothing: response dropped\n"
+                    );
+                    break;
+                }
+                taken += RESPONSE_SIZE;
+            }
+        }
+        if raise {
+            self.raise();
+        }
+        // An answered scrub lets frames behind it be read.
+        self.ready.notify_all();
+        if taken == 0 {
+            return Err(EPROTO);
+        }
+        Ok(taken)
+    }
+
+    /// USER_RESET: acknowledges the kernel's reset; with none pending, the
+    /// server reset itself, so everything outstanding or not read
+    /// completes with `gluon_err::RESET`.
+    pub(crate) fn server_reset(&self) -> Result {
+        let dialect = self.desc.dialect;
+        {
+            let mut ch = self.channel.lock();
+            if ch.reset_pending {
+                ch.reset_pending = false;
+                drop(ch);
+                self.ready.notify_all();
+                return Ok(());
+            }
+            let failed = |stream: u8| {
+                dialect.encode_response(&Response {
+                    stream,
+                    status: gluon_err::RESET,
+                    ..Default::default()
+                })
+            };
+            let Channel {
+                pending,
+                outstanding,
+                scrubbing,
+                responses,
+                ..
+            } = &mut *ch;
+            for (s, n) in outstanding.iter_mut().enumerate() {
+                for _ in 0..*n {
+                    responses.push(failed(s as u8))?;
+                }
+                *n = 0;
+            }
+            let mut unread = Ok(());
+            pending.retain_pending(|p| match p {
+                Pending::Frame(frame) => {
+                    let stream = dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s);
+                    unread = unread.and(responses.push(failed(stream)));
+                    false
+                }
+                Pending::Scrub { issued, .. } => {
+                    *issued = 0;
+                    true
+                }
+            });
+            unread?;
+            scrubbing.iter_mut().for_each(|n| *n = 0);
+        }
+        dev_warn!(self.dev.device(), "the server reset the device\n");
+        self.raise();
+        self.ready.notify_all();
+        Ok(())
+    }
+
+    /// The server is gone: nothing reaches it any more.
+    pub(crate) fn disconnect(&self) {
+        {
+            let mut ch = self.channel.lock();
+            ch.gone = true;
+            ch.pending.clear();
+            ch.responses.clear();
+        }
+        self.ready.notify_all();
+    }
+
+    /// poll(): POLLIN when a frame may be read, POLLPRI while a reset waits
+    /// to be acknowledged; writes never block.
+    pub(crate) fn poll_mask(&self) -> u32 {
+        let ch = self.channel.lock();
+        let mut mask = kernel::bindings::POLLOUT | kernel::bindings::POLLWRNORM;
+        if ch.reset_pending {
+            mask |= kernel::bindings::POLLPRI;
+        } else if ch.readable(self.depth()) {
+            mask |= kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
+        }
+        mask
+    }
+
+    pub(crate) fn ready(&self) -> &PollCondVar {
+        &self.ready
+    }
+
+    /// USER_HOST_READ / USER_HOST_WRITE: moves `len` bytes between host
+    /// memory at DMA address `addr` and the server's buffer at `user_ptr`,
+    /// a page at a time, each inside a window mapped for the device.
+    pub(crate) fn host_access(&self, args: &uapi::UserHostAccess, to_host: bool) -> Result {
+        if args.flags != 0 || args.len > uapi::USER_HOST_ACCESS_MAX {
+            return Err(EINVAL);
+        }
+        let user = UserSlice::new(
+            UserPtr::from_addr(args.user_ptr as usize),
+            args.len as usize,
+        );
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut buf = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
+        let mut done = 0u32;
+        while done < args.len {
+            let n = (args.len - done).min(PAGE_SIZE as u32);
+            let addr = args.addr.checked_add(done.into()).ok_or(EFAULT)?;
+            let chunk = buf.get_mut(..n as usize).ok_or(EINVAL)?;
+            // Copies between the server and `buf` happen outside the
+            // windows' lock: a fault on the server's buffer may take locks
+            // (mmap_lock) under which mappings of host memory are dropped.
+            if to_host {
+                reader.read_slice(chunk)?;
+                self.windows
+                    .with(addr, n.into(), || HostMap::new(addr, n)?.write(0, chunk))?;
+            } else {
+                self.windows
+                    .with(addr, n.into(), || HostMap::new(addr, n)?.read(0, chunk))?;
+                writer.write_slice(chunk)?;
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn raise(&self) {
+        if let Some(irq) = &*self.irq.lock() {
+            irq.raise();
+        }
+    }
+}
+
+impl Gluon for User {
+    fn desc(&self) -> &HwDesc {
+        &self.desc
+    }
+
+    /// Queues a scrub by commands (see the file's comment); the range may be
+    /// handed out again at once, since whatever uses it next comes after
+    /// the scrub.
+    fn vram_zero(&self, addr: u64, len: u64) {
+        let queued = {
+            let mut ch = self.channel.lock();
+            if ch.gone {
+                return;
+            }
+            ch.pending.push(Pending::Scrub {
+                addr,
+                len,
+                issued: 0,
+            })
+        };
+        if queued.is_err() {
+            dev_err!(
+                self.dev.device(),
+                "no memory to scrub VRAM at {addr:#x}: freed VRAM may keep old data\n"
+            );
+        }
+        self.ready.notify_all();
+    }
+
+    fn vram_pages(&self, _addr: u64, _len: u64, _each: &mut dyn FnMut(&Page) -> Result) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    fn dma_device(&self) -> &Device {
+        self.dev.device()
+    }
+
+    fn push_command(&self, frame: &[u8]) -> Result {
+        let frame = Frame::from_bytes(frame).ok_or(EINVAL)?;
+        {
+            let mut ch = self.channel.lock();
+            if ch.gone {
+                return Err(ENODEV);
+            }
+            ch.pending.push(Pending::Frame(frame))?;
+        }
+        self.ready.notify_all();
+        Ok(())
+    }
+
+    fn pop_response(&self) -> Option<[u8; RESPONSE_SIZE]> {
+        self.channel.lock().responses.pop()
+    }
+
+    fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>) {
+        *self.irq.lock() = irq;
+    }
+
+    /// Returns at once: the server is told by POLLPRI, and nothing it says
+    /// counts until it acknowledges.
+    fn reset(&self) {
+        {
+            let mut ch = self.channel.lock();
+            if ch.gone {
+                return;
+            }
+            ch.pending.retain_pending(|p| match p {
+                Pending::Frame(_) => false,
+                Pending::Scrub { issued, .. } => {
+                    *issued = 0;
+                    true
+                }
+            });
+            ch.outstanding.iter_mut().for_each(|n| *n = 0);
+            ch.scrubbing.iter_mut().for_each(|n| *n = 0);
+            ch.responses.clear();
+            ch.reset_pending = true;
+        }
+        dev_err!(
+            self.dev.device(),
+            "device reset: waiting for the server to acknowledge\n"
+        );
+        self.ready.notify_all();
+    }
+
+    fn host_windows(&self) -> Option<&Arc<HostWindows>> {
+        Some(&self.windows)
+    }
+}
