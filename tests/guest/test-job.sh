@@ -21,7 +21,7 @@ echo "radiance-guest: module parameters: ${RADIANCE_PARAMS_EXTRA:-(defaults)}"
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 $RADIANCE_PARAMS_EXTRA || exit 1
 /kunit-ktap.sh
 
-for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /queue_test /launch_test /lifecycle_test; do
+for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /queue_test /launch_test /user_test /lifecycle_test; do
 	RADIANCE_KO=/radiance.ko "$t"
 done
 

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User devices: the test is both the server behind /dev/radiance-control
+ * (a tiny gluon-sim-16 Gluon that runs MEM COPY through the host windows)
+ * and the client of the device it declares. Needs the module loaded as
+ * radiance_test.h says (two emulated devices, so the user device is
+ * /dev/radiance2, and the 500 ms launch timeout).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "radiance_test.h"
+#include "radiance_queue.h"
+
+#define VRAM_SIZE (1u << 20)
+
+struct server {
+	int ctl;
+	unsigned int index;
+	uint8_t vram[VRAM_SIZE];
+};
+
+static uint32_t le32(const uint8_t *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* An access of host memory at DMA address `addr`: 0 or -errno. */
+static int host_access(int ctl, int to_host, uint64_t addr, void *buf, uint32_t len)
+{
+	struct radiance_user_host_access a = { .addr = addr, .user_ptr = (uintptr_t)buf, .len = len };
+
+	return radiance_ioctl(ctl, to_host ? RADIANCE_IOCTL_USER_HOST_WRITE : RADIANCE_IOCTL_USER_HOST_READ, &a);
+}
+
+static struct radiance_user_declare declaration(void)
+{
+	struct radiance_user_declare d = {
+		.dialect = RADIANCE_DIALECT_GLUON_SIM_16, .streams = 4, .stream_depth = 1,
+		.cores = 1, .warps_per_core = 1, .threads_per_warp = 1, .vram_size = VRAM_SIZE,
+	};
+
+	strcpy(d.name, "kselftest server");
+	return d;
+}
+
+/* Opens the control node and declares the device; 0 or -errno. */
+static int server_start(struct server *s)
+{
+	struct radiance_user_declare d = declaration();
+	int ret;
+
+	memset(s->vram, 0, sizeof(s->vram));
+	s->ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC);
+	if (s->ctl < 0)
+		return -errno;
+	ret = radiance_ioctl(s->ctl, RADIANCE_IOCTL_USER_DECLARE, &d);
+	s->index = d.device_index;
+	return ret;
+}
+
+/* Reads the frames there are and runs each MEM COPY (anything else fails):
+ * how many it answered, or -errno of the read. */
+static int server_serve(struct server *s, int answer)
+{
+	uint8_t frames[16 * 64];
+	ssize_t n = read(s->ctl, frames, sizeof(frames));
+
+	if (n < 0)
+		return -errno;
+	for (ssize_t i = 0; i < n; i += 16) {
+		const uint8_t *f = frames + i;
+		uint32_t src = le32(f + 3), dst = le32(f + 7), len = le32(f + 11);
+		uint8_t r[16] = { f[0], RADIANCE_GLUON_ERR_BAD_COMMAND };
+
+		if (!answer)
+			continue;
+		if (f[1] == 1 && f[2] == 0) {
+			int d2h = f[15] & 1;
+			uint32_t at = d2h ? src : dst;
+
+			r[1] = RADIANCE_GLUON_ERR_BAD_ADDRESS;
+			if (at < VRAM_SIZE && len <= VRAM_SIZE - at)
+				r[1] = host_access(s->ctl, d2h, d2h ? dst : src, s->vram + at, len) ?
+					RADIANCE_GLUON_ERR_DMA : 0;
+		}
+		if (write(s->ctl, r, sizeof(r)) != sizeof(r))
+			return -errno;
+	}
+	return n / 16;
+}
+
+/* Serves until every packet written on `q` completed or it faulted. */
+static uint32_t drain_serving(struct server *s, struct queue *q)
+{
+	for (int i = 0; i < 20000; i++) {
+		uint64_t done = atomic_load((_Atomic uint64_t *)&q->ctl->read_index);
+
+		if (done == q->written || q->ctl->status != RADIANCE_QUEUE_ACTIVE)
+			break;
+		server_serve(s, 1);
+		usleep(100);
+	}
+	return q->ctl->status;
+}
+
+static void copy(struct queue *q, uint32_t src, uint32_t dst, uint64_t size)
+{
+	struct radiance_copy_packet p = {
+		.header = { .kind = RADIANCE_PACKET_COPY }, .src = src, .dst = dst, .size = size,
+	};
+
+	queue_put(q, &p);
+}
+
+/* A registry counter from debugfs `radiance/devices`, or -1. */
+static int64_t devices_stat(const char *key)
+{
+	FILE *f = fopen("/sys/kernel/debug/radiance/devices", "r");
+	char name[64];
+	long long value;
+	int64_t found = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", name, &value) == 2)
+		if (!strcmp(name, key))
+			found = value;
+	fclose(f);
+	return found;
+}
+
+FIXTURE(user)
+{
+	struct server *s;
+	int fd;
+};
+
+FIXTURE_SETUP(user)
+{
+	self->s = calloc(1, sizeof(*self->s));
+	ASSERT_NE(NULL, self->s);
+	ASSERT_EQ(0, server_start(self->s));
+	EXPECT_EQ(RADIANCE_TEST_DEVICES, self->s->index) TH_LOG("the lowest free index");
+	self->fd = radiance_open(self->s->index);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(user)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	if (self->s->ctl >= 0)
+		close(self->s->ctl);
+	free(self->s);
+}
+
+TEST_F(user, the_declared_device_is_what_get_info_says)
+{
+	struct radiance_get_info info = { 0 };
+
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_GET_INFO, &info));
+	EXPECT_EQ(RADIANCE_BACKEND_USER, info.backend);
+	EXPECT_STREQ("kselftest server", info.name);
+	EXPECT_EQ(self->s->index, info.device_index);
+	EXPECT_EQ(VRAM_SIZE, info.vram_size);
+	EXPECT_EQ(RADIANCE_DIALECT_GLUON_SIM_16, info.dialect);
+	EXPECT_EQ(4, info.streams);
+	EXPECT_EQ(0, info.caps);
+	EXPECT_EQ(0, info.builtins);
+	/* Its VRAM is in the server's process. */
+	EXPECT_EQ(-EOPNOTSUPP, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096,
+						  RADIANCE_BO_MAPPABLE, NULL));
+}
+
+TEST_F(user, declarations_are_checked)
+{
+	struct radiance_user_declare d = declaration();
+	int ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC);
+	struct radiance_user_host_access a = { .len = 4 };
+	uint8_t buf[16];
+
+	ASSERT_LE(0, ctl);
+	/* Nothing is declared on this file yet. */
+	EXPECT_EQ(-ENXIO, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_HOST_READ, &a));
+	EXPECT_EQ(-1, read(ctl, buf, sizeof(buf)));
+	EXPECT_EQ(ENXIO, errno);
+	d.flags = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
+	d = declaration();
+	d.streams = 5;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
+	d = declaration();
+	d.vram_size = 4097;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
+	d = declaration();
+	d.dialect = 99;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
+	d = declaration();
+	memset(d.name, 'x', sizeof(d.name));
+	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
+	d = declaration();
+	d.caps = RADIANCE_CAP_VRAM_MAPPABLE;
+	EXPECT_EQ(-EOPNOTSUPP, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
+	d = declaration();
+	ASSERT_EQ(0, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
+	EXPECT_EQ(self->s->index + 1, d.device_index);
+	EXPECT_EQ(-EBUSY, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d)) TH_LOG("one per file");
+	close(ctl);
+}
+
+TEST_F(user, copies_run_through_the_server_and_only_mapped_memory_is_reachable)
+{
+	struct radiance_bo_create host, back, dev;
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &dev);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host);
+	int dst = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &back);
+	uint32_t *in, *out;
+	struct queue q;
+	uint8_t word[4];
+
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	ASSERT_LE(0, dst);
+	in = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, host.mmap_offset);
+	out = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, back.mmap_offset);
+	ASSERT_NE(MAP_FAILED, in);
+	ASSERT_NE(MAP_FAILED, out);
+	for (int i = 0; i < 1024; i++)
+		in[i] = 0xC0DE0000 + i;
+
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	copy(&q, src, vram, 4096);
+	copy(&q, vram, dst, 4096);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q));
+	EXPECT_EQ(2, q.ctl->read_index);
+	for (int i = 0; i < 1024; i++) {
+		ASSERT_EQ(0xC0DE0000 + i, out[i]) TH_LOG("word %d", i);
+	}
+	ASSERT_GE(VRAM_SIZE - 4096, dev.device_address);
+	EXPECT_EQ(0, memcmp(self->s->vram + dev.device_address, in, 4096))
+		TH_LOG("the server's VRAM holds the bytes");
+
+	/* No command names these: the kernel is the device's IOMMU. */
+	EXPECT_EQ(-EFAULT, host_access(self->s->ctl, 0, 0, word, 4));
+	EXPECT_EQ(-EFAULT, host_access(self->s->ctl, 1, 0x1000, word, 4));
+	EXPECT_EQ(-EINVAL, host_access(self->s->ctl, 0, 0, word, RADIANCE_USER_HOST_ACCESS_MAX + 1));
+	queue_close(&q);
+	munmap(in, 4096);
+	munmap(out, 4096);
+}
+
+TEST_F(user, freed_vram_is_scrubbed_by_commands)
+{
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 8192, 0, NULL);
+	uint8_t frames[16 * 8];
+	uint8_t zeros[4096], r[16] = { 0 };
+	ssize_t n;
+
+	ASSERT_LE(0, vram);
+	memset(self->s->vram, 0xAB, 8192);
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, vram));
+	/* A device without MEM SET: copies from a page of zeros. */
+	n = read(self->s->ctl, frames, sizeof(frames));
+	ASSERT_LE(16, n);
+	EXPECT_EQ(1, frames[1]) TH_LOG("MEM");
+	EXPECT_EQ(0, frames[2]) TH_LOG("COPY");
+	EXPECT_EQ(0, frames[15] & 1) TH_LOG("host to device");
+	ASSERT_EQ(0, host_access(self->s->ctl, 0, le32(frames + 3), zeros, le32(frames + 11) < 4096 ?
+				  le32(frames + 11) : 4096));
+	for (int i = 0; i < 4096 && i < (int)le32(frames + 11); i++) {
+		ASSERT_EQ(0, zeros[i]) TH_LOG("byte %d", i);
+	}
+	/* Answered, the scrub is the kernel's business: the scheduler never
+	 * sees it. */
+	for (ssize_t i = 0; i < n; i += 16) {
+		r[0] = frames[i];
+		EXPECT_EQ(16, write(self->s->ctl, r, sizeof(r)));
+	}
+}
+
+TEST_F(user, a_response_for_nothing_is_eproto)
+{
+	uint8_t r[16] = { 0 };
+	struct pollfd p = { .fd = self->s->ctl, .events = POLLIN | POLLPRI | POLLOUT };
+
+	EXPECT_EQ(-1, write(self->s->ctl, r, sizeof(r)));
+	EXPECT_EQ(EPROTO, errno);
+	r[0] = 9;
+	EXPECT_EQ(-1, write(self->s->ctl, r, sizeof(r)));
+	EXPECT_EQ(EPROTO, errno);
+	EXPECT_EQ(-1, write(self->s->ctl, r, 5));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("whole responses only");
+	/* Nothing to read, no reset: writable only. */
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	EXPECT_EQ(POLLOUT, p.revents & (POLLIN | POLLPRI | POLLOUT));
+	EXPECT_EQ(-1, read(self->s->ctl, r, sizeof(r)));
+	EXPECT_EQ(EAGAIN, errno);
+}
+
+TEST_F(user, an_unanswered_command_resets_the_device_until_acknowledged)
+{
+	struct radiance_bo_create host;
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host);
+	struct pollfd p = { .fd = self->s->ctl, .events = POLLIN | POLLPRI };
+	struct radiance_user_reset ack = { 0 };
+	struct queue q, next;
+	uint8_t r[16] = { 0 };
+
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	copy(&q, src, vram, 4096);
+	queue_publish(&q);
+	ASSERT_EQ(1, poll(&p, 1, 5000));
+	EXPECT_TRUE(p.revents & POLLIN);
+	ASSERT_EQ(1, server_serve(self->s, 0)) TH_LOG("read, never answered");
+	/* The launch timeout is 500 ms. */
+	ASSERT_EQ(1, poll(&p, 1, 5000));
+	EXPECT_TRUE(p.revents & POLLPRI);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(ETIMEDOUT, q.ctl->error);
+	/* Nothing the server says counts until it acknowledges. */
+	EXPECT_EQ(-1, write(self->s->ctl, r, sizeof(r)));
+	EXPECT_EQ(ECONNRESET, errno);
+	EXPECT_EQ(-1, read(self->s->ctl, r, sizeof(r)));
+	EXPECT_EQ(ECONNRESET, errno);
+	ASSERT_EQ(0, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_RESET, &ack));
+	EXPECT_EQ(0, poll(&p, 1, 0));
+
+	/* The device works again. */
+	ASSERT_EQ(0, queue_open(self->fd, 16, &next));
+	copy(&next, src, vram, 4096);
+	queue_publish(&next);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &next));
+	EXPECT_EQ(1, next.ctl->read_index);
+	queue_close(&next);
+	queue_close(&q);
+}
+
+TEST_F(user, a_server_reset_fails_what_is_outstanding)
+{
+	struct radiance_bo_create host;
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host);
+	struct radiance_user_reset reset = { 0 };
+	struct queue q;
+
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	copy(&q, src, vram, 4096);
+	queue_publish(&q);
+	for (int i = 0; i < 1000 && server_serve(self->s, 0) <= 0; i++)
+		usleep(1000);
+	ASSERT_EQ(0, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_RESET, &reset));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(EIO, q.ctl->error);
+	EXPECT_EQ(RADIANCE_GLUON_ERR_RESET, q.ctl->err_code);
+	reset.flags = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_RESET, &reset));
+	queue_close(&q);
+}
+
+/* Closes the server's control file after a while. */
+static void *die_later(void *arg)
+{
+	struct server *s = arg;
+
+	usleep(300 * 1000);
+	close(s->ctl);
+	s->ctl = -1;
+	return NULL;
+}
+
+TEST_F(user, the_server_going_faults_queues_wakes_waiters_and_frees_everything)
+{
+	struct radiance_bo_create host;
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host);
+	int sem = radiance_sem_create(self->fd, 0);
+	struct radiance_semaphore_packet sig = {
+		.header = { .kind = RADIANCE_PACKET_SIGNAL_SEMAPHORE }, .handle = sem, .value = 1,
+	};
+	struct radiance_get_info info = { 0 };
+	int64_t live = devices_stat("devices_live");
+	char path[32];
+	pthread_t t;
+	struct queue q;
+
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	ASSERT_LE(0, sem);
+	ASSERT_EQ(RADIANCE_TEST_DEVICES + 1, live);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	copy(&q, src, vram, 4096);
+	queue_put(&q, &sig);
+	queue_publish(&q);
+	for (int i = 0; i < 1000 && server_serve(self->s, 0) <= 0; i++)
+		usleep(1000);
+	/* The server dies with the copy in its hands; the waiter wakes. */
+	ASSERT_EQ(0, pthread_create(&t, NULL, die_later, self->s));
+	/* Begun before the server went: it ends with the semaphore's failure,
+	 * not its 10 s deadline. */
+	EXPECT_EQ(-ENODEV, radiance_sem_wait_for(self->fd, sem, 1));
+	pthread_join(t, NULL);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, q.ctl->status);
+	EXPECT_EQ(ENODEV, q.ctl->error);
+	EXPECT_EQ(-ENODEV, radiance_ioctl(self->fd, RADIANCE_IOCTL_GET_INFO, &info));
+	snprintf(path, sizeof(path), "/dev/radiance%u", self->s->index);
+	EXPECT_NE(0, access(path, F_OK)) TH_LOG("the node is gone");
+	/* The client's file keeps the device until it closes. */
+	EXPECT_EQ(live, devices_stat("devices_live"));
+	munmap(q.ring, q.packets * RADIANCE_PACKET_SIZE);
+	munmap(q.ctl, getpagesize());
+	close(self->fd);
+	self->fd = -1;
+	EXPECT_EQ(live - 1, devices_stat("devices_live"));
+	EXPECT_EQ(RADIANCE_TEST_DEVICES, devices_stat("nodes"));
+}
+
+TEST_HARNESS_MAIN
