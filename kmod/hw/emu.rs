@@ -15,21 +15,12 @@
 //! IOMMU (dma-direct), so a DMA address is a physical address, which the
 //! worker maps with `memremap`.
 //!
-//! It speaks either dialect ([`crate::gluon`]): it decodes exactly the
-//! frames and launch blocks a real Gluon of that dialect would get, and
-//! answers on the stream each frame names. It implements what its `caps`
-//! say and answers anything else with an error, as a device that lacks it
-//! would fail: in gluon-sim mode it implements only what gluon-sim e554ff7
-//! does, so the tests show the driver never sends more.
-//!
-//! The emulator cannot run Radiance machine code: a launch whose start PC is
-//! a built-in (`uapi::builtin`) runs that kernel over the grid, reading its
-//! params from the launch block as the hardware would (`START` runs the
-//! built-in at the block's `kernel_pc`, as start code calls the kernel); any
-//! other PC is answered with an execution error at that PC. `SPIN` runs
-//! until the device is reset.
+//! What it does with each command is [`crate::gluon::model`], which the
+//! userspace gluon-bridge runs too; this file is the model's kernel host:
+//! VRAM pages, host memory by DMA address, the FIFOs, the worker, resets.
+//! In gluon-sim mode it implements only what gluon-sim e554ff7 does, so the
+//! tests show the driver never sends more.
 
-use core::fmt::Write;
 use kernel::{
     device::Device,
     new_mutex,
@@ -43,7 +34,6 @@ use kernel::{
         atomic::{
             Acquire,
             Atomic,
-            Relaxed,
             Release, //
         },
         Arc, Mutex,
@@ -72,19 +62,19 @@ use super::{
 use crate::{
     fifo::Fifo,
     gluon::{
-        self,
-        Command,
-        CopyDir,
+        model::{
+            MemError,
+            Memory,
+            Model, //
+        },
         Dialect,
         Frame,
-        Response,
         RESPONSE_SIZE, //
     },
     raw::flush_work,
     uapi::{
         self,
-        caps,
-        gluon_err as err, //
+        caps, //
     },
 };
 
@@ -95,9 +85,6 @@ const THREADS_PER_WARP: u32 = 16;
 
 /// Command FIFO depth, as a board's would be.
 const FIFO_DEPTH: usize = 64;
-
-/// Largest launch block the emulator DMAs in.
-const MAX_LAUNCH_BLOCK: u32 = 64 * 1024;
 
 /// Hardware streams.
 const STREAMS: u8 = 4;
@@ -122,12 +109,10 @@ struct Fifos {
 #[pin_data]
 struct Engine {
     vram_size: u64,
-    dialect: &'static dyn Dialect,
-    /// `uapi::caps` it implements.
-    caps: u64,
-    /// Commands each stream completed since the last reset, for WAIT.
+    /// What the commands do. Lock order: `model` before `vram` (the model
+    /// reaches VRAM through the engine).
     #[pin]
-    completed: Mutex<[u32; STREAMS as usize]>,
+    model: Mutex<Model>,
     /// VRAM page `i` holds bytes `[i * PAGE_SIZE, (i + 1) * PAGE_SIZE)`;
     /// `None` reads as zeros.
     #[pin]
@@ -140,9 +125,6 @@ struct Engine {
     /// 1 while a reset is under way: the running kernel stops and the rest
     /// of the FIFO is dropped.
     abort: Atomic<i32>,
-    /// READ_COUNTER's counters: commands executed, threads run.
-    commands: Atomic<i64>,
-    threads: Atomic<i64>,
     #[pin]
     work: Work<Engine>,
 }
@@ -193,18 +175,16 @@ impl Emu {
             commands: Fifo::with_capacity(FIFO_DEPTH)?,
             responses: Fifo::with_capacity(FIFO_DEPTH)?,
         };
+        let streams = STREAMS.min(dialect.max_streams());
+        let model = Model::new(dialect, caps, streams, vram_size);
         let engine = Arc::pin_init(
             pin_init!(Engine {
                 vram_size,
-                dialect,
-                caps,
-                completed <- new_mutex!([0; STREAMS as usize], "Emu::completed"),
+                model <- new_mutex!(model, "Emu::model"),
                 vram <- new_mutex!(vram, "Emu::vram"),
                 fifos <- new_mutex!(fifos, "Emu::fifos"),
                 irq <- new_mutex!(None, "Emu::irq"),
                 abort: Atomic::new(0),
-                commands: Atomic::new(0),
-                threads: Atomic::new(0),
                 work <- new_work!("Emu::work"),
             }),
             GFP_KERNEL,
@@ -219,63 +199,13 @@ impl Emu {
             // All of them.
             builtins: (1 << uapi::builtin::ALL.len()) - 1,
             dialect,
-            streams: STREAMS.min(dialect.max_streams()),
+            streams,
             stream_depth: if gluon_sim { GLUON_SIM_DEPTH } else { DEPTH },
             caps,
         };
         Ok(Arc::new(Self { desc, engine, faux }, GFP_KERNEL)?)
     }
 }
-
-/// A launch being run: where its params and printf ring are.
-struct Launch {
-    /// The PC a fault is reported at.
-    entry_pc: u32,
-    threads: u64,
-    /// VRAM address of the params.
-    params: u32,
-    params_size: u32,
-    /// VRAM address of the printf ring header.
-    ring: u32,
-    /// VRAM address just past the launch block.
-    end: u32,
-}
-
-/// One line of printf text.
-struct LineBuf {
-    bytes: [u8; 64],
-    len: usize,
-}
-
-impl Default for LineBuf {
-    fn default() -> Self {
-        Self {
-            bytes: [0; 64],
-            len: 0,
-        }
-    }
-}
-
-impl LineBuf {
-    fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-impl core::fmt::Write for LineBuf {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let end = self.len + s.len();
-        self.bytes
-            .get_mut(self.len..end)
-            .ok_or(core::fmt::Error)?
-            .copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
-/// A device-side failure: the response's status, PC and warp.
-struct Fault(u8, u32, u32);
 
 impl Engine {
     /// Calls `each(page, offset in page, bytes, offset in the range)` for
@@ -306,349 +236,84 @@ impl Engine {
         Ok(())
     }
 
-    /// Copies VRAM at `addr` into `dst`.
-    fn read_vram(&self, addr: u64, dst: &mut [u8]) -> Result {
+    /// The next command frame, if any.
+    fn next_command(&self) -> Option<Frame> {
+        self.fifos.lock().commands.pop()
+    }
+
+    fn post(&self, response: [u8; RESPONSE_SIZE]) {
+        {
+            let mut f = self.fifos.lock();
+            // The driver keeps at most FIFO_DEPTH commands in flight, so
+            // this never grows past the capacity reserved in `new`.
+            let _ = f.responses.push(response);
+        }
+        if let Some(irq) = &*self.irq.lock() {
+            irq.raise();
+        }
+    }
+}
+
+impl Memory for Engine {
+    fn read_vram(&self, addr: u64, dst: &mut [u8]) -> Result<(), MemError> {
         self.vram_chunks(addr, dst.len() as u64, |p, off, n, done| {
             let dst = dst.get_mut(done..done + n).ok_or(EINVAL)?;
             // SAFETY: `dst` is valid for `n` writable bytes. VRAM pages are
             // read and written only under `vram`, which `vram_chunks` holds.
             unsafe { p.read_raw(dst.as_mut_ptr(), off, n) }
         })
+        .map_err(|_| MemError::Vram)
     }
 
-    /// Copies `src` into VRAM at `addr`.
-    fn write_vram(&self, addr: u64, src: &[u8]) -> Result {
+    fn write_vram(&self, addr: u64, src: &[u8]) -> Result<(), MemError> {
         self.vram_chunks(addr, src.len() as u64, |p, off, n, done| {
             let src = src.get(done..done + n).ok_or(EINVAL)?;
             // SAFETY: `src` is valid for `n` bytes. VRAM pages are read and
             // written only under `vram`, which `vram_chunks` holds.
             unsafe { p.write_raw(src.as_ptr(), off, n) }
         })
+        .map_err(|_| MemError::Vram)
     }
 
-    /// DMA: all of `host` into VRAM at `addr`.
-    fn host_to_vram(&self, host: &HostMap, addr: u64) -> Result {
-        self.vram_chunks(addr, host.len() as u64, |p, off, n, done| {
-            // SAFETY: `host` maps `host.len` >= `done + n` bytes (invariant; `vram_chunks`), VRAM
-            // pages are touched only under `vram` (held), and the host bytes are the device's now.
+    fn host_to_vram(&self, host: u64, vram: u64, len: u32) -> Result<(), MemError> {
+        // One mapping for the whole copy, then a page copy per VRAM page.
+        let host = HostMap::new(host, len).map_err(|_| MemError::Host)?;
+        self.vram_chunks(vram, len.into(), |p, off, n, done| {
+            // SAFETY: `host` maps `len` >= `done + n` bytes (invariant; `vram_chunks`), VRAM pages
+            // are touched only under `vram` (held), and the host bytes are the device's now.
             unsafe { p.write_raw(host.as_ptr().add(done), off, n) }
         })
+        .map_err(|_| MemError::Vram)
     }
 
-    /// DMA: `len` bytes of VRAM at `addr` into `host` from byte `at`.
-    fn vram_to_host(&self, addr: u64, host: &HostMap, at: usize, len: usize) -> Result {
-        if at.checked_add(len).is_none_or(|end| end > host.len()) {
-            return Err(EINVAL);
-        }
-        self.vram_chunks(addr, len as u64, |p, off, n, done| {
-            // SAFETY: `[at + done, at + done + n)` lies in the mapping (checked on entry; invariant), VRAM
-            // pages are touched only under `vram` (held), and the host bytes are the device's now.
-            unsafe { p.read_raw(host.as_ptr().add(at + done), off, n) }
+    fn vram_to_host(&self, vram: u64, host: u64, len: u32) -> Result<(), MemError> {
+        let host = HostMap::new(host, len).map_err(|_| MemError::Host)?;
+        self.vram_chunks(vram, len.into(), |p, off, n, done| {
+            // SAFETY: `host` maps `len` >= `done + n` bytes (invariant; `vram_chunks`), VRAM pages
+            // are touched only under `vram` (held), and the host bytes are the device's now.
+            unsafe { p.read_raw(host.as_ptr().add(done), off, n) }
         })
+        .map_err(|_| MemError::Vram)
     }
 
-    fn read_u32(&self, addr: u32) -> Result<u32> {
-        let mut v = [0u8; 4];
-        if addr % 4 != 0 {
-            return Err(EINVAL);
-        }
-        self.read_vram(addr.into(), &mut v)?;
-        Ok(u32::from_le_bytes(v))
+    fn write_host(&self, host: u64, src: &[u8]) -> Result<(), MemError> {
+        let len = u32::try_from(src.len()).map_err(|_| MemError::Host)?;
+        HostMap::new(host, len)
+            .and_then(|map| map.write(0, src))
+            .map_err(|_| MemError::Host)
     }
 
-    fn write_u32(&self, addr: u32, value: u32) -> Result {
-        if addr % 4 != 0 {
-            return Err(EINVAL);
-        }
-        self.write_vram(addr.into(), &value.to_le_bytes())
+    fn clock_ns(&self) -> i64 {
+        // The device's clock is the host's monotonic clock.
+        Monotonic::ktime_get()
     }
 
-    /// A fault unless the device implements `cap`.
-    fn require(&self, cap: u64) -> Result<(), Fault> {
-        if self.caps & cap == 0 {
-            return Err(Fault(err::BAD_COMMAND, 0, 0));
-        }
-        Ok(())
+    fn aborted(&self) -> bool {
+        self.abort.load(Acquire) != 0
     }
 
-    /// A fault unless `values` are all multiples of 4 on a device without
-    /// sub-word accesses (gluon-sim aborts on such an access).
-    fn aligned(&self, values: &[u64]) -> Result<(), Fault> {
-        if self.caps & caps::SUBWORD == 0 && values.iter().any(|v| v % 4 != 0) {
-            return Err(Fault(err::BAD_ADDRESS, 0, 0));
-        }
-        Ok(())
-    }
-
-    fn execute(&self, stream: u8, cmd: Command) -> Result<(), Fault> {
-        let bad_address = |_| Fault(err::BAD_ADDRESS, 0, 0);
-        let vram = |a: u64| u32::try_from(a).map_err(|_| Fault(err::BAD_ADDRESS, 0, 0));
-        match cmd {
-            Command::Fence => self.require(caps::FENCE),
-            Command::Wait {
-                stream: waited,
-                count,
-            } => {
-                self.require(caps::WAIT)?;
-                // Commands run one at a time, in the order they came: what
-                // a WAIT can name has completed, or never will.
-                let done = *self.completed.lock().get(waited as usize).ok_or(Fault(
-                    err::BAD_COMMAND,
-                    0,
-                    0,
-                ))?;
-                if count.wrapping_sub(done) as i32 > 0 {
-                    return Err(Fault(err::BAD_COMMAND, 0, 0));
-                }
-                let _ = stream;
-                Ok(())
-            }
-            Command::Set { dst, value, len } => {
-                self.require(caps::SET)?;
-                self.aligned(&[dst.into(), len.into()])?;
-                let bytes = value.to_le_bytes();
-                let mut chunk = [0u8; 256];
-                for (i, b) in chunk.iter_mut().enumerate() {
-                    *b = bytes[i % 4];
-                }
-                // 256 is a multiple of 4, so every chunk starts in phase.
-                let mut done = 0;
-                while done < len {
-                    let n = (len - done).min(chunk.len() as u32);
-                    let chunk = chunk
-                        .get(..n as usize)
-                        .ok_or(Fault(err::BAD_COMMAND, 0, 0))?;
-                    self.write_vram(u64::from(dst) + u64::from(done), chunk)
-                        .map_err(bad_address)?;
-                    done += n;
-                }
-                Ok(())
-            }
-            Command::Copy { src, dst, len, dir } => {
-                self.aligned(&[src, dst, len.into()])?;
-                match dir {
-                    CopyDir::HostToDevice => {
-                        let host = HostMap::new(src, len).map_err(|_| Fault(err::DMA, 0, 0))?;
-                        self.host_to_vram(&host, vram(dst)?.into())
-                            .map_err(bad_address)
-                    }
-                    CopyDir::DeviceToHost => {
-                        let host = HostMap::new(dst, len).map_err(|_| Fault(err::DMA, 0, 0))?;
-                        self.vram_to_host(vram(src)?.into(), &host, 0, len as usize)
-                            .map_err(bad_address)
-                    }
-                    CopyDir::DeviceToDevice => {
-                        self.require(caps::COPY_D2D)?;
-                        let (src, dst) = (vram(src)?, vram(dst)?);
-                        let mut buf = KVec::<u8>::from_elem(0, PAGE_SIZE, GFP_KERNEL)
-                            .map_err(|_| Fault(err::DMA, 0, 0))?;
-                        let mut done = 0u32;
-                        while done < len {
-                            let n = (len - done).min(PAGE_SIZE as u32);
-                            let buf = buf.get_mut(..n as usize).ok_or(Fault(err::DMA, 0, 0))?;
-                            self.read_vram(u64::from(src) + u64::from(done), buf)
-                                .map_err(bad_address)?;
-                            self.write_vram(u64::from(dst) + u64::from(done), buf)
-                                .map_err(bad_address)?;
-                            done += n;
-                        }
-                        Ok(())
-                    }
-                }
-            }
-            Command::Kernel {
-                host_addr,
-                size,
-                gpu_addr,
-            } => {
-                self.aligned(&[host_addr, size.into(), gpu_addr.into()])?;
-                self.launch(host_addr, size, gpu_addr)
-            }
-            Command::ReadCounter { counter, dst } => {
-                self.require(caps::COUNTERS)?;
-                let value = match counter {
-                    uapi::counter::COMMANDS => self.commands.load(Relaxed),
-                    uapi::counter::THREADS => self.threads.load(Relaxed),
-                    // The device's clock is the host's monotonic clock.
-                    uapi::counter::CLOCK_NS => Monotonic::ktime_get(),
-                    _ => return Err(Fault(err::BAD_COMMAND, 0, 0)),
-                };
-                if dst % 8 != 0 {
-                    return Err(Fault(err::BAD_ADDRESS, 0, 0));
-                }
-                self.write_vram(dst.into(), &value.to_le_bytes())
-                    .map_err(bad_address)
-            }
-        }
-    }
-
-    /// KERNEL: DMA the launch block into VRAM, run it, then drain its
-    /// printf ring to the host.
-    fn launch(&self, host_addr: u64, size: u32, gpu_addr: u32) -> Result<(), Fault> {
-        let head = self.dialect.launch_header_size() as u32;
-        if size < head || size > MAX_LAUNCH_BLOCK {
-            return Err(Fault(err::BAD_LAUNCH, 0, 0));
-        }
-        let host = HostMap::new(host_addr, size).map_err(|_| Fault(err::DMA, 0, 0))?;
-        self.host_to_vram(&host, gpu_addr.into())
-            .map_err(|_| Fault(err::BAD_ADDRESS, 0, 0))?;
-        drop(host);
-        // From here on the device reads its VRAM copy, as hardware does.
-        let mut header = [0u8; gluon::LAUNCH_HEADER_SIZE];
-        let header = header
-            .get_mut(..head as usize)
-            .ok_or(Fault(err::BAD_LAUNCH, 0, 0))?;
-        self.read_vram(gpu_addr.into(), header)
-            .map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))?;
-        let block = self
-            .dialect
-            .decode_launch(header)
-            .map_err(|_| Fault(err::BAD_LAUNCH, 0, 0))?;
-        let entry_pc = match block.start_pc {
-            // The start code calls the kernel at `kernel_pc`.
-            uapi::builtin::START => block.kernel_pc,
-            pc => pc,
-        };
-        let threads = Iterator::chain(block.grid.iter(), block.block.iter())
-            .map(|&d| u64::from(d))
-            .product::<u64>();
-        // The params, then the binary, then (our runtime's convention) the
-        // printf ring.
-        let params = gpu_addr + head;
-        let ring = u64::from(params) + u64::from(block.params_size) + u64::from(block.binary_size);
-        if ring > u64::from(gpu_addr) + u64::from(size) {
-            return Err(Fault(err::BAD_LAUNCH, block.start_pc, 0));
-        }
-        let launch = Launch {
-            entry_pc,
-            threads,
-            params,
-            params_size: block.params_size,
-            ring: ring as u32,
-            end: gpu_addr + size,
-        };
-        self.threads
-            .fetch_add(i64::try_from(threads).unwrap_or(i64::MAX), Relaxed);
-        let result = self.run_builtin(&launch);
-        // What the kernel printed reaches the host even if it faulted.
-        if block.printf_host_addr != 0 {
-            self.drain_printf(&launch, block.printf_host_addr)
-                .map_err(|_| Fault(err::DMA, entry_pc, 0))?;
-        }
-        result
-    }
-
-    /// Runs a built-in kernel over its grid.
-    fn run_builtin(&self, l: &Launch) -> Result<(), Fault> {
-        let param = |i: u32| {
-            if (i + 1) * 4 > l.params_size {
-                return Err(Fault(err::BAD_LAUNCH, l.entry_pc, 0));
-            }
-            self.read_u32(l.params + i * 4)
-                .map_err(|_| Fault(err::BAD_LAUNCH, l.entry_pc, 0))
-        };
-        // A thread's fault names the PC and the thread, as hardware does.
-        let at = |t: u64| move |_| Fault(err::BAD_ADDRESS, l.entry_pc, t as u32);
-        let threads = l.threads;
-        match l.entry_pc {
-            uapi::builtin::FILL_U32 => {
-                let (dst, value, count) = (param(0)?, param(1)?, param(2)?);
-                for t in 0..threads.min(count.into()) {
-                    let addr = dst.wrapping_add(4 * t as u32);
-                    self.write_u32(addr, value).map_err(at(t))?;
-                }
-            }
-            uapi::builtin::COPY_U32 => {
-                let (dst, src, count) = (param(0)?, param(1)?, param(2)?);
-                for t in 0..threads.min(count.into()) {
-                    let v = self
-                        .read_u32(src.wrapping_add(4 * t as u32))
-                        .map_err(at(t))?;
-                    self.write_u32(dst.wrapping_add(4 * t as u32), v)
-                        .map_err(at(t))?;
-                }
-            }
-            uapi::builtin::VECADD_U32 => {
-                let (a, b, c, count) = (param(0)?, param(1)?, param(2)?, param(3)?);
-                for t in 0..threads.min(count.into()) {
-                    let off = 4 * t as u32;
-                    let x = self.read_u32(a.wrapping_add(off)).map_err(at(t))?;
-                    let y = self.read_u32(b.wrapping_add(off)).map_err(at(t))?;
-                    self.write_u32(c.wrapping_add(off), x.wrapping_add(y))
-                        .map_err(at(t))?;
-                }
-            }
-            uapi::builtin::PRINTF_U32 => {
-                let (value, count) = (param(0)?, param(1)?);
-                for t in 0..threads.min(count.into()) {
-                    let mut line = LineBuf::default();
-                    // A 64-byte line always holds this text.
-                    let _ = writeln!(line, "thread {t}: {}", value.wrapping_add(t as u32));
-                    self.printf(l, line.as_bytes()).map_err(at(t))?;
-                }
-            }
-            uapi::builtin::SPIN => {
-                // Runs until a reset; its response never comes.
-                while self.abort.load(Acquire) == 0 {
-                    fsleep(Delta::from_millis(1));
-                }
-            }
-            // Gluon's execution error at the PC where no kernel is (also
-            // start code whose `kernel_pc` is the start code itself).
-            pc => return Err(Fault(gluon::status::EXECUTION, pc, 0)),
-        }
-        Ok(())
-    }
-
-    /// A kernel's printf: appends `text` to the launch's ring (dropping what
-    /// does not fit, as the ring's limit says).
-    fn printf(&self, l: &Launch, text: &[u8]) -> Result {
-        let ring = l.ring;
-        let (head, limit) = (self.read_u32(ring + 4)?, self.read_u32(ring + 12)?);
-        let data = ring + size_of::<uapi::PrintfRing>() as u32;
-        if u64::from(data) + u64::from(limit) > u64::from(l.end) {
-            return Err(EINVAL);
-        }
-        let n = (text.len() as u32).min(limit.saturating_sub(head));
-        self.write_vram(
-            u64::from(data + head),
-            text.get(..n as usize).ok_or(EINVAL)?,
-        )?;
-        self.write_u32(ring + 4, head + n)
-    }
-
-    /// Drains a launch's printf ring to host `addr`: a little-endian u32
-    /// byte count, then the text.
-    fn drain_printf(&self, l: &Launch, addr: u32) -> Result {
-        let ring = l.ring;
-        let (head, tail, limit) = (
-            self.read_u32(ring + 4)?,
-            self.read_u32(ring + 8)?,
-            self.read_u32(ring + 12)?,
-        );
-        let len = head.min(limit).saturating_sub(tail);
-        let data = ring + size_of::<uapi::PrintfRing>() as u32 + tail;
-        let host = HostMap::new(addr.into(), 4 + len)?;
-        host.write(0, &len.to_le_bytes())?;
-        self.vram_to_host(data.into(), &host, 4, len as usize)?;
-        self.write_u32(ring + 8, tail + len)
-    }
-
-    /// The next command frame, if any.
-    fn next_command(&self) -> Option<Frame> {
-        self.fifos.lock().commands.pop()
-    }
-
-    fn post(&self, response: Response) {
-        {
-            let mut f = self.fifos.lock();
-            // The driver keeps at most FIFO_DEPTH commands in flight, so
-            // this never grows past the capacity reserved in `new`.
-            let _ = f.responses.push(self.dialect.encode_response(&response));
-        }
-        if let Some(irq) = &*self.irq.lock() {
-            irq.raise();
-        }
+    fn pause(&self) {
+        fsleep(Delta::from_millis(1));
     }
 }
 
@@ -657,39 +322,12 @@ impl WorkItem for Engine {
 
     fn run(this: Arc<Self>) {
         while let Some(frame) = this.next_command() {
-            if this.abort.load(Acquire) != 0 {
+            if this.aborted() {
                 break;
             }
-            let (stream, result) = match this.dialect.decode(frame.as_bytes()) {
-                Ok((stream, _)) if stream >= STREAMS => {
-                    (stream, Err(Fault(err::BAD_COMMAND, 0, 0)))
-                }
-                Ok((stream, cmd)) => (stream, this.execute(stream, cmd)),
-                // Its stream, if the frame is long enough to have one.
-                Err(_) => (
-                    frame.as_bytes().first().copied().unwrap_or(0),
-                    Err(Fault(err::BAD_COMMAND, 0, 0)),
-                ),
-            };
-            this.commands.fetch_add(1, Relaxed);
-            if this.abort.load(Acquire) != 0 {
+            let Some(response) = this.model.lock().run(&*this, frame.as_bytes()) else {
                 // Reset while it ran: it never completed.
                 break;
-            }
-            if let Some(done) = this.completed.lock().get_mut(stream as usize) {
-                *done = done.wrapping_add(1);
-            }
-            let response = match result {
-                Ok(()) => Response {
-                    stream,
-                    ..Default::default()
-                },
-                Err(Fault(status, pc, warp)) => Response {
-                    stream,
-                    status,
-                    pc,
-                    warp,
-                },
             };
             this.post(response);
         }
@@ -766,7 +404,7 @@ impl Gluon for Emu {
             f.commands.clear();
             f.responses.clear();
         }
-        *engine.completed.lock() = [0; STREAMS as usize];
+        engine.model.lock().reset();
         engine.abort.store(0, Release);
     }
 }

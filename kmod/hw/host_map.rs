@@ -40,13 +40,8 @@ impl HostMap {
         })
     }
 
-    /// Bytes mapped.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// The mapping's first byte, valid for [`HostMap::len`] bytes while
-    /// `self` lives.
+    /// The mapping's first byte, valid for the `len` bytes [`HostMap::new`]
+    /// mapped while `self` lives.
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }

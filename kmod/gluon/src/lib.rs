@@ -15,9 +15,12 @@
 //! - Dialect: one wire format for all of these. A backend says which one
 //!   its device speaks; [`DIALECTS`] lists them.
 //!
+//! It also holds Gluon's command semantics ([`model`]), which the kernel's
+//! emulated device and userspace's gluon-bridge both run.
+//!
 //! The kernel module includes this file (`#[path = ...] mod gluon;`), so it
-//! stays `no_std` and free of dependencies; userspace tests and tools use it
-//! as the `radiance-gluon` crate.
+//! stays `no_std` and depends on nothing but the uapi; userspace tests and
+//! tools use it as the `radiance-gluon` crate.
 //!
 //! Adding a dialect: a file implementing [`Dialect`] (the response and launch
 //! block methods have gluon-sim's layouts as defaults), and its entry in
@@ -26,7 +29,14 @@
 #![no_std]
 
 pub mod gluon24;
+pub mod model;
 pub mod sim16;
+
+// The ABI's constants as `crate::uapi` in both builds: the kernel module's
+// root includes the uapi as that module (and builds with `--cfg MODULE`);
+// userspace has it as a crate.
+#[cfg(not(MODULE))]
+use radiance_uapi as uapi;
 
 /// Every dialect, by id: GET_INFO's `dialect` field and the emulated
 /// device's module parameter name one of these.
