@@ -20,16 +20,16 @@ cp "$BUILD"/kselftest/*_test "$TOP"/tests/guest/radctl-smoke.sh "$stage/"
 
 # Static, so the guest needs no libc of its own. An explicit --target keeps
 # crt-static away from build scripts and proc macros.
-log "guest: building static radctl, the demo, the conformance suite and libradiance's kmod tests"
+log "guest: building static radctl, gluon-bridge, the demo, the conformance suite and libradiance's kmod tests"
 target=x86_64-unknown-linux-gnu
 static_cargo() {
 	RUSTFLAGS="-C target-feature=+crt-static" cargo "$@" -q --release --target "$target" \
 		--manifest-path "$TOP/Cargo.toml"
 }
-static_cargo build -p radctl -p radiance-cts -p bench-hal >&2
+static_cargo build -p radctl -p radiance-cts -p bench-hal -p gluon-bridge >&2
 static_cargo build -p libradiance --example kmod_buffers --example hal_pipeline >&2
 cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/radiance-cts" \
-	"$TOP/target/$target/release/bench-hal" \
+	"$TOP/target/$target/release/bench-hal" "$TOP/target/$target/release/gluon-bridge" \
 	"$TOP/target/$target/release/examples/kmod_buffers" "$TOP/target/$target/release/examples/hal_pipeline" \
 	"$stage/"
 # Test binaries' paths have a hash in them: ask cargo for them.

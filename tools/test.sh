@@ -85,6 +85,10 @@ if ((guest_fail == 0)); then
 	log "guest: the DMA paths again with swiotlb=force"
 	guest_run bounce-job swiotlb=force
 	guest_run bounce-job "swiotlb=force radiance.emulated_gluon_sim=1"
+	# Devices served by a process: gluon-bridge's model behind the control
+	# node, its death, and user devices beside an emulated one.
+	log "guest: devices served by gluon-bridge (model mode)"
+	guest_run user-job ""
 fi
 
 log "host: $host_pass passed, $host_fail failed, $host_skip skipped"

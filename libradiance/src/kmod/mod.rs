@@ -43,6 +43,9 @@ pub enum BackendKind {
     Pci,
     /// A device-tree SoC.
     Platform,
+    /// A Gluon served by a process through the control node (gluon-sim
+    /// through gluon-bridge, an RTL simulation, a bring-up link).
+    User,
     /// A kind this library does not know yet.
     Other(u32),
 }
@@ -53,6 +56,7 @@ impl BackendKind {
             uapi::backend::EMULATED => Self::Emulated,
             uapi::backend::PCI => Self::Pci,
             uapi::backend::PLATFORM => Self::Platform,
+            uapi::backend::USER => Self::User,
             other => Self::Other(other),
         }
     }
@@ -63,6 +67,7 @@ impl BackendKind {
             Self::Emulated => "emulated",
             Self::Pci => "pci",
             Self::Platform => "platform",
+            Self::User => "user",
             Self::Other(_) => "unknown",
         }
     }

@@ -1,0 +1,65 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the QEMU guest (as /job): the devices are served by
+# gluon-bridge in model mode through the control node (radiance.ko with no
+# emulated device), and libradiance's kmod tests, the conformance suite and
+# the C ABI's test run against them. Then the bridge's death: killed with
+# SIGKILL while a client's work is in flight, the client gets errors, nothing
+# hangs, the module unloads. Then two user devices and an emulated one at
+# once. The kselftests run against emulated devices only (they assert the
+# emulator's shape and built-ins); user_test.c covers the control node.
+set -u
+
+# Matches radiance_test.h: 64 MiB of VRAM each, a 500 ms launch timeout.
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
+
+# Starts bridge NAME in model mode (further arguments are its), logging to
+# /tmp/NAME; waits for its node and prints the bridge's pid.
+serve() {
+	log=/tmp/$1
+	shift
+	/gluon-bridge model --vram-mib 64 "$@" >"$log" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do
+		node=$(head -n1 "$log" 2>/dev/null)
+		[ -n "$node" ] && [ -e "/dev/$node" ] && break
+		sleep 0.1
+	done
+	echo "$pid"
+}
+
+b0=$(serve b0)
+b1=$(serve b1)
+/ktap-one.sh bridge_serves_two_devices sh -c 'test -e /dev/radiance0 && test -e /dev/radiance1'
+
+for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue /libradiance-kmod_hal; do
+	/libtest-ktap.sh "$t" --ignored
+done
+/radiance-cts --device kmod:0
+/ktap-one.sh c_abi_test_against_a_user_device /c_abi_test kmod:0
+
+# The bridge dies mid-stream: the conformance suite runs on its device.
+/radiance-cts --device kmod:1 >/tmp/client.out 2>&1 &
+client=$!
+sleep 2
+kill -KILL "$b1"
+wait "$client"
+rc=$?
+/ktap-one.sh client_fails_when_its_bridge_dies sh -c "test $rc -ne 0 && ! test -e /dev/radiance1"
+/ktap-one.sh devices_freed_when_bridge_and_clients_are_gone \
+	grep -qx 'devices_live 1' /sys/kernel/debug/radiance/devices
+
+kill -TERM "$b0"
+wait "$b0" 2>/dev/null
+/ktap-one.sh module_unloads_after_its_servers_died rmmod radiance
+
+# Two user devices beside an emulated one.
+insmod /radiance.ko emulated_devices=1 launch_timeout_ms=500 || exit 1
+b1=$(serve b1 --dialect gluon-24)
+b2=$(serve b2 --gluon-sim)
+/ktap-one.sh user_and_emulated_devices_side_by_side sh -c \
+	'grep -qx "nodes 3" /sys/kernel/debug/radiance/devices && /radctl info kmod:1 && /radctl info kmod:2'
+/radiance-cts --device kmod:2
+kill -TERM "$b1" "$b2"
+wait
+rmmod radiance

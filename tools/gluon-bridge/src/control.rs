@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! A client of radiance.ko's control node (`uapi::CONTROL_NODE`): declare a
+//! device, take its command frames, reach the host memory they name, answer
+//! them, acknowledge resets.
+
+use crate::error::{Error, Result};
+use radiance_uapi as uapi;
+use rustix::{
+    event::{poll, PollFd, PollFlags},
+    fs::{open, Mode, OFlags},
+    io::{read, write, Errno},
+    ioctl::{ioctl, Opcode, Updater},
+};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// Runs a control-node ioctl on `arg` (every one is `_IOWR`).
+macro_rules! control_ioctl {
+    ($name:ident, $opcode:expr, $ty:ty) => {
+        fn $name(fd: BorrowedFd<'_>, arg: &mut $ty) -> rustix::io::Result<()> {
+            // SAFETY: the opcode's argument is a `$ty` of exactly the size
+            // the opcode encodes, which the kernel reads and writes back.
+            unsafe { ioctl(fd, Updater::<{ $opcode as Opcode }, $ty>::new(arg)) }
+        }
+    };
+}
+
+control_ioctl!(declare_ioctl, uapi::IOCTL_USER_DECLARE, uapi::UserDeclare);
+control_ioctl!(host_read_ioctl, uapi::IOCTL_USER_HOST_READ, uapi::UserHostAccess);
+control_ioctl!(host_write_ioctl, uapi::IOCTL_USER_HOST_WRITE, uapi::UserHostAccess);
+control_ioctl!(reset_ioctl, uapi::IOCTL_USER_RESET, uapi::UserReset);
+
+/// What poll says about the control file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ready {
+    /// Frames may be read.
+    pub frames: bool,
+    /// The kernel reset the device: acknowledge with [`Control::ack_reset`].
+    pub reset: bool,
+}
+
+impl Ready {
+    pub fn from_revents(r: PollFlags) -> Self {
+        Self { frames: r.contains(PollFlags::IN), reset: r.contains(PollFlags::PRI) }
+    }
+}
+
+/// An open control file; the device it declared lives as long as it.
+pub struct Control {
+    fd: OwnedFd,
+    frame_size: usize,
+}
+
+impl Control {
+    /// Opens `path` (normally `/dev/radiance-control`).
+    pub fn open(path: &str) -> Result<Self> {
+        let fd = open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| Error::os(format!("open {path} (radiance.ko loaded? CAP_SYS_ADMIN?)"), e))?;
+        Ok(Self { fd, frame_size: 0 })
+    }
+
+    /// Declares the device; returns N of `/dev/radianceN`.
+    pub fn declare(&mut self, decl: &mut uapi::UserDeclare) -> Result<u32> {
+        let dialect = radiance_gluon::by_id(decl.dialect)
+            .ok_or_else(|| Error::Usage(format!("dialect {} is not known", decl.dialect)))?;
+        declare_ioctl(self.fd.as_fd(), decl).map_err(|e| Error::os("USER_DECLARE", e))?;
+        self.frame_size = dialect.frame_size();
+        Ok(decl.device_index)
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// Waits up to `timeout_ms` (forever if `None`) for frames or a reset.
+    pub fn wait(&self, timeout_ms: Option<i32>) -> Result<Ready> {
+        let mut fds = [PollFd::new(&self.fd, PollFlags::IN | PollFlags::PRI)];
+        let timeout = timeout_ms.map(|ms| rustix::time::Timespec { tv_sec: (ms / 1000).into(), tv_nsec: ((ms % 1000) * 1_000_000).into() });
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(Errno::INTR) => Ok(Ready::from_revents(fds[0].revents())),
+            Err(e) => Err(Error::os("poll the control file", e)),
+        }
+    }
+
+    /// Frames that may be read now (none after a reset not yet
+    /// acknowledged), each `frame_size` bytes.
+    pub fn read_frames(&self) -> Result<Vec<Vec<u8>>> {
+        let mut buf = vec![0u8; 64 * self.frame_size.max(1)];
+        match read(&self.fd, &mut buf) {
+            Ok(n) => Ok(buf[..n].chunks_exact(self.frame_size).map(<[u8]>::to_vec).collect()),
+            Err(Errno::AGAIN | Errno::CONNRESET) => Ok(Vec::new()),
+            Err(e) => Err(Error::os("read frames", e)),
+        }
+    }
+
+    /// Answers the oldest command of the response's stream. A response the
+    /// kernel no longer expects (a reset came in between) is dropped.
+    pub fn respond(&self, response: &[u8; radiance_gluon::RESPONSE_SIZE]) -> Result<()> {
+        match write(&self.fd, response) {
+            Ok(_) | Err(Errno::CONNRESET) => Ok(()),
+            Err(e) => Err(Error::os("write a response", e)),
+        }
+    }
+
+    /// Acknowledges the kernel's reset, or (none pending) says the device
+    /// reset itself.
+    pub fn ack_reset(&self) -> Result<()> {
+        reset_ioctl(self.fd.as_fd(), &mut uapi::UserReset::default()).map_err(|e| Error::os("USER_RESET", e))
+    }
+
+    /// Reads host memory at DMA address `addr` into `dst`.
+    pub fn host_read(&self, addr: u64, dst: &mut [u8]) -> rustix::io::Result<()> {
+        for (i, chunk) in dst.chunks_mut(uapi::USER_HOST_ACCESS_MAX as usize).enumerate() {
+            let mut a = uapi::UserHostAccess {
+                addr: addr + (i * uapi::USER_HOST_ACCESS_MAX as usize) as u64,
+                user_ptr: chunk.as_mut_ptr() as u64,
+                len: chunk.len() as u32,
+                flags: 0,
+            };
+            host_read_ioctl(self.fd.as_fd(), &mut a)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `src` to host memory at DMA address `addr`.
+    pub fn host_write(&self, addr: u64, src: &[u8]) -> rustix::io::Result<()> {
+        for (i, chunk) in src.chunks(uapi::USER_HOST_ACCESS_MAX as usize).enumerate() {
+            let mut a = uapi::UserHostAccess {
+                addr: addr + (i * uapi::USER_HOST_ACCESS_MAX as usize) as u64,
+                user_ptr: chunk.as_ptr() as u64,
+                len: chunk.len() as u32,
+                flags: 0,
+            };
+            host_write_ioctl(self.fd.as_fd(), &mut a)?;
+        }
+        Ok(())
+    }
+}
+
+/// A declaration with `name` filled in.
+pub fn declaration(name: &str) -> uapi::UserDeclare {
+    let mut decl = uapi::UserDeclare::default();
+    for (d, s) in decl.name.iter_mut().zip(name.bytes().take(uapi::NAME_LEN - 1)) {
+        *d = s;
+    }
+    decl
+}
