@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 
 use radiance_gluon::{
     gluon24::Gluon24,
-    model::{MemError, Memory, Model},
+    model::{MemError, Memory, Model, MAX_LAUNCH_BLOCK},
     sim16::Sim16,
     status,
     Command,
@@ -355,7 +355,7 @@ fn launch_block_limits() -> Result<(), Error> {
     let mut dev = Dev::new(&Sim16, FULL);
     let short = Command::Kernel { host_addr: BLOCK_HOST, size: 60, gpu_addr: BLOCK_VRAM };
     assert_eq!(dev.cmd(short)?, fault(err::BAD_LAUNCH, 0, 0));
-    let long = Command::Kernel { host_addr: BLOCK_HOST, size: 64 * 1024 + 4, gpu_addr: BLOCK_VRAM };
+    let long = Command::Kernel { host_addr: BLOCK_HOST, size: MAX_LAUNCH_BLOCK + 4, gpu_addr: BLOCK_VRAM };
     assert_eq!(dev.cmd(long)?, fault(err::BAD_LAUNCH, 0, 0));
     let off_host = Command::Kernel { host_addr: 0x100, size: 64, gpu_addr: BLOCK_VRAM };
     assert_eq!(dev.cmd(off_host)?, fault(err::DMA, 0, 0));
