@@ -529,6 +529,9 @@ fn drain_printf(mem: &dyn Memory, l: &Launch, addr: u32) -> Result<(), MemError>
     let len = head.min(limit).saturating_sub(tail);
     let data = ring_field(l, size_of::<PrintfRing>()) + u64::from(tail);
     mem.write_host(addr.into(), &len.to_le_bytes())?;
-    mem.vram_to_host(data, u64::from(addr) + 4, len)?;
+    // Nothing printed is no DMA (a host may refuse an empty one).
+    if len > 0 {
+        mem.vram_to_host(data, u64::from(addr) + 4, len)?;
+    }
     write_u32(mem, tail_at, tail + len)
 }

@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 
 use radiance_gluon::{
     gluon24::Gluon24,
-    model::{MemError, Memory, Model},
+    model::{MemError, Memory, Model, MAX_LAUNCH_BLOCK},
     sim16::Sim16,
     status,
     Command,
@@ -93,6 +93,10 @@ impl Memory for Mem {
     }
 
     fn vram_to_host(&self, vram: u64, host: u64, len: u32) -> Result<(), MemError> {
+        // A host may refuse an empty DMA (the kernel cannot map 0 bytes).
+        if len == 0 {
+            return Err(MemError::Host);
+        }
         let h = range(HOST, HOST_SIZE, host, len as usize).ok_or(MemError::Host)?;
         let v = range(0, VRAM, vram, len as usize).ok_or(MemError::Vram)?;
         self.host.borrow_mut()[h].copy_from_slice(&self.vram.borrow()[v]);
@@ -339,6 +343,10 @@ fn printf_reaches_the_host() -> Result<(), Error> {
     let text = b"thread 0: 40\nthread 1: 41\n";
     assert_eq!(word(&dev.mem.host(PRINTF_HOST, 4)), text.len() as u32);
     assert_eq!(dev.mem.host(PRINTF_HOST + 4, text.len()), text);
+    // Nothing printed: a count of 0.
+    let k = launch_block(&dev, builtin::PRINTF_U32, 0, 2, &[40, 0], true);
+    assert_eq!(dev.cmd(k)?, ok(0));
+    assert_eq!(word(&dev.mem.host(PRINTF_HOST, 4)), 0);
     Ok(())
 }
 
@@ -347,7 +355,7 @@ fn launch_block_limits() -> Result<(), Error> {
     let mut dev = Dev::new(&Sim16, FULL);
     let short = Command::Kernel { host_addr: BLOCK_HOST, size: 60, gpu_addr: BLOCK_VRAM };
     assert_eq!(dev.cmd(short)?, fault(err::BAD_LAUNCH, 0, 0));
-    let long = Command::Kernel { host_addr: BLOCK_HOST, size: 64 * 1024 + 4, gpu_addr: BLOCK_VRAM };
+    let long = Command::Kernel { host_addr: BLOCK_HOST, size: MAX_LAUNCH_BLOCK + 4, gpu_addr: BLOCK_VRAM };
     assert_eq!(dev.cmd(long)?, fault(err::BAD_LAUNCH, 0, 0));
     let off_host = Command::Kernel { host_addr: 0x100, size: 64, gpu_addr: BLOCK_VRAM };
     assert_eq!(dev.cmd(off_host)?, fault(err::DMA, 0, 0));
