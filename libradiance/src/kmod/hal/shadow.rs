@@ -27,7 +27,10 @@
 //! address only VRAM (Gluon has no GPU virtual memory and reaches host
 //! memory only by DMA in queue copies), so a buffer a kernel dispatches on
 //! must be VRAM; and the bytes are copied only when the host asks for them,
-//! never for queue work or kernels.
+//! never for queue work or kernels. Why one shadow for the buffer's life,
+//! not staging memory per access: a C mapping needs memory that stays put
+//! until it is unmapped, and pinning host memory (a system call, counted
+//! against the device's pinned limit) then happens once, at allocation.
 
 use crate::{
     kmod::{self, BufferObject, Device, Placement},
@@ -90,9 +93,10 @@ impl Shadow {
         Ok(Self { host, map, queue: Arc::clone(queue), mapped: Mutex::new(Vec::new()) })
     }
 
-    /// Fails if `offset..offset + length` overlaps a range mapped now.
+    /// Fails if `offset..offset + length` overlaps a range mapped now (no
+    /// bytes overlap nothing).
     fn check_unmapped(mapped: &[(u64, u64)], offset: u64, length: u64) -> Result<()> {
-        match mapped.iter().find(|&&(o, l)| offset < o + l && o < offset + length) {
+        match mapped.iter().find(|&&(o, l)| length != 0 && offset < o + l && o < offset + length) {
             Some((o, l)) => Err(Error::InvalidArgument(format!(
                 "bytes {offset}+{length} overlap bytes {o}+{l}, which are mapped: on a device whose memory the \
                  host cannot map, a range is copied back only when it is unmapped"
@@ -168,5 +172,21 @@ impl Shadow {
             .ok_or_else(|| Error::InvalidArgument(format!("no mapping of {length} bytes at {contents:p}")))?;
         mapped.swap_remove(i);
         self.copy_out(vram, offset, length)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shadow;
+
+    #[test]
+    fn a_mapped_range_excludes_exactly_the_ranges_that_overlap_it() {
+        let mapped = [(100, 50), (400, 1)];
+        for (offset, length) in [(0, 100), (150, 250), (401, 10), (120, 0), (0, 0)] {
+            assert!(Shadow::check_unmapped(&mapped, offset, length).is_ok(), "{offset}+{length}");
+        }
+        for (offset, length) in [(0, 101), (149, 1), (120, 5), (90, 100), (400, 1), (0, 1000)] {
+            assert!(Shadow::check_unmapped(&mapped, offset, length).is_err(), "{offset}+{length}");
+        }
     }
 }
