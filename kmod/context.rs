@@ -133,7 +133,12 @@ impl Context {
         }
         let device = self.device.clone();
         let fixed = args.flags & uapi::bo_flags::FIXED_ADDRESS != 0;
+        let mappable = args.flags & uapi::bo_flags::MAPPABLE != 0;
+        let vram_mappable = device.hw().desc().caps & uapi::caps::VRAM_MAPPABLE != 0;
         let bo = match args.placement {
+            // The CPU cannot reach this device's VRAM (e.g. it lives in a
+            // userspace process): a valid request this device cannot serve.
+            uapi::placement::VRAM if mappable && !vram_mappable => return Err(EOPNOTSUPP),
             // Beyond all of VRAM can never work: EINVAL, not ENOMEM.
             uapi::placement::VRAM if args.size <= device.vram().stats().total => Bo::new_vram(
                 device,

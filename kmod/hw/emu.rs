@@ -94,8 +94,9 @@ const GLUON_SIM_DEPTH: u8 = 1;
 const DEPTH: u8 = 16;
 
 /// What it implements in gluon-sim mode, and otherwise (with the
-/// dialect-specific FENCE or WAIT added).
-const GLUON_SIM_CAPS: u64 = caps::VRAM_MAPPABLE;
+/// dialect-specific FENCE or WAIT added). gluon-sim keeps VRAM in its own
+/// process, so the CPU cannot map it: not VRAM_MAPPABLE.
+const GLUON_SIM_CAPS: u64 = 0;
 const FULL_CAPS: u64 =
     caps::SET | caps::COPY_D2D | caps::COUNTERS | caps::SUBWORD | caps::VRAM_MAPPABLE;
 

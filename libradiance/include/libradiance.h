@@ -173,11 +173,20 @@ uint64_t radiance_buffer_device_address(const radiance_buffer_t *buffer);
  * wrote once a semaphore signalled after it is reached, and queue work sees
  * what the host wrote before the work's wait semaphores were reached. The
  * host must not touch a range while queue work uses it.
+ *
+ * Except on a kmod device whose VRAM the CPU cannot map (no
+ * RADIANCE_CAP_VRAM_MAPPABLE, e.g. gluon-sim): there the contents are a copy
+ * of the device's bytes made at map, written back at unmap (which can then
+ * fail), and a range may be mapped only once at a time. Map after the queue
+ * work whose results the host reads and unmap before the queue work that
+ * reads what the host wrote: that is correct on every device.
  */
 radiance_status_t radiance_buffer_map(radiance_buffer_t *buffer, uint64_t offset, uint64_t length,
 				      radiance_mapping_t *out_mapping);
 radiance_status_t radiance_buffer_unmap(radiance_mapping_t *mapping);
-/* A new dma-buf fd owned by the caller. UNIMPLEMENTED on host. */
+/* A new dma-buf fd owned by the caller. UNIMPLEMENTED on host, and on kmod
+ * for DEVICE memory and for HOST_VISIBLE memory of a device without
+ * RADIANCE_CAP_VRAM_MAPPABLE (its bytes are in VRAM no CPU can map). */
 radiance_status_t radiance_buffer_export_dma_buf(radiance_buffer_t *buffer, int *out_fd);
 
 /* ---- Queues ------------------------------------------------------------------ */

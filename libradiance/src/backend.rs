@@ -88,9 +88,18 @@ pub trait BackendBuffer: Send + Sync {
     /// host-visible and the range inside it.
     fn write(&self, offset: u64, src: &[u8]) -> Result<()>;
 
-    /// Where byte 0 of a host-visible buffer is mapped in this process, valid
-    /// while the buffer lives: what the C ABI's `radiance_buffer_map` returns.
-    fn host_ptr(&self) -> Result<*mut u8>;
+    /// Where `length` bytes at `offset` of a host-visible buffer are mapped
+    /// in this process, valid while the buffer lives and until
+    /// [`BackendBuffer::unmap_range`]: what the C ABI's
+    /// `radiance_buffer_map` returns. The range is inside the buffer.
+    fn map_range(&self, offset: u64, length: u64) -> Result<*mut u8>;
+
+    /// Ends a mapping `map_range` made (`contents` is what it returned):
+    /// where the host does not map the memory itself, this is when what it
+    /// wrote reaches the device. Memory the host maps needs nothing.
+    fn unmap_range(&self, _contents: *mut u8, _length: u64) -> Result<()> {
+        Ok(())
+    }
 
     /// A dma-buf of the buffer's memory.
     fn export_dma_buf(&self) -> Result<OwnedFd>;

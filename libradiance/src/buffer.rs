@@ -18,7 +18,8 @@ use std::{
 pub enum MemoryType {
     /// Device memory (VRAM): fastest for kernels; the host cannot map it.
     Device,
-    /// Memory the host can map (pinned system memory, or BAR-visible VRAM).
+    /// Memory the host can map (pinned system memory, or BAR-visible VRAM;
+    /// on kmod without `VRAM_MAPPABLE`, VRAM with a host shadow).
     HostVisible,
 }
 
@@ -195,12 +196,19 @@ impl Buffer {
     }
 
     /// Where `length` bytes at `offset` of a mappable buffer are mapped in
-    /// this process, for the C ABI (valid while the buffer lives).
+    /// this process, for the C ABI: valid while the buffer lives and until
+    /// [`Buffer::unmap_host`]. Where the host cannot map the device's
+    /// memory (kmod without `VRAM_MAPPABLE`), the bytes are a copy made now
+    /// and written back at unmap, and a range may be mapped once at a time.
     pub(crate) fn host_ptr(&self, offset: u64, length: u64) -> Result<*mut u8> {
         self.check_usage(BufferUsage::MAPPING, "mapping")?;
         self.check_range(offset, length)?;
-        // In range, so the offset fits in the mapping (and in usize).
-        Ok(self.inner.host_ptr()?.wrapping_add(offset as usize))
+        self.inner.map_range(offset, length)
+    }
+
+    /// Ends a mapping of `length` bytes at `contents` (from `host_ptr`).
+    pub(crate) fn unmap_host(&self, contents: *mut u8, length: u64) -> Result<()> {
+        self.inner.unmap_range(contents, length)
     }
 
     /// Exports the buffer's memory as a dma-buf (where the backend can).

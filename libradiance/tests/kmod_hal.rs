@@ -2,11 +2,19 @@
 
 //! What the kmod HAL backend does beyond the conformance suite: imported
 //! dma-bufs, which Gluon reaches only by DMA (fills, copies and updates go
-//! through VRAM scratch), and what it refuses. Ignored on the build machine,
-//! run with `--ignored` inside the QEMU guest by tools/test.sh.
+//! through VRAM scratch), host-visible memory on a device whose VRAM the CPU
+//! cannot map (a host shadow), and what it refuses. Ignored on the build
+//! machine, run with `--ignored` inside the QEMU guest by tools/test.sh.
 
-use radiance::{Buffer, BufferParams, BufferUsage, Device, MemoryType, Pattern, Semaphore, StatusCode};
-use std::{os::fd::AsFd, time::Duration};
+use radiance::{
+    kmod::{self, Placement},
+    Buffer, BufferParams, BufferUsage, Device, Launch, MemoryType, Pattern, Semaphore, StatusCode,
+};
+use radiance_uapi::{builtin, caps};
+use std::{
+    os::fd::{AsFd, OwnedFd},
+    time::Duration,
+};
 
 /// More than the 4 MiB the backend bounces at a time.
 const SIZE: u64 = (5 << 20) + 12;
@@ -16,11 +24,23 @@ fn host_visible(device: &Device, size: u64) -> Buffer {
     device.allocate_buffer(BufferParams { size, memory: MemoryType::HostVisible, usage }).unwrap()
 }
 
-/// `buffer`'s memory again, imported from its dma-buf: a host buffer object.
-fn imported(device: &Device, buffer: &Buffer) -> Buffer {
-    let fd = buffer.export_dma_buf().unwrap();
+/// Whether the CPU can map device 0's VRAM (not in gluon-sim mode).
+fn vram_mappable() -> bool {
+    kmod::Device::open("kmod:0").unwrap().info().caps & caps::VRAM_MAPPABLE != 0
+}
+
+/// Pinned host memory of `size` bytes, mapped, and a dma-buf of it: memory
+/// of another driver, as far as the HAL device is concerned.
+fn host_dma_buf(size: u64) -> (memmap2::MmapMut, OwnedFd) {
+    let bo = kmod::Device::open("kmod:0").unwrap().create_bo(size, Placement::Host, true).unwrap();
+    // The mapping and the dma-buf keep the memory after the handle goes.
+    (bo.map().unwrap(), bo.export_dma_buf().unwrap())
+}
+
+/// A host buffer object over `fd`, imported for transfers and mapping.
+fn imported(device: &Device, fd: &OwnedFd, size: u64) -> Buffer {
     let usage = BufferUsage::TRANSFER | BufferUsage::MAPPING;
-    let params = BufferParams { size: buffer.size(), memory: MemoryType::HostVisible, usage };
+    let params = BufferParams { size, memory: MemoryType::HostVisible, usage };
     device.import_dma_buf(fd.as_fd(), params).unwrap()
 }
 
@@ -38,8 +58,8 @@ fn reach(s: &Semaphore, value: u64) {
 #[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
 fn fills_copies_and_updates_of_imported_memory() {
     let device = Device::open("kmod:0").unwrap();
-    let (a, b) = (host_visible(&device, SIZE), host_visible(&device, SIZE));
-    let (ia, ib) = (imported(&device, &a), imported(&device, &b));
+    let ((a, a_fd), (b, b_fd)) = (host_dma_buf(SIZE), host_dma_buf(SIZE));
+    let (ia, ib) = (imported(&device, &a_fd, SIZE), imported(&device, &b_fd, SIZE));
     assert_eq!(ia.device_address(), 0, "an import has no VRAM address");
     let q = device.create_queue().unwrap();
     let s = device.create_semaphore(0).unwrap();
@@ -51,8 +71,9 @@ fn fills_copies_and_updates_of_imported_memory() {
     reach(&s, 3);
     let mut want = [0xEF, 0xBE].repeat(SIZE as usize / 2);
     want[6..SIZE as usize - 2].copy_from_slice(&data[..SIZE as usize - 8]);
-    assert!(bytes(&a) == want, "the fill and update of the import differ");
-    assert!(bytes(&b) == want, "the import-to-import copy differs");
+    assert!(a[..SIZE as usize] == want, "the fill and update of the import differ");
+    assert!(b[..SIZE as usize] == want, "the import-to-import copy differs");
+    assert!(bytes(&ib) == want, "the import's own mapping shows the same bytes");
 }
 
 #[test]
@@ -61,8 +82,7 @@ fn what_the_kmod_backend_refuses() {
     let device = Device::open("kmod:0").unwrap();
     assert!(!device.info().memory_protection);
     assert_eq!(device.info().backend, "kmod");
-    let buffer = host_visible(&device, 4096);
-    let fd = buffer.export_dma_buf().unwrap();
+    let (_, fd) = host_dma_buf(4096);
     // Kernels cannot address imported memory: Gluon has no GPU virtual
     // memory.
     let params = BufferParams { size: 4096, memory: MemoryType::HostVisible, usage: BufferUsage::DISPATCH };
@@ -121,4 +141,60 @@ fn four_threads_submit_one_timeline_across_four_queues() {
     let got = words.map().unwrap().read_u32s(0, OPS as usize).unwrap();
     let want: Vec<u32> = (1..=OPS as u32).collect();
     assert_eq!(got, want);
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn host_visible_memory_round_trips_through_the_device() {
+    // Odd sizes and offsets: on gluon-sim the device moves whole words only.
+    const LEN: u64 = 3 * 4096 + 6;
+    let device = Device::open("kmod:0").unwrap();
+    let (a, b) = (host_visible(&device, LEN), host_visible(&device, LEN));
+    let q = device.create_queue().unwrap();
+    let s = device.create_semaphore(0).unwrap();
+    let data: Vec<u8> = (0..LEN as usize - 3).map(|i| (i * 7 % 253) as u8).collect();
+    a.map().unwrap().write(3, &data).unwrap();
+    // The device sees what the host wrote: it copies it, then a kernel
+    // writes into the copy by device address.
+    q.copy(&[], &[(&s, 1)], a.at(0), b.at(0), LEN).unwrap();
+    let params = [b.device_address() as u32 + 8, 0xC0FF_EE00, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let launch = Launch { entry_pc: builtin::FILL_U32, grid: [1; 3], block: [4, 1, 1], regs_per_thread: 1, params, ..Default::default() };
+    q.dispatch(&[(&s, 1)], &[(&s, 2)], launch).unwrap();
+    reach(&s, 2);
+    // The host sees what the device wrote, from the first byte to the last.
+    let mut want = vec![0; 3];
+    want.extend_from_slice(&data);
+    want[8..20].copy_from_slice(&0xC0FF_EE00u32.to_le_bytes().repeat(3));
+    assert!(bytes(&b) == want, "the device's copy and fill, read back by the host");
+    assert_eq!(b.map().unwrap().read_u32s(8, 3).unwrap(), [0xC0FF_EE00; 3]);
+    // A host write between device writes lands between them, and a read of
+    // a range the host never wrote shows the device's bytes.
+    b.map().unwrap().write(LEN - 2, &[0xAB, 0xCD]).unwrap();
+    q.fill(&[(&s, 2)], &[(&s, 3)], b.at(0), 4, Pattern::U8(0x11)).unwrap();
+    reach(&s, 3);
+    let mut tail = [0; 6];
+    b.map().unwrap().read(LEN - 6, &mut tail).unwrap();
+    assert_eq!(tail[4..], [0xAB, 0xCD]);
+    assert_eq!(tail[..4], want[LEN as usize - 6..LEN as usize - 2]);
+    let mut head = [0; 5];
+    b.map().unwrap().read(0, &mut head).unwrap();
+    assert_eq!(head, [0x11, 0x11, 0x11, 0x11, want[4]]);
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn host_visible_memory_exports_only_where_the_cpu_maps_vram() {
+    let device = Device::open("kmod:0").unwrap();
+    let buffer = host_visible(&device, 4096);
+    buffer.map().unwrap().write_u32s(0, &[0xFACE]).unwrap();
+    if vram_mappable() {
+        let fd = buffer.export_dma_buf().unwrap();
+        assert_eq!(bytes(&imported(&device, &fd, 4096))[..4], 0xFACEu32.to_le_bytes());
+    } else {
+        // Its bytes are in VRAM no CPU can map; a dma-buf of the host shadow
+        // would show another driver a stale copy.
+        let e = buffer.export_dma_buf().unwrap_err();
+        assert_eq!(e.status(), StatusCode::Unimplemented, "{e}");
+        assert!(e.to_string().contains("VRAM_MAPPABLE"), "{e}");
+    }
 }

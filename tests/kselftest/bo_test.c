@@ -74,6 +74,7 @@ TEST_F(bo, mappable_bos_are_page_aligned_and_distinct)
 	struct radiance_bo_create a, b;
 	long page = getpagesize();
 
+	SKIP_UNLESS_VRAM_MAPPABLE();
 	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 1, RADIANCE_BO_MAPPABLE, &a));
 	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page + 1, RADIANCE_BO_MAPPABLE, &b));
 	EXPECT_EQ(0, a.device_address % page);
@@ -88,6 +89,43 @@ TEST_F(bo, mappable_bos_are_page_aligned_and_distinct)
 	EXPECT_EQ(3 * page, radiance_mem_stat("vram_used"));
 }
 
+/* Mappable VRAM exactly where the device says the CPU can map it; without
+ * it (gluon-sim mode) one precise errno, and nothing is allocated. */
+TEST_F(bo, mappable_vram_follows_the_cap)
+{
+	struct radiance_bo_create c, at;
+	long page = getpagesize();
+	uint32_t *p;
+	int h;
+
+	h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page, RADIANCE_BO_MAPPABLE, &c);
+	if (!radiance_vram_mappable()) {
+		EXPECT_EQ(-EOPNOTSUPP, h);
+		at = (struct radiance_bo_create){ .size = page, .placement = RADIANCE_PLACEMENT_VRAM,
+						  .flags = RADIANCE_BO_MAPPABLE | RADIANCE_BO_FIXED_ADDRESS,
+						  .device_address = 0x200000 };
+		EXPECT_EQ(-EOPNOTSUPP, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_CREATE, &at));
+		EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
+		/* Plain VRAM and mappable host memory are still there. */
+		EXPECT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page, 0, NULL));
+		ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, page, RADIANCE_BO_MAPPABLE, &c));
+		p = map_bo(self->fd, &c, PROT_READ | PROT_WRITE);
+		ASSERT_NE(MAP_FAILED, p);
+		munmap(p, c.size);
+		return;
+	}
+	/* Mappable VRAM maps, and the CPU's writes stay. */
+	ASSERT_LT(0, h);
+	p = map_bo(self->fd, &c, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 0x5eed;
+	munmap(p, c.size);
+	p = map_bo(self->fd, &c, PROT_READ);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0x5eedu, p[0]);
+	munmap(p, c.size);
+}
+
 TEST_F(bo, mapping_is_shared_memory)
 {
 	struct radiance_bo_create c;
@@ -96,6 +134,7 @@ TEST_F(bo, mapping_is_shared_memory)
 	pid_t pid;
 	int status;
 
+	SKIP_UNLESS_VRAM_MAPPABLE();
 	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4 * page, RADIANCE_BO_MAPPABLE, &c));
 	p = map_bo(self->fd, &c, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p);
@@ -138,6 +177,7 @@ TEST_F(bo, freed_vram_is_scrubbed)
 	unsigned char *p;
 	int h;
 
+	SKIP_UNLESS_VRAM_MAPPABLE();
 	h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 2 * page, RADIANCE_BO_MAPPABLE, &c);
 	ASSERT_LT(0, h);
 	p = map_bo(self->fd, &c, PROT_READ | PROT_WRITE);
@@ -164,6 +204,7 @@ TEST_F(bo, old_mapping_never_shows_new_owner)
 	unsigned char *old, *fresh;
 	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page, RADIANCE_BO_MAPPABLE, &c);
 
+	SKIP_UNLESS_VRAM_MAPPABLE();
 	ASSERT_LT(0, h);
 	old = map_bo(self->fd, &c, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, old);
@@ -236,7 +277,7 @@ TEST_F(bo, bad_create_arguments)
 	BAD_CREATE(placement, 0);
 	BAD_CREATE(placement, 99);
 	BAD_CREATE(flags, 1u << 31);
-	BAD_CREATE(flags, RADIANCE_BO_MAPPABLE | 2);
+	BAD_CREATE(flags, RADIANCE_BO_MAPPABLE | (1u << 2));
 	BAD_CREATE(pad, 1);
 #undef BAD_CREATE
 	EXPECT_EQ(0, radiance_mem_stat("vram_bos"));
@@ -274,9 +315,11 @@ TEST_F(bo, bad_mmaps)
 {
 	struct radiance_bo_create c, plain;
 	long page = getpagesize();
+	/* Any mappable BO: VRAM where the CPU maps it. */
+	uint32_t placement = radiance_vram_mappable() ? RADIANCE_PLACEMENT_VRAM : RADIANCE_PLACEMENT_HOST;
 	void *p;
 
-	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 2 * page, RADIANCE_BO_MAPPABLE, &c));
+	ASSERT_LT(0, radiance_bo_create(self->fd, placement, 2 * page, RADIANCE_BO_MAPPABLE, &c));
 	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, page, 0, &plain));
 	/* Beyond the BO. */
 	p = mmap(NULL, 3 * page, PROT_READ, MAP_SHARED, self->fd, c.mmap_offset);
@@ -311,6 +354,7 @@ TEST(handles_belong_to_their_file)
 	struct radiance_bo_create c;
 	int a = radiance_open(0), b = radiance_open(0);
 
+	SKIP_UNLESS_VRAM_MAPPABLE();
 	ASSERT_LE(0, a);
 	ASSERT_LE(0, b);
 	info.handle = radiance_bo_create(a, RADIANCE_PLACEMENT_VRAM, 4096, RADIANCE_BO_MAPPABLE, &c);
@@ -328,9 +372,11 @@ TEST(handles_belong_to_their_file)
 
 TEST(many_create_destroy_close_cycles_leak_nothing)
 {
+	uint32_t mappable = radiance_vram_mappable() ? RADIANCE_BO_MAPPABLE : 0;
+
 	for (int i = 0; i < 10000; i++) {
 		int fd = radiance_open(0);
-		int h = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096 + i % 7 * 256, i % 2 ? RADIANCE_BO_MAPPABLE : 0, NULL);
+		int h = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096 + i % 7 * 256, i % 2 ? mappable : 0, NULL);
 
 		ASSERT_LT(0, h);
 		/* Every third one is left for close to free. */
@@ -373,8 +419,13 @@ TEST_F(bo, vram_at_a_fixed_address)
 	EXPECT_EQ(-EBUSY, fixed(self->fd, 0x1fff00, 512, 0));
 	/* Misaligned: 256 bytes, or a page when mappable. */
 	EXPECT_EQ(-EINVAL, fixed(self->fd, 0x300010, 256, 0));
-	EXPECT_EQ(-EINVAL, fixed(self->fd, 0x300100, 4096, RADIANCE_BO_MAPPABLE));
-	EXPECT_LT(0, fixed(self->fd, 0x301000, 4096, RADIANCE_BO_MAPPABLE));
+	if (radiance_vram_mappable()) {
+		EXPECT_EQ(-EINVAL, fixed(self->fd, 0x300100, 4096, RADIANCE_BO_MAPPABLE));
+		EXPECT_LT(0, fixed(self->fd, 0x301000, 4096, RADIANCE_BO_MAPPABLE));
+	} else {
+		/* Mappable VRAM is refused before the address is looked at. */
+		EXPECT_EQ(-EOPNOTSUPP, fixed(self->fd, 0x301000, 4096, RADIANCE_BO_MAPPABLE));
+	}
 	/* Outside the allocatable VRAM: the device's first 64 KiB, the end. */
 	EXPECT_EQ(-EINVAL, fixed(self->fd, 0, 256, 0));
 	EXPECT_EQ(-EINVAL, fixed(self->fd, end - 256, 512, 0));

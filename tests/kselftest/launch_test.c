@@ -68,29 +68,18 @@ static void put_launch(struct queue *q, FIXTURE_DATA(launch) *self, const struct
 	queue_put(q, &p);
 }
 
-static uint32_t *vram(int fd, size_t size, struct radiance_bo_create *c)
-{
-	uint32_t *p;
-
-	if (radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, size, RADIANCE_BO_MAPPABLE, c) <= 0)
-		return NULL;
-	p = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, c->mmap_offset);
-	return p == MAP_FAILED ? NULL : p;
-}
-
 TEST_F(launch, start_code_runs_the_kernel_at_kernel_pc)
 {
 	enum { N = 700 };
 	struct radiance_bo_create ac, bc, cc, sc;
-	uint32_t *a = vram(self->fd, N * 4, &ac), *b = vram(self->fd, N * 4, &bc), *c = vram(self->fd, N * 4, &cc);
-	uint32_t params[4];
+	uint32_t a[N], b[N], c[N], params[4];
 	struct radiance_launch_desc d;
 	struct queue q;
 
-	ASSERT_NE(NULL, a);
-	ASSERT_NE(NULL, b);
-	ASSERT_NE(NULL, c);
-	ASSERT_NE(NULL, vram(self->fd, 8192, &sc));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, N * 4, 0, &ac));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, N * 4, 0, &bc));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, N * 4, 0, &cc));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 8192, 0, &sc));
 	for (int i = 0; i < N; i++) {
 		a[i] = 7 * i;
 		b[i] = 1000000 - i;
@@ -107,9 +96,12 @@ TEST_F(launch, start_code_runs_the_kernel_at_kernel_pc)
 	d.tls_offset = 4096;
 	d.tls_size = 4096;
 	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	ASSERT_EQ(0, queue_write_vram(&q, ac.handle, 0, a, sizeof(a)));
+	ASSERT_EQ(0, queue_write_vram(&q, bc.handle, 0, b, sizeof(b)));
 	put_launch(&q, self, &d, params, 0, 0);
 	queue_publish(&q);
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	ASSERT_EQ(0, queue_read_vram(&q, cc.handle, 0, c, sizeof(c)));
 	for (int i = 0; i < N; i++) {
 		ASSERT_EQ(1000000u + 6 * i, c[i]) TH_LOG("element %d", i);
 	}

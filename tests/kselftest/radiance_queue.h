@@ -88,6 +88,55 @@ static inline uint32_t queue_drain(struct queue *q)
 	return q->ctl->status;
 }
 
+/* Moves `size` bytes between `buf` and VRAM BO `bo` at `off` through a new
+ * HOST BO, by a COPY on `q` after everything before it, and waits for it:
+ * how a test reaches VRAM that the CPU may not be able to map (gluon-sim
+ * mode). 0 or -errno. */
+static inline int queue_vram_io(struct queue *q, uint32_t bo, uint64_t off, void *buf, size_t size, int to_vram)
+{
+	struct radiance_bo_create c;
+	int h = radiance_bo_create(q->fd, RADIANCE_PLACEMENT_HOST, size, RADIANCE_BO_MAPPABLE, &c);
+	struct radiance_copy_packet p = {
+		.header = { .kind = RADIANCE_PACKET_COPY, .flags = RADIANCE_PACKET_BARRIER },
+		.src = to_vram ? (uint32_t)h : bo, .dst = to_vram ? bo : (uint32_t)h,
+		.src_offset = to_vram ? 0 : off, .dst_offset = to_vram ? off : 0, .size = size,
+	};
+	uint8_t *m;
+	int ret = 0;
+
+	if (h < 0)
+		return h;
+	m = mmap(NULL, c.size, PROT_READ | PROT_WRITE, MAP_SHARED, q->fd, c.mmap_offset);
+	if (m == MAP_FAILED) {
+		ret = -errno;
+		radiance_bo_destroy(q->fd, h);
+		return ret;
+	}
+	if (to_vram)
+		memcpy(m, buf, size);
+	queue_put(q, &p);
+	queue_publish(q);
+	if (queue_drain(q) != RADIANCE_QUEUE_ACTIVE)
+		ret = -EIO;
+	else if (!to_vram)
+		memcpy(buf, m, size);
+	munmap(m, c.size);
+	radiance_bo_destroy(q->fd, h);
+	return ret;
+}
+
+/* Reads `size` bytes at `off` of VRAM BO `bo` into `out` (see above). */
+static inline int queue_read_vram(struct queue *q, uint32_t bo, uint64_t off, void *out, size_t size)
+{
+	return queue_vram_io(q, bo, off, out, size, 0);
+}
+
+/* Writes `size` bytes of `in` at `off` of VRAM BO `bo` (see above). */
+static inline int queue_write_vram(struct queue *q, uint32_t bo, uint64_t off, const void *in, size_t size)
+{
+	return queue_vram_io(q, bo, off, (void *)in, size, 1);
+}
+
 /* A NOP (with packet `flags`). */
 static inline void queue_nop(struct queue *q, uint8_t flags)
 {

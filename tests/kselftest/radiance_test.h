@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "radiance.h"
 
@@ -43,6 +44,52 @@ static inline uint64_t radiance_caps(int fd)
 	struct radiance_get_info info = { 0 };
 
 	return radiance_ioctl(fd, RADIANCE_IOCTL_GET_INFO, &info) ? 0 : info.caps;
+}
+
+/* Whether the CPU can map the test devices' VRAM (device 0's, as they are
+ * all alike): not in gluon-sim mode, whose VRAM lives in the sim's process
+ * (MAPPABLE VRAM BOs are then EOPNOTSUPP). */
+static inline int radiance_vram_mappable(void)
+{
+	int fd = radiance_open(0);
+	uint64_t caps = fd < 0 ? 0 : radiance_caps(fd);
+
+	if (fd >= 0)
+		close(fd);
+	return !!(caps & RADIANCE_CAP_VRAM_MAPPABLE);
+}
+
+/* For a test body (kselftest_harness.h): skips the test, saying why, where
+ * the CPU cannot map VRAM. */
+#define SKIP_UNLESS_VRAM_MAPPABLE()                                                         \
+	do {                                                                                \
+		if (!radiance_vram_mappable())                                              \
+			SKIP(return, "needs VRAM the CPU can map (RADIANCE_CAP_VRAM_MAPPABLE)"); \
+	} while (0)
+
+/* Whether this run loaded the module with emulated_gluon_sim on: the guest
+ * job passes the run's module parameters in $RADIANCE_PARAMS_EXTRA (the
+ * Rust module's parameters are not in sysfs). Bool values as the kernel
+ * parses them (kstrtobool): 1, y, Y, t, T, on; the bare name is true. */
+static inline int radiance_gluon_sim_mode(void)
+{
+	const char *params = getenv("RADIANCE_PARAMS_EXTRA") ?: "";
+	const char *name = "emulated_gluon_sim";
+	const char *p = params;
+
+	while ((p = strstr(p, name))) {
+		const char *v = p + strlen(name);
+		int starts_word = p == params || p[-1] == ' ';
+
+		p = v;
+		if (!starts_word)
+			continue;
+		if (*v == '\0' || *v == ' ')
+			return 1;
+		if (*v == '=')
+			return strchr("1yYtT", v[1]) && v[1] ? 1 : !strncmp(v + 1, "on", 2);
+	}
+	return 0;
 }
 
 /* A new BO's handle, or -errno; `out` (if given) gets what BO_CREATE said. */

@@ -85,7 +85,8 @@ struct radiance_get_info {
 /* Pinned system memory reached by DMA; device_address is 0 (kernel-only). */
 #define RADIANCE_PLACEMENT_HOST 2
 
-/* BO flags. */
+/* BO flags. MAPPABLE: EOPNOTSUPP for VRAM on a device without
+ * RADIANCE_CAP_VRAM_MAPPABLE (its VRAM is out of the CPU's reach). */
 #define RADIANCE_BO_MAPPABLE (1u << 0)
 /* ABI 1.8, VRAM only: at device_address (an input then). EBUSY if taken;
  * EINVAL outside VRAM or not aligned (256 B, or a page if mappable). */

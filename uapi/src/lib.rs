@@ -157,7 +157,10 @@ pub mod caps {
     /// Memory accesses of any size and alignment; without it, every
     /// address and length the device sees is a multiple of 4.
     pub const SUBWORD: u64 = 1 << 5;
-    /// The CPU can map VRAM (mappable VRAM buffer objects).
+    /// The CPU can map VRAM (mappable VRAM buffer objects); without it,
+    /// BO_CREATE of a [`super::bo_flags::MAPPABLE`] VRAM BO fails with
+    /// EOPNOTSUPP (the VRAM lives where the kernel cannot map it, e.g. in
+    /// gluon-sim's process).
     pub const VRAM_MAPPABLE: u64 = 1 << 6;
 }
 
@@ -227,6 +230,7 @@ pub mod placement {
 /// `BoCreate::flags`.
 pub mod bo_flags {
     /// The BO can be mmapped: it is page-aligned and gets an mmap offset.
+    /// EOPNOTSUPP for VRAM on a device without [`super::caps::VRAM_MAPPABLE`].
     pub const MAPPABLE: u32 = 1 << 0;
     /// ABI 1.8, VRAM only: the BO is at `device_address`, which is an input
     /// too (executables are linked at fixed addresses). EBUSY if any of the

@@ -277,8 +277,8 @@ impl BackendBuffer for CudaBuffer {
         Ok(())
     }
 
-    fn host_ptr(&self) -> Result<*mut u8> {
-        Ok(self.pinned()?.host)
+    fn map_range(&self, offset: u64, _length: u64) -> Result<*mut u8> {
+        Ok(self.pinned()?.host.wrapping_add(offset as usize))
     }
 
     fn export_dma_buf(&self) -> Result<OwnedFd> {

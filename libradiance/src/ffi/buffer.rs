@@ -129,10 +129,12 @@ pub extern "C" fn radiance_buffer_unmap(mapping: *mut MappingDesc) -> StatusPtr 
         if buffer.is_null() {
             return Err(Error::InvalidArgument("mapping is not mapped".into()));
         }
-        mapping.contents = std::ptr::null_mut();
+        let contents = std::mem::replace(&mut mapping.contents, std::ptr::null_mut());
+        // SAFETY: the mapping holds a reference, so the handle is live.
+        let written = unsafe { get(buffer, "buffer") }?.unmap_host(contents.cast(), mapping.length);
         // SAFETY: the mapping held this reference (taken in map).
         unsafe { handle::release(buffer) };
-        Ok(())
+        written
     })
 }
 

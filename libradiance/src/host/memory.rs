@@ -114,9 +114,10 @@ impl BackendBuffer for HostBuffer {
         self.with_bytes(offset, src.len(), |bytes| bytes.copy_from_slice(src))
     }
 
-    fn host_ptr(&self) -> Result<*mut u8> {
-        // The mapping never moves, so the pointer outlives the lock.
-        Ok(lock(&self.memory).as_mut_ptr())
+    fn map_range(&self, offset: u64, _length: u64) -> Result<*mut u8> {
+        // The mapping never moves, so the pointer outlives the lock; the
+        // range is inside it, so the offset fits in usize.
+        Ok(lock(&self.memory).as_mut_ptr().wrapping_add(offset as usize))
     }
 
     fn export_dma_buf(&self) -> Result<OwnedFd> {

@@ -111,6 +111,21 @@ static void test_fill_copy_signal_wait(radiance_device_t *device)
 	}
 	CHECK(good, "copied bytes differ from the fill pattern");
 	OK(radiance_buffer_unmap(&mapping));
+
+	/* What the host wrote through a mapping reaches queue work after the
+	 * unmap (where the host cannot map VRAM, the unmap writes it back). */
+	static const uint8_t marks[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+	uint64_t v4 = 4;
+	OK(radiance_buffer_map(dst, 201, sizeof(marks), &mapping));
+	memcpy(mapping.contents, marks, sizeof(marks));
+	OK(radiance_buffer_unmap(&mapping));
+	OK(radiance_queue_copy(queue, one(&sem, &v3), one(&sem, &v4), dst, 201, dst, 403, sizeof(marks)));
+	OK(radiance_semaphore_wait(sem, 4, RADIANCE_TIMEOUT_INFINITE));
+	OK(radiance_buffer_map(dst, 400, 16, &mapping));
+	bytes = mapping.contents;
+	CHECK(bytes[2] == 0 && !memcmp(bytes + 3, marks, sizeof(marks)) && bytes[15] == 0,
+	      "the device's copy of what the host wrote differs");
+	OK(radiance_buffer_unmap(&mapping));
 	expect(radiance_buffer_map(src, 0, 16, &mapping), RADIANCE_STATUS_INVALID_ARGUMENT, "map device memory");
 	expect(radiance_semaphore_signal(sem, 2), RADIANCE_STATUS_OUT_OF_RANGE, "signal backwards");
 

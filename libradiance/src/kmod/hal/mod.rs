@@ -4,9 +4,11 @@
 //! traits of `backend.rs`, over the ioctl wrappers of the parent module.
 //!
 //! - Buffers are VRAM buffer objects. Host-visible ones are mappable VRAM
-//!   (BAR-visible on a board, the emulator's pages in QEMU); an imported
-//!   dma-buf is a host BO, which queue commands reach by DMA but kernels
-//!   cannot address (Gluon has no GPU virtual memory).
+//!   (BAR-visible on a board, the emulator's pages in QEMU), or where the
+//!   CPU cannot map VRAM (gluon-sim's lives in its process) VRAM with a
+//!   host shadow kept in step by copies (`shadow.rs`); an imported dma-buf
+//!   is a host BO, which queue commands reach by DMA but kernels cannot
+//!   address (Gluon has no GPU virtual memory).
 //! - Semaphores are the kernel's timeline semaphores; queries read the
 //!   file's value page.
 //! - A queue is a kernel queue. Each submission is one unit of packets
@@ -24,6 +26,7 @@
 mod buffer;
 mod queue;
 mod semaphore;
+mod shadow;
 
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
@@ -46,6 +49,9 @@ const MIN_ABI_MINOR: u16 = 8;
 pub(crate) struct KmodDevice {
     info: DeviceInfo,
     device: Arc<super::Device>,
+    /// Copies between host-visible buffers and their host shadows, on a
+    /// device whose VRAM the CPU cannot map.
+    shadows: Arc<shadow::ShadowQueue>,
 }
 
 impl KmodDevice {
@@ -71,7 +77,9 @@ impl KmodDevice {
             builtin_kernels: kernel.builtins.len() == uapi::builtin::ALL.len(),
             memory_protection: false,
         };
-        Ok(Self { info, device: Arc::new(device) })
+        let device = Arc::new(device);
+        let shadows = Arc::new(shadow::ShadowQueue::new(Arc::clone(&device)));
+        Ok(Self { info, device, shadows })
     }
 }
 
@@ -89,7 +97,7 @@ impl Backend for KmodDevice {
     }
 
     fn allocate_buffer(&self, params: &BufferParams) -> Result<Arc<dyn BackendBuffer>> {
-        Ok(Arc::new(buffer::KmodBuffer::allocate(&self.device, params)?))
+        Ok(Arc::new(buffer::KmodBuffer::allocate(&self.device, &self.shadows, params)?))
     }
 
     fn import_dma_buf(&self, fd: BorrowedFd<'_>, params: &BufferParams) -> Result<Arc<dyn BackendBuffer>> {
