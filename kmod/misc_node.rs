@@ -116,9 +116,9 @@ impl<F: NodeFile> MiscDevice for Files<F> {
         let node = unsafe { &*kernel::container_of!(misc, Node<F>, misc) };
         let this = F::open(&node.data)?;
         if F::POLLS {
-            // SAFETY: the file is being opened, which may set its operations (`misc_open()` just
-            // did); `PollOps::FOPS` is a constant with this module as owner, like the operations it
-            // replaces, so the module reference `misc_open()` took is dropped with it.
+            // `PollOps::FOPS` has this module as owner, like the operations it replaces, so the
+            // module reference that `misc_open()` took is dropped with it.
+            // SAFETY: the file is being opened, which may set its operations (as `misc_open()` did).
             unsafe { (*file.as_ptr()).f_op = &PollOps::<F>::FOPS };
         }
         Ok(this)

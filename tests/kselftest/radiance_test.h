@@ -113,10 +113,10 @@ static inline int radiance_bo_destroy(int fd, uint32_t handle)
 	return radiance_ioctl(fd, RADIANCE_IOCTL_BO_DESTROY, &args);
 }
 
-/* A value from device 0's debugfs `mem` file, or -1. */
-static inline int64_t radiance_mem_stat(const char *key)
+/* A value from a debugfs file of `key value` lines, or -1. */
+static inline int64_t radiance_debugfs_stat(const char *path, const char *key)
 {
-	FILE *f = fopen("/sys/kernel/debug/radiance/radiance0/mem", "r");
+	FILE *f = fopen(path, "r");
 	char name[64];
 	long long value;
 	int64_t found = -1;
@@ -128,6 +128,12 @@ static inline int64_t radiance_mem_stat(const char *key)
 			found = value;
 	fclose(f);
 	return found;
+}
+
+/* A value from device 0's debugfs `mem` file, or -1. */
+static inline int64_t radiance_mem_stat(const char *key)
+{
+	return radiance_debugfs_stat("/sys/kernel/debug/radiance/radiance0/mem", key);
 }
 
 /* Runs `radctl ARGS` ($RADCTL, else /radctl) into OUT, NUL-terminated; returns

@@ -120,18 +120,7 @@ static void copy(struct queue *q, uint32_t src, uint32_t dst, uint64_t size)
 /* A registry counter from debugfs `radiance/devices`, or -1. */
 static int64_t devices_stat(const char *key)
 {
-	FILE *f = fopen("/sys/kernel/debug/radiance/devices", "r");
-	char name[64];
-	long long value;
-	int64_t found = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", name, &value) == 2)
-		if (!strcmp(name, key))
-			found = value;
-	fclose(f);
-	return found;
+	return radiance_debugfs_stat("/sys/kernel/debug/radiance/devices", key);
 }
 
 FIXTURE(user)

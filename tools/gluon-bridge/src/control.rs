@@ -110,28 +110,32 @@ impl Control {
 
     /// Reads host memory at DMA address `addr` into `dst`.
     pub fn host_read(&self, addr: u64, dst: &mut [u8]) -> rustix::io::Result<()> {
-        for (i, chunk) in dst.chunks_mut(uapi::USER_HOST_ACCESS_MAX as usize).enumerate() {
-            let mut a = uapi::UserHostAccess {
-                addr: addr + (i * uapi::USER_HOST_ACCESS_MAX as usize) as u64,
-                user_ptr: chunk.as_mut_ptr() as u64,
-                len: chunk.len() as u32,
-                flags: 0,
-            };
-            host_read_ioctl(self.fd.as_fd(), &mut a)?;
-        }
-        Ok(())
+        self.host_access(host_read_ioctl, addr, dst.as_mut_ptr(), dst.len())
     }
 
     /// Writes `src` to host memory at DMA address `addr`.
     pub fn host_write(&self, addr: u64, src: &[u8]) -> rustix::io::Result<()> {
-        for (i, chunk) in src.chunks(uapi::USER_HOST_ACCESS_MAX as usize).enumerate() {
+        self.host_access(host_write_ioctl, addr, src.as_ptr().cast_mut(), src.len())
+    }
+
+    /// Runs `access` over `len` bytes at `ptr`, at most
+    /// `USER_HOST_ACCESS_MAX` at a time.
+    fn host_access(
+        &self,
+        access: fn(BorrowedFd<'_>, &mut uapi::UserHostAccess) -> rustix::io::Result<()>,
+        addr: u64,
+        ptr: *mut u8,
+        len: usize,
+    ) -> rustix::io::Result<()> {
+        let max = uapi::USER_HOST_ACCESS_MAX as usize;
+        for done in (0..len).step_by(max) {
             let mut a = uapi::UserHostAccess {
-                addr: addr + (i * uapi::USER_HOST_ACCESS_MAX as usize) as u64,
-                user_ptr: chunk.as_ptr() as u64,
-                len: chunk.len() as u32,
+                addr: addr + done as u64,
+                user_ptr: ptr as u64 + done as u64,
+                len: (len - done).min(max) as u32,
                 flags: 0,
             };
-            host_write_ioctl(self.fd.as_fd(), &mut a)?;
+            access(self.fd.as_fd(), &mut a)?;
         }
         Ok(())
     }
