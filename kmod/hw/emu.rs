@@ -63,6 +63,7 @@ use crate::{
     fifo::Fifo,
     gluon::{
         model::{
+            self,
             MemError,
             Memory,
             Model, //
@@ -92,13 +93,6 @@ const STREAMS: u8 = 4;
 /// Commands one stream takes at once: gluon-sim's one, or a deeper FIFO.
 const GLUON_SIM_DEPTH: u8 = 1;
 const DEPTH: u8 = 16;
-
-/// What it implements in gluon-sim mode, and otherwise (with the
-/// dialect-specific FENCE or WAIT added). gluon-sim keeps VRAM in its own
-/// process, so the CPU cannot map it: not VRAM_MAPPABLE.
-const GLUON_SIM_CAPS: u64 = 0;
-const FULL_CAPS: u64 =
-    caps::SET | caps::COPY_D2D | caps::COUNTERS | caps::SUBWORD | caps::VRAM_MAPPABLE;
 
 /// The FIFOs between the driver and the command processor.
 struct Fifos {
@@ -155,16 +149,10 @@ impl Emu {
         dialect: &'static dyn Dialect,
         gluon_sim: bool,
     ) -> Result<Arc<Self>> {
-        let dialect_caps = match dialect.id() {
-            uapi::dialect::GLUON_SIM_16 => caps::FENCE,
-            uapi::dialect::GLUON_24 => caps::WAIT,
-            _ => 0,
-        };
-        let caps = if gluon_sim {
-            GLUON_SIM_CAPS
-        } else {
-            FULL_CAPS | dialect_caps
-        };
+        // What the model implements; the CPU maps this VRAM (kernel pages),
+        // except in gluon-sim mode, whose VRAM lives in the sim's process.
+        let caps =
+            model::caps(dialect, gluon_sim) | if gluon_sim { 0 } else { caps::VRAM_MAPPABLE };
         let name = CString::try_from_fmt(fmt!("radiance-emu{index}"))?;
         let faux = DmaDevice::new(&name)?;
         let pages = usize::try_from(vram_size / PAGE_SIZE as u64)?;
@@ -198,7 +186,7 @@ impl Emu {
             threads_per_warp: THREADS_PER_WARP,
             vram_size,
             // All of them.
-            builtins: (1 << uapi::builtin::ALL.len()) - 1,
+            builtins: model::BUILTINS,
             dialect,
             streams,
             stream_depth: if gluon_sim { GLUON_SIM_DEPTH } else { DEPTH },

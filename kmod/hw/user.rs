@@ -64,6 +64,7 @@ use crate::{
     gluon::{
         Command,
         CopyDir,
+        Dialect,
         Frame,
         Response,
         RESPONSE_SIZE, //
@@ -105,7 +106,34 @@ struct Channel {
     gone: bool,
 }
 
+/// The stream a frame the scheduler encoded names.
+fn stream_of(dialect: &dyn Dialect, frame: &Frame) -> u8 {
+    dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s)
+}
+
 impl Channel {
+    /// A reset: drops the frames not read from `pending` (calling `each`
+    /// with them), and starts every scrub again, since its commands handed
+    /// out (counted in `scrubbing`) may never have run. Over the fields, so
+    /// that `each` may use the others.
+    fn drop_unread(
+        pending: &mut Fifo<Pending>,
+        scrubbing: &mut [u32],
+        mut each: impl FnMut(&Frame),
+    ) {
+        pending.retain_pending(|p| match p {
+            Pending::Frame(frame) => {
+                each(frame);
+                false
+            }
+            Pending::Scrub { issued, .. } => {
+                *issued = 0;
+                true
+            }
+        });
+        scrubbing.iter_mut().for_each(|n| *n = 0);
+    }
+
     fn busy(counts: &[u32]) -> bool {
         counts.iter().any(|&n| n > 0)
     }
@@ -289,7 +317,7 @@ impl User {
             match pending.front_mut() {
                 Some(Pending::Frame(frame)) => {
                     // The scheduler encoded it: it names a stream we have.
-                    let stream = dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s);
+                    let stream = stream_of(dialect, frame);
                     out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
                     if let Some(n) = outstanding.get_mut(usize::from(stream)) {
                         *n += 1;
@@ -415,19 +443,10 @@ impl User {
                 *n = 0;
             }
             let mut unread = Ok(());
-            pending.retain_pending(|p| match p {
-                Pending::Frame(frame) => {
-                    let stream = dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s);
-                    unread = unread.and(responses.push(failed(stream)));
-                    false
-                }
-                Pending::Scrub { issued, .. } => {
-                    *issued = 0;
-                    true
-                }
+            Channel::drop_unread(pending, scrubbing, |frame| {
+                unread = unread.and(responses.push(failed(stream_of(dialect, frame))));
             });
             unread?;
-            scrubbing.iter_mut().for_each(|n| *n = 0);
         }
         dev_warn!(self.dev.device(), "the server reset the device\n");
         self.raise();
@@ -571,15 +590,9 @@ impl Gluon for User {
             if ch.gone {
                 return;
             }
-            ch.pending.retain_pending(|p| match p {
-                Pending::Frame(_) => false,
-                Pending::Scrub { issued, .. } => {
-                    *issued = 0;
-                    true
-                }
-            });
+            let ch = &mut *ch;
+            Channel::drop_unread(&mut ch.pending, &mut ch.scrubbing, |_| {});
             ch.outstanding.iter_mut().for_each(|n| *n = 0);
-            ch.scrubbing.iter_mut().for_each(|n| *n = 0);
             ch.responses.clear();
             ch.reset_pending = true;
         }

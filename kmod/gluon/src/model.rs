@@ -49,6 +49,25 @@ use crate::uapi::{
 /// Largest launch block a device DMAs in.
 pub const MAX_LAUNCH_BLOCK: u32 = 64 * 1024;
 
+/// Every built-in kernel the model runs (GET_INFO's `builtins` bits).
+pub const BUILTINS: u32 = (1 << builtin::ALL.len()) - 1;
+
+/// The `uapi::caps` a model over `dialect` implements: MEM SET,
+/// VRAM-to-VRAM copies, counters, sub-word accesses and the dialect's
+/// FENCE or WAIT; or, as gluon-sim e554ff7, none of them. (Whether the CPU
+/// can map its VRAM is its host's business.)
+pub fn caps(dialect: &dyn Dialect, gluon_sim: bool) -> u64 {
+    if gluon_sim {
+        return 0;
+    }
+    let ordering = match dialect.id() {
+        crate::uapi::dialect::GLUON_SIM_16 => caps::FENCE,
+        crate::uapi::dialect::GLUON_24 => caps::WAIT,
+        _ => 0,
+    };
+    caps::SET | caps::COPY_D2D | caps::COUNTERS | caps::SUBWORD | ordering
+}
+
 /// Bytes copied through the stack at once; a multiple of 4, so SET's
 /// pattern starts every chunk in phase.
 const CHUNK: usize = 256;

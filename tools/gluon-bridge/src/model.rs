@@ -9,10 +9,9 @@ use crate::{
     error::Result,
 };
 use radiance_gluon::{
-    model::{MemError, Memory, Model},
+    model::{self, MemError, Memory, Model},
     Dialect,
 };
-use radiance_uapi::{self as uapi, caps};
 use std::cell::{Cell, RefCell};
 
 /// The compute shape the model reports, the emulated device's.
@@ -99,16 +98,8 @@ impl Memory for Mem<'_> {
 
 /// Declares the model's device and serves it until the control file fails.
 pub fn serve(mut control: Control, opts: &ModelOptions) -> Result<()> {
-    let dialect_caps = match opts.dialect.id() {
-        uapi::dialect::GLUON_SIM_16 => caps::FENCE,
-        uapi::dialect::GLUON_24 => caps::WAIT,
-        _ => 0,
-    };
-    let device_caps = if opts.gluon_sim {
-        0
-    } else {
-        caps::SET | caps::COPY_D2D | caps::COUNTERS | caps::SUBWORD | dialect_caps
-    };
+    // Its VRAM is in this process: never VRAM_MAPPABLE.
+    let device_caps = model::caps(opts.dialect, opts.gluon_sim);
     let streams = STREAMS.min(opts.dialect.max_streams());
     let vram_size = u64::from(opts.vram_mib) << 20;
     let mut decl = declaration("Radiance (gluon-bridge model)");
@@ -118,7 +109,7 @@ pub fn serve(mut control: Control, opts: &ModelOptions) -> Result<()> {
     decl.cores = CORES;
     decl.warps_per_core = WARPS_PER_CORE;
     decl.threads_per_warp = THREADS_PER_WARP;
-    decl.builtins = (1 << uapi::builtin::ALL.len()) - 1;
+    decl.builtins = model::BUILTINS;
     decl.vram_size = vram_size;
     decl.caps = device_caps;
     let index = control.declare(&mut decl)?;
