@@ -35,7 +35,10 @@ use crate::{
         Import, //
     },
     ioctl,
-    misc_node::NodeFile,
+    misc_node::{
+        FileKind,
+        NodeFile, //
+    },
     queue::{
         FileObjects,
         Queue, //
@@ -114,6 +117,8 @@ pub(crate) struct Context {
     objects: Mutex<Objects>,
     /// Shared with imports in flight, which `Semaphores::close` ends.
     pub(crate) sems: Arc<Semaphores>,
+    /// Recognises other device files (SEM_IMPORT_HANDLE).
+    kind: FileKind<Context>,
 }
 
 impl Context {
@@ -347,6 +352,19 @@ impl Context {
         self.sems.import(args.handle, args.value, fence)
     }
 
+    /// SEM_IMPORT_HANDLE.
+    pub(crate) fn sem_import_handle(&self, args: &mut uapi::SemImportHandle) -> Result {
+        if args.flags != 0 {
+            return Err(EINVAL);
+        }
+        let other = self.kind.file_of(args.fd)?;
+        let (handle, slot) = self.sems.import_handle(&other.sems, args.handle)?;
+        self.device.count_sems(1);
+        args.new_handle = handle;
+        args.value_offset = SEM_PAGE_PGOFF * PAGE_SIZE as u64 + (slot * size_of::<u64>()) as u64;
+        Ok(())
+    }
+
     /// QUEUE_CREATE.
     pub(crate) fn queue_create(self: &Arc<Self>, args: &mut uapi::QueueCreate) -> Result {
         let n = args.ring_packets;
@@ -498,7 +516,7 @@ impl FileObjects for Context {
 impl NodeFile for Context {
     type Data = Arc<Device>;
 
-    fn open(device: &Arc<Device>) -> Result<Arc<Self>> {
+    fn open(device: &Arc<Device>, kind: FileKind<Self>) -> Result<Arc<Self>> {
         device.open_file()?;
         let objects = Objects {
             bos: RBTree::new(),
@@ -523,6 +541,7 @@ impl NodeFile for Context {
                 tgid,
                 objects <- new_mutex!(objects, "Context::objects"),
                 sems,
+                kind,
             }),
             GFP_KERNEL,
         )?;

@@ -36,7 +36,10 @@ use crate::{
         Gluon,
     },
     ioctl,
-    misc_node::NodeFile,
+    misc_node::{
+        FileKind,
+        NodeFile, //
+    },
     uapi,
 };
 
@@ -97,7 +100,7 @@ impl ControlFile {
 impl NodeFile for ControlFile {
     type Data = Arc<Registry>;
 
-    fn open(registry: &Arc<Registry>) -> Result<Arc<Self>> {
+    fn open(registry: &Arc<Registry>, _kind: FileKind<Self>) -> Result<Arc<Self>> {
         if !crate::raw::capable_sys_admin() {
             return Err(EPERM);
         }

@@ -378,11 +378,31 @@ impl DeviceNode {
     /// Creates the device of index `claim` over `hw`, registers
     /// `/dev/radiance<index>` and its debugfs directory.
     fn new(claim: IndexClaim, hw: Arc<dyn Gluon>) -> Result<Pin<KBox<Self>>> {
-        let (index, registry) = (claim.index, &claim.registry);
-        let settings = registry.settings;
-        let name = *NODE_NAMES.get(index as usize).ok_or(EINVAL)?;
+        let settings = claim.registry.settings;
+        let name = *NODE_NAMES.get(claim.index as usize).ok_or(EINVAL)?;
         let vram = Vram::new(hw.desc().vram_size)?;
         let scheduler = Scheduler::new(hw.clone(), settings.timeout_ms)?;
+        // From here `hw`'s interrupt holds the scheduler, which holds `hw`:
+        // if the rest fails, that cycle must be broken or both leak (with a
+        // user device's pages; the fail-nth sweep found it).
+        let interrupt = scheduler.clone();
+        let node = Self::build(claim, name, vram, hw, scheduler);
+        if node.is_err() {
+            interrupt.disconnect();
+        }
+        node
+    }
+
+    /// The device over `hw` and `scheduler`, its debugfs files and node.
+    fn build(
+        claim: IndexClaim,
+        name: &'static CStr,
+        vram: impl PinInit<Vram, Error>,
+        hw: Arc<dyn Gluon>,
+        scheduler: Arc<Scheduler>,
+    ) -> Result<Pin<KBox<Self>>> {
+        let (index, registry) = (claim.index, &claim.registry);
+        let settings = registry.settings;
         let device = Arc::pin_init(
             try_pin_init!(Device {
                 index,

@@ -340,6 +340,9 @@ impl Import {
     /// Takes a reference to the dma-buf behind `fd` (EBADF if `fd` is not
     /// open, EINVAL if it is no dma-buf) and maps it for `dev`.
     pub(crate) fn new(dev: &Device, fd: i32) -> Result<Self> {
+        // Allocated before the buffer is taken: past the mapping, a failure
+        // would have to undo it (the fail-nth sweep found that leak).
+        let cpu = KBox::pin_init(new_mutex!(None, "Import::cpu"), GFP_KERNEL)?;
         // SAFETY: any fd value is fine; the core checks it.
         let dmabuf = from_err_ptr(unsafe { bindings::dma_buf_get(fd) })?;
         // SAFETY: our reference to a live buffer; `dev` is live.
@@ -373,7 +376,6 @@ impl Import {
         let table = unsafe { MappedTable::new(sgt, dev, IMPORT_DIR) };
         // SAFETY: `dmabuf` is live while we hold it; its size never changes.
         let size = unsafe { (*dmabuf).size } as u64;
-        let cpu = KBox::pin_init(new_mutex!(None, "Import::cpu"), GFP_KERNEL)?;
         // INVARIANT: got, attached and mapped above; no CPU mapping yet.
         Ok(Self {
             dmabuf,

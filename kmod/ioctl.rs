@@ -71,6 +71,7 @@ ioctl_args! {
     uapi::SemWait => uapi::sizes::SEM_WAIT, copy_back_on_error: true;
     uapi::SemExportSyncFile => uapi::sizes::SEM_EXPORT_SYNC_FILE;
     uapi::SemImportSyncFile => uapi::sizes::SEM_IMPORT_SYNC_FILE;
+    uapi::SemImportHandle => uapi::sizes::SEM_IMPORT_HANDLE;
     uapi::QueueCreate => uapi::sizes::QUEUE_CREATE;
     uapi::QueueDestroy => uapi::sizes::QUEUE_DESTROY;
     uapi::QueueKick => uapi::sizes::QUEUE_KICK;
@@ -116,6 +117,7 @@ pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize
         uapi::nr::SEM_WAIT => call(cmd, arg, |a| ctx.sem_wait(a)),
         uapi::nr::SEM_EXPORT_SYNC_FILE => call(cmd, arg, |a| ctx.sem_export_sync_file(a)),
         uapi::nr::SEM_IMPORT_SYNC_FILE => call(cmd, arg, |a| ctx.sem_import_sync_file(a)),
+        uapi::nr::SEM_IMPORT_HANDLE => call(cmd, arg, |a| ctx.sem_import_handle(a)),
         uapi::nr::QUEUE_CREATE => call(cmd, arg, |a| ctx.queue_create(a)),
         uapi::nr::QUEUE_DESTROY => call(cmd, arg, |a| ctx.queue_destroy(a)),
         uapi::nr::QUEUE_QUERY => call(cmd, arg, |a| ctx.queue_query(a)),

@@ -20,7 +20,8 @@ use kernel::{
     bindings,
     fs::{
         File,
-        Kiocb, //
+        Kiocb,
+        LocalFile, //
     },
     iov::{
         IovIterDest,
@@ -46,8 +47,9 @@ pub(crate) trait NodeFile: Sized + Send + Sync + 'static {
     /// What the node keeps for `open`.
     type Data: Send + Sync;
 
-    /// A file of the node is being opened.
-    fn open(data: &Self::Data) -> Result<Arc<Self>>;
+    /// A file of the node is being opened; `kind` recognises other files
+    /// of this type (see [`FileKind::file_of`]).
+    fn open(data: &Self::Data, kind: FileKind<Self>) -> Result<Arc<Self>>;
 
     fn ioctl(this: ArcBorrow<'_, Self>, cmd: u32, arg: usize) -> Result<isize>;
 
@@ -74,6 +76,41 @@ pub(crate) trait NodeFile: Sized + Send + Sync + 'static {
 
     /// The file is closing (its last file reference is gone).
     fn release(this: Arc<Self>);
+}
+
+/// What makes an open file one of `F`'s, of any `Node<F>`: its file
+/// operations. `misc_open()` gives a file its registration's, which every
+/// registration of `Files<F>` shares (built by one `register`), and
+/// [`Files::open`] replaces them alike for all files of `F`. A file keeps
+/// its own to recognise its kind in a descriptor it is handed, rather than
+/// comparing with a new reference to the operations, which need not be
+/// the same address.
+pub(crate) struct FileKind<F> {
+    fops: *const bindings::file_operations,
+    _file: PhantomData<F>,
+}
+
+// SAFETY: the pointer is only compared, never followed.
+unsafe impl<F> Send for FileKind<F> {}
+// SAFETY: the pointer is only compared, never followed.
+unsafe impl<F> Sync for FileKind<F> {}
+
+impl<F: NodeFile> FileKind<F> {
+    /// The open file behind `fd` if it is of this kind: a file of any
+    /// node of `F` (one driver's devices are one kind of file). EBADF: no
+    /// such descriptor; EINVAL: some other kind of file.
+    pub(crate) fn file_of(&self, fd: i32) -> Result<Arc<F>> {
+        let file = LocalFile::fget(u32::try_from(fd).map_err(|_| EBADF)?)?;
+        // SAFETY: `file` is a counted reference, valid while held.
+        let (f_op, private) = unsafe { ((*file.as_ptr()).f_op, (*file.as_ptr()).private_data) };
+        if !core::ptr::eq(f_op, self.fops) {
+            return Err(EINVAL);
+        }
+        // SAFETY: operations of `F`'s files (see `FileKind`): `Files::<F>::open` stored an `Arc<F>`
+        // as private data, held until release, which cannot come while `file` is held.
+        let this = unsafe { <Arc<F> as ForeignOwnable>::borrow(private) };
+        Ok(this.into())
+    }
 }
 
 /// A registered misc device node with its data; unregistered on drop.
@@ -114,12 +151,25 @@ impl<F: NodeFile> MiscDevice for Files<F> {
         // SAFETY: every `MiscDeviceRegistration<Files<F>>` is a `Node<F>`'s `misc` (`Files` is private,
         // only `Node::new` registers one), alive: `misc_open()` holds the misc lock during `open`.
         let node = unsafe { &*kernel::container_of!(misc, Node<F>, misc) };
-        let this = F::open(&node.data)?;
+        let poll_fops: &'static bindings::file_operations = &PollOps::<F>::FOPS;
+        let fops = if F::POLLS {
+            core::ptr::from_ref(poll_fops)
+        } else {
+            // SAFETY: the file is valid during its open; `misc_open()` set its operations.
+            unsafe { (*file.as_ptr()).f_op }
+        };
+        let this = F::open(
+            &node.data,
+            FileKind {
+                fops,
+                _file: PhantomData,
+            },
+        )?;
         if F::POLLS {
             // `PollOps::FOPS` has this module as owner, like the operations it replaces, so the
             // module reference that `misc_open()` took is dropped with it.
             // SAFETY: the file is being opened, which may set its operations (as `misc_open()` did).
-            unsafe { (*file.as_ptr()).f_op = &PollOps::<F>::FOPS };
+            unsafe { (*file.as_ptr()).f_op = fops };
         }
         Ok(this)
     }

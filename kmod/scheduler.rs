@@ -132,6 +132,10 @@ struct Stream {
     fifo: Fifo<InFlight>,
     /// Commands of `fifo` in the device.
     sent: usize,
+    /// Host steps of `fifo` not run yet. The device takes no more of the
+    /// stream's commands until they have: the command after a step reads
+    /// the page the step writes.
+    host_steps: usize,
     /// When its oldest entry became the oldest.
     head_since: Instant<Monotonic>,
 }
@@ -193,6 +197,7 @@ impl Scheduler {
             let stream = Stream {
                 fifo: Fifo::with_capacity(STREAM_ENTRIES)?,
                 sent: 0,
+                host_steps: 0,
                 head_since: Instant::now(),
             };
             streams.push(stream, GFP_KERNEL)?;
@@ -221,6 +226,12 @@ impl Scheduler {
         )?;
         hw.set_interrupt(Some(Arc::new(Irq(this.clone()), GFP_KERNEL)?));
         Ok(this)
+    }
+
+    /// Takes the scheduler off the hardware's interrupt, which holds it:
+    /// the end of the cycle between the two.
+    pub(crate) fn disconnect(&self) {
+        self.hw.set_interrupt(None);
     }
 
     /// Wakes the scheduler (doorbell, interrupt, new queue).
@@ -333,7 +344,7 @@ impl Scheduler {
     /// here, or the device would outlive the module, and the watchdog,
     /// re-armed for it, would run after the module is gone.
     pub(crate) fn shutdown(&self) {
-        self.hw.set_interrupt(None);
+        self.disconnect();
         self.hw.reset();
         // Dropped after the lock: the last reference to a context frees
         // its objects, which takes other locks.
@@ -343,6 +354,7 @@ impl Scheduler {
             state.sent = 0;
             for stream in state.streams.iter_mut() {
                 stream.sent = 0;
+                stream.host_steps = 0;
                 // An empty FIFO allocates nothing, so the fallback (dropping
                 // under the lock) never runs in practice.
                 match Fifo::with_capacity(0) {
@@ -428,11 +440,22 @@ impl Scheduler {
         let mut sent = 0;
         for (i, stream) in state.streams.iter_mut().enumerate() {
             stream.sent = 0;
+            stream.host_steps = 0;
             stream.fifo.retain_pending(|e| {
                 if Arc::ptr_eq(&e.queue, &guilty) {
                     return false;
                 }
-                let Some(cmd) = e.cmd else { return true };
+                let Some(cmd) = e.cmd else {
+                    stream.host_steps += usize::from(e.host.is_some());
+                    return true;
+                };
+                if stream.host_steps > 0 {
+                    // It would read a page before the CPU wrote it: its
+                    // packet cannot run whole any more.
+                    e.queue
+                        .fault(e.packet, EIO.to_errno().unsigned_abs(), 0, 0, 0);
+                    return false;
+                }
                 // The device was emptied and takes at most MAX_IN_FLIGHT.
                 let issued = dialect
                     .encode(i as u8, &cmd)
@@ -488,6 +511,7 @@ impl Scheduler {
             }
             let completion = head.completion.take();
             if let Some((step, bounce)) = head.host.take() {
+                stream.host_steps = stream.host_steps.saturating_sub(1);
                 if let Err(e) = step.run(&bounce) {
                     head.queue
                         .fault(head.packet, e.to_errno().unsigned_abs(), 0, 0, 0);
@@ -578,7 +602,10 @@ impl Scheduler {
                 None => {}
             }
             if let Some(cmd) = cmd {
-                if stream.sent >= desc.stream_depth.into() || *sent >= MAX_IN_FLIGHT {
+                if stream.sent >= desc.stream_depth.into()
+                    || *sent >= MAX_IN_FLIGHT
+                    || stream.host_steps > 0
+                {
                     break;
                 }
                 let frame = match desc.dialect.encode(entry.stream, &cmd) {
@@ -614,6 +641,7 @@ impl Scheduler {
             }
             // Room for STREAM_ENTRIES was reserved and checked above: this
             // cannot fail.
+            stream.host_steps += usize::from(host.is_some());
             let _ = stream.fifo.push(InFlight {
                 cmd,
                 host,

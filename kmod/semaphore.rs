@@ -9,6 +9,16 @@
 //! any change; a waiter rechecks its own points. Waits cover several
 //! semaphores of one file (all or any), so a per-file wake-up is the simplest
 //! thing that never misses one.
+//!
+//! A file may also hold aliases (SEM_IMPORT_HANDLE): handles for semaphores
+//! of another file of the module, usually another device's. Every operation
+//! on an alias acts on the semaphore it names, in its owner's table. The
+//! semaphore keeps a watcher per alias: on every change it publishes the
+//! value in the alias file's page and wakes that file's waiters and
+//! scheduler, so a queue of device B waits on device A's semaphore with no
+//! fence in between. An alias keeps its owner's `Semaphores` alive; once the
+//! semaphore is destroyed or its file closed, the alias reads as failed with
+//! ECANCELED.
 
 use kernel::{
     new_condvar, new_mutex,
@@ -65,6 +75,32 @@ struct Sem {
     pending: KVec<(u64, Fence)>,
     /// Host SEM_WAITs sleeping on it, for debugfs.
     waiters: u32,
+    /// Aliases of it in other files, to publish to and wake.
+    watchers: KVec<Watcher>,
+}
+
+/// An alias of a semaphore in another file: that file's semaphores, and the
+/// slot of its page where the alias's value is published.
+struct Watcher {
+    sems: Arc<Semaphores>,
+    slot: usize,
+}
+
+impl Watcher {
+    /// The watched semaphore moved to `value`.
+    fn changed(&self, value: u64) {
+        self.sems.publish(self.slot, value);
+        self.sems.wake_waiters();
+        Scheduler::semaphore_changed(&self.sems.scheduler);
+    }
+}
+
+/// A handle of this file for semaphore `handle` of `owner` (another file).
+struct Alias {
+    owner: Arc<Semaphores>,
+    handle: u32,
+    /// This file's slot for its value.
+    slot: usize,
 }
 
 impl Sem {
@@ -94,11 +130,17 @@ impl Drop for Sem {
         for (_, fence) in self.pending.iter() {
             fence.signal(Some(ECANCELED));
         }
+        // Its aliases now read as failed.
+        for watcher in self.watchers.iter() {
+            watcher.changed(uapi::SEM_FAILED_VALUE);
+        }
     }
 }
 
 struct Table {
     sems: RBTree<u32, Sem>,
+    /// Handles of this file for other files' semaphores.
+    aliases: RBTree<u32, Alias>,
     /// The file is closing: nothing new starts.
     closed: bool,
     /// Handles are never reused within a file.
@@ -108,12 +150,19 @@ struct Table {
 }
 
 impl Table {
-    fn get(&self, handle: u32) -> Result<&Sem> {
-        self.sems.get(&handle).ok_or(ENOENT)
-    }
-
     fn get_mut(&mut self, handle: u32) -> Result<&mut Sem> {
         self.sems.get_mut(&handle).ok_or(ENOENT)
+    }
+
+    /// A new handle and value slot.
+    fn take_handle(&mut self) -> Result<(u32, usize)> {
+        let handle = self.next_handle;
+        if handle == u32::MAX {
+            return Err(ENOSPC);
+        }
+        let slot = self.take_slot()?;
+        self.next_handle += 1;
+        Ok((handle, slot))
     }
 
     fn take_slot(&mut self) -> Result<usize> {
@@ -141,6 +190,16 @@ pub(crate) enum WaitState {
     Failed(u32),
 }
 
+impl WaitState {
+    fn of(sem: &Sem, value: u64) -> Self {
+        match sem.error {
+            0 if sem.value >= value => WaitState::Reached,
+            0 => WaitState::Pending,
+            error => WaitState::Failed(error),
+        }
+    }
+}
+
 /// The outcome of checking a wait's points once.
 enum Check {
     /// Satisfied; the index for an ANY wait (0 for ALL).
@@ -150,14 +209,29 @@ enum Check {
     Pending,
 }
 
+/// ECANCELED as a semaphore's error: what a destroyed one reads as.
+fn ecanceled() -> u32 {
+    ECANCELED.to_errno().unsigned_abs()
+}
+
 /// The semaphores of one file.
 ///
-/// Lock order: `imports` and `table` are never held together.
+/// Lock order: `imports` and `table` are never held together. Two files'
+/// tables are never held together either: an alias is resolved under its
+/// own file's table, which is dropped before the owner's is taken. `wake`
+/// nests inside any file's `table` (a change under one file's table wakes
+/// the waiters of every file that aliases it) and nothing is taken under it.
 #[pin_data]
 pub(crate) struct Semaphores {
     #[pin]
     table: Mutex<Table>,
-    /// Notified on every signal, failure and destruction.
+    /// Counts changes; a waiter sleeps on `changed` only if no change came
+    /// since it last looked, so that it looks at its points (in several
+    /// files' tables) without holding a lock across them.
+    #[pin]
+    wake: Mutex<u64>,
+    /// Notified, with `wake`, on every change of this file's semaphores and
+    /// of those it aliases.
     #[pin]
     changed: CondVar,
     /// Imports whose fence has not been handled yet.
@@ -176,12 +250,14 @@ impl Semaphores {
         let page = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
         let table = Table {
             sems: RBTree::new(),
+            aliases: RBTree::new(),
             closed: false,
             next_handle: 1,
             slots: [0; SLOTS / 64],
         };
         Ok(try_pin_init!(Self {
             table <- new_mutex!(table, "Semaphores::table"),
+            wake <- new_mutex!(0, "Semaphores::wake"),
             changed <- new_condvar!("Semaphores::changed"),
             imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
             page,
@@ -204,6 +280,40 @@ impl Semaphores {
         });
     }
 
+    /// Wakes this file's host waiters.
+    fn wake_waiters(&self) {
+        let mut generation = self.wake.lock();
+        *generation = generation.wrapping_add(1);
+        self.changed.notify_all();
+    }
+
+    /// Runs `f` on the semaphore `handle` names in this file, under the
+    /// table of the file that owns it, with that file's `Semaphores`.
+    /// ENOENT: no such handle; ECANCELED: an alias whose semaphore is gone.
+    fn with_sem<R>(
+        &self,
+        handle: u32,
+        f: impl FnOnce(&Semaphores, &mut Sem) -> Result<R>,
+    ) -> Result<R> {
+        let (owner, target) = {
+            let mut table = self.table.lock();
+            if let Some(sem) = table.sems.get_mut(&handle) {
+                return f(self, sem);
+            }
+            let alias = table.aliases.get(&handle).ok_or(ENOENT)?;
+            (alias.owner.clone(), alias.handle)
+        };
+        let mut table = owner.table.lock();
+        let sem = table.sems.get_mut(&target).ok_or(ECANCELED)?;
+        f(&owner, sem)
+    }
+
+    /// Whether `handle` names a semaphore or an alias of this file.
+    fn knows(&self, handle: u32) -> bool {
+        let table = self.table.lock();
+        table.sems.get(&handle).is_some() || table.aliases.get(&handle).is_some()
+    }
+
     /// SEM_CREATE: a new semaphore; its handle and its slot in the page.
     pub(crate) fn create(&self, initial: u64) -> Result<(u32, usize)> {
         if initial == uapi::SEM_FAILED_VALUE {
@@ -211,12 +321,7 @@ impl Semaphores {
         }
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut table = self.table.lock();
-        let handle = table.next_handle;
-        if handle == u32::MAX {
-            return Err(ENOSPC);
-        }
-        let slot = table.take_slot()?;
-        table.next_handle += 1;
+        let (handle, slot) = table.take_handle()?;
         let sem = Sem {
             value: initial,
             error: 0,
@@ -224,66 +329,150 @@ impl Semaphores {
             fence_context: Fence::new_context(),
             pending: KVec::new(),
             waiters: 0,
+            watchers: KVec::new(),
         };
         table.sems.insert(node.into_node(handle, sem));
         self.publish(slot, initial);
         Ok((handle, slot))
     }
 
-    /// SEM_DESTROY: its waiters get ECANCELED.
-    pub(crate) fn destroy(&self, handle: u32) -> Result {
+    /// SEM_IMPORT_HANDLE: a handle in this file for semaphore `handle` of
+    /// `owner`'s file (an alias in `owner` names the semaphore it aliases);
+    /// the new handle and its slot in the page. EINVAL if that semaphore is
+    /// this file's own.
+    pub(crate) fn import_handle(
+        self: &Arc<Self>,
+        owner: &Arc<Semaphores>,
+        handle: u32,
+    ) -> Result<(u32, usize)> {
+        let (owner, handle) = {
+            let table = owner.table.lock();
+            match table.aliases.get(&handle) {
+                Some(alias) => (alias.owner.clone(), alias.handle),
+                None => {
+                    table.sems.get(&handle).ok_or(ENOENT)?;
+                    (owner.clone(), handle)
+                }
+            }
+        };
+        if Arc::ptr_eq(self, &owner) {
+            return Err(EINVAL);
+        }
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let (new_handle, slot) = self.table.lock().take_handle()?;
+        // Watched before the alias exists: from here on every change of the
+        // semaphore is published to the slot.
+        let watched = owner.watch(
+            handle,
+            Watcher {
+                sems: self.clone(),
+                slot,
+            },
+        );
         let mut table = self.table.lock();
-        let sem = table.sems.remove(&handle).ok_or(ENOENT)?;
-        table.put_slot(sem.slot);
-        self.publish(sem.slot, 0);
-        self.changed.notify_all();
+        if let Err(e) = watched {
+            table.put_slot(slot);
+            return Err(e);
+        }
+        table.aliases.insert(node.into_node(
+            new_handle,
+            Alias {
+                owner,
+                handle,
+                slot,
+            },
+        ));
+        Ok((new_handle, slot))
+    }
+
+    /// Adds an alias's watcher to semaphore `handle`, publishing its
+    /// current value to the alias's slot.
+    fn watch(&self, handle: u32, watcher: Watcher) -> Result {
+        let mut table = self.table.lock();
+        let sem = table.get_mut(handle)?;
+        watcher.sems.publish(watcher.slot, sem.value);
+        sem.watchers.push(watcher, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Removes the watcher of the alias in `sems` at `slot` from semaphore
+    /// `handle`, if the semaphore is still there.
+    fn unwatch(&self, handle: u32, sems: &Semaphores, slot: usize) {
+        let mut table = self.table.lock();
+        if let Ok(sem) = table.get_mut(handle) {
+            sem.watchers
+                .retain(|w| !(core::ptr::eq(&*w.sems, sems) && w.slot == slot));
+        }
+    }
+
+    /// SEM_DESTROY: its waiters get ECANCELED, and so do its aliases'. An
+    /// alias's semaphore is left as it is.
+    pub(crate) fn destroy(&self, handle: u32) -> Result {
+        let alias = {
+            let mut table = self.table.lock();
+            if let Some(sem) = table.sems.remove(&handle) {
+                table.put_slot(sem.slot);
+                self.publish(sem.slot, 0);
+                self.wake_waiters();
+                return Ok(());
+            }
+            table.aliases.remove(&handle).ok_or(ENOENT)?
+        };
+        // The slot is freed only once nothing publishes to it.
+        alias.owner.unwatch(alias.handle, self, alias.slot);
+        let mut table = self.table.lock();
+        table.put_slot(alias.slot);
+        self.publish(alias.slot, 0);
+        self.wake_waiters();
         Ok(())
     }
 
     /// SEM_SIGNAL.
     pub(crate) fn signal(&self, handle: u32, value: u64) -> Result {
-        let mut table = self.table.lock();
-        let sem = table.get_mut(handle)?;
-        if sem.error != 0 {
-            return Err(Error::from_errno(-(sem.error as i32)));
-        }
-        if value <= sem.value || value == uapi::SEM_FAILED_VALUE {
-            return Err(EINVAL);
-        }
-        self.raise(sem, value);
-        Ok(())
+        self.with_sem(handle, |owner, sem| {
+            if sem.error != 0 {
+                return Err(Error::from_errno(-(sem.error as i32)));
+            }
+            if value <= sem.value || value == uapi::SEM_FAILED_VALUE {
+                return Err(EINVAL);
+            }
+            owner.raise(sem, value);
+            Ok(())
+        })
     }
 
-    /// Sets a new, higher value: wakes waiters, signals reached fences.
+    /// Sets a new, higher value: wakes waiters, signals reached fences,
+    /// and tells the semaphore's aliases.
     fn raise(&self, sem: &mut Sem, value: u64) {
         sem.value = value;
         sem.signal_fences();
         self.publish(sem.slot, value);
-        self.changed.notify_all();
+        self.wake_waiters();
         Scheduler::semaphore_changed(&self.scheduler);
+        for watcher in sem.watchers.iter() {
+            watcher.changed(value);
+        }
     }
 
     /// For a queue packet: where `handle` stands against `value`; ENOENT if
-    /// there is no such semaphore.
+    /// there is no such semaphore. An alias whose semaphore is gone has
+    /// failed with ECANCELED.
     pub(crate) fn wait_state(&self, handle: u32, value: u64) -> Result<WaitState> {
-        let table = self.table.lock();
-        let sem = table.get(handle)?;
-        Ok(match sem.error {
-            0 if sem.value >= value => WaitState::Reached,
-            0 => WaitState::Pending,
-            error => WaitState::Failed(error),
-        })
+        match self.with_sem(handle, |_, sem| Ok(WaitState::of(sem, value))) {
+            Err(e) if e == ECANCELED => Ok(WaitState::Failed(ecanceled())),
+            state => state,
+        }
     }
 
     /// A SIGNAL_SEMAPHORE packet completed. A value at or below the current
     /// one changes nothing: queue signals only ever raise.
     pub(crate) fn signal_from_queue(&self, handle: u32, value: u64) {
-        let mut table = self.table.lock();
-        if let Ok(sem) = table.get_mut(handle) {
+        let _ = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 && value > sem.value && value != uapi::SEM_FAILED_VALUE {
-                self.raise(sem, value);
+                owner.raise(sem, value);
             }
-        }
+            Ok(())
+        });
     }
 
     /// A queue that was to signal `handle` to `value` faulted, was
@@ -292,16 +481,16 @@ impl Semaphores {
     /// landed just before the queue stopped), and failing it would fail
     /// waiters that are already satisfied.
     pub(crate) fn fail_from_queue(&self, handle: u32, value: u64, error: u32) {
-        let mut table = self.table.lock();
-        if let Ok(sem) = table.get_mut(handle) {
+        let _ = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 && sem.value < value {
-                self.mark_failed(sem, error);
+                owner.mark_failed(sem, error);
             }
-        }
+            Ok(())
+        });
     }
 
     /// The device is gone: every semaphore not failed yet fails with
-    /// `error`, which wakes its waiters.
+    /// `error`, which wakes its waiters. Aliases are other files' to fail.
     pub(crate) fn fail_all(&self, error: u32) {
         let mut table = self.table.lock();
         for (_, sem) in table.sems.iter_mut() {
@@ -319,59 +508,60 @@ impl Semaphores {
 
     /// SEM_QUERY: the value and the failure errno (0 if none).
     pub(crate) fn query(&self, handle: u32) -> Result<(u64, u32)> {
-        let table = self.table.lock();
-        let sem = table.get(handle)?;
-        Ok((sem.value, sem.error))
+        match self.with_sem(handle, |_, sem| Ok((sem.value, sem.error))) {
+            Err(e) if e == ECANCELED => Ok((uapi::SEM_FAILED_VALUE, ecanceled())),
+            result => result,
+        }
     }
 
-    /// SEM_FAIL: the first failure sticks.
+    /// SEM_FAIL: the first failure sticks (an alias whose semaphore is gone
+    /// has failed already).
     pub(crate) fn fail(&self, handle: u32, error: u32) -> Result {
         if error == 0 || error > MAX_ERROR {
             return Err(EINVAL);
         }
-        let mut table = self.table.lock();
-        let sem = table.get_mut(handle)?;
-        if sem.error == 0 {
-            self.mark_failed(sem, error);
+        let failed = self.with_sem(handle, |owner, sem| {
+            if sem.error == 0 {
+                owner.mark_failed(sem, error);
+            }
+            Ok(())
+        });
+        match failed {
+            Err(e) if e == ECANCELED => Ok(()),
+            result => result,
         }
-        Ok(())
     }
 
     /// SEM_IMPORT_SYNC_FILE: `handle` advances to `value` when `fence`
     /// signals (or fails with its error).
     pub(crate) fn import(self: &Arc<Self>, handle: u32, value: u64, fence: Fence) -> Result {
-        {
-            let table = self.table.lock();
-            let sem = table.get(handle)?;
+        self.with_sem(handle, |_, sem| {
             if value == uapi::SEM_FAILED_VALUE {
                 return Err(EINVAL);
             }
-            if let Some(e) = sem.failure() {
-                return Err(e);
-            }
-        }
+            sem.failure().map_or(Ok(()), Err)
+        })?;
         sem_import::start(self, handle, value, fence)
     }
 
     /// An import's fence signalled (`error` if it failed).
     pub(crate) fn complete_import(&self, handle: u32, value: u64, error: Option<Error>) {
-        let mut table = self.table.lock();
-        if table.closed {
+        if self.table.lock().closed {
             return;
         }
         // Destroyed meanwhile: nothing to advance.
-        let Ok(sem) = table.get_mut(handle) else {
-            return;
-        };
-        if sem.error != 0 {
-            return;
-        }
-        match error {
-            Some(e) => self.mark_failed(sem, e.to_errno().unsigned_abs()),
-            None if value > sem.value => self.raise(sem, value),
-            // Already there: an import never lowers a value.
-            None => {}
-        }
+        let _ = self.with_sem(handle, |owner, sem| {
+            if sem.error != 0 {
+                return Ok(());
+            }
+            match error {
+                Some(e) => owner.mark_failed(sem, e.to_errno().unsigned_abs()),
+                None if value > sem.value => owner.raise(sem, value),
+                // Already there: an import never lowers a value.
+                None => {}
+            }
+            Ok(())
+        });
     }
 
     pub(crate) fn track_import(&self, import: Arc<FenceImport>) -> Result {
@@ -384,8 +574,9 @@ impl Semaphores {
     }
 
     /// The file is closing: stop imports (waiting for any already handed to
-    /// the workqueue, which must not outlive the module), then drop every
-    /// semaphore, which cancels their exported fences with ECANCELED.
+    /// the workqueue, which must not outlive the module), unhook its
+    /// aliases, then drop every semaphore, which cancels their exported
+    /// fences and their aliases with ECANCELED.
     pub(crate) fn close(&self) {
         self.table.lock().closed = true;
         // Cancelled ones are dropped here. The rest have fired: their work
@@ -400,7 +591,17 @@ impl Semaphores {
             };
             FenceImport::flush(&fired);
         }
-        let sems = core::mem::take(&mut self.table.lock().sems);
+        let aliases = core::mem::take(&mut self.table.lock().aliases);
+        for (_, alias) in aliases.iter() {
+            alias.owner.unwatch(alias.handle, self, alias.slot);
+        }
+        drop(aliases);
+        // Dropped under the lock, as SEM_DESTROY drops one: an alias being
+        // destroyed meanwhile then either removes its watcher first or
+        // finds the semaphore gone, with its last publish to the alias's
+        // slot done, before it frees the slot.
+        let mut table = self.table.lock();
+        let sems = core::mem::take(&mut table.sems);
         drop(sems);
     }
 
@@ -408,30 +609,32 @@ impl Semaphores {
     /// it has), with its error if it fails, and ECANCELED if it is
     /// destroyed or its file closes first.
     pub(crate) fn fence(&self, handle: u32, value: u64) -> Result<Fence> {
-        let mut table = self.table.lock();
-        let sem = table.get_mut(handle)?;
-        let fence = Fence::new(sem.fence_context, value)?;
-        if let Some(e) = sem.failure() {
-            fence.signal(Some(e));
-        } else if sem.value >= value {
-            fence.signal(None);
-        } else {
-            sem.pending.push((value, fence.clone()), GFP_KERNEL)?;
-        }
-        Ok(fence)
+        self.with_sem(handle, |_, sem| {
+            let fence = Fence::new(sem.fence_context, value)?;
+            if let Some(e) = sem.failure() {
+                fence.signal(Some(e));
+            } else if sem.value >= value {
+                fence.signal(None);
+            } else {
+                sem.pending.push((value, fence.clone()), GFP_KERNEL)?;
+            }
+            Ok(fence)
+        })
     }
 
-    /// One look at a wait's points.
-    fn check(table: &Table, points: &[SemWaitPoint], any: bool) -> Check {
+    /// One look at a wait's points, each under its owner's table in turn.
+    /// A semaphore destroyed meanwhile has failed with ECANCELED.
+    fn check(&self, points: &[SemWaitPoint], any: bool) -> Check {
         let mut all_done = true;
         for (i, p) in (0u32..).zip(points) {
-            let Some(sem) = table.sems.get(&p.handle) else {
-                return Check::Failed(i, ECANCELED.to_errno().unsigned_abs());
+            let state = self
+                .wait_state(p.handle, p.value)
+                .unwrap_or(WaitState::Failed(ecanceled()));
+            let done = match state {
+                WaitState::Failed(error) => return Check::Failed(i, error),
+                WaitState::Reached => true,
+                WaitState::Pending => false,
             };
-            if sem.error != 0 {
-                return Check::Failed(i, sem.error);
-            }
-            let done = sem.value >= p.value;
             if done && any {
                 return Check::Done(i);
             }
@@ -456,26 +659,27 @@ impl Semaphores {
         deadline_ns: i64,
         index: &mut u32,
     ) -> Result {
-        let mut table = self.table.lock();
         // Every handle must be valid when the wait starts.
-        for p in points {
-            table.get(p.handle)?;
+        if points.iter().any(|p| !self.knows(p.handle)) {
+            return Err(ENOENT);
         }
         // Counted as waiters while here, for debugfs.
-        let count = |table: &mut Table, up: bool| {
+        let count = |up: bool| {
             for p in points {
-                if let Ok(sem) = table.get_mut(p.handle) {
+                let _ = self.with_sem(p.handle, |_, sem| {
                     sem.waiters = if up {
                         sem.waiters + 1
                     } else {
                         sem.waiters.saturating_sub(1)
                     };
-                }
+                    Ok(())
+                });
             }
         };
-        count(&mut table, true);
+        count(true);
         let result = loop {
-            match Self::check(&table, points, any) {
+            let seen = *self.wake.lock();
+            match self.check(points, any) {
                 Check::Done(i) => {
                     *index = i;
                     break Ok(());
@@ -494,36 +698,64 @@ impl Semaphores {
             // Rounded up, so a wake-up by timeout is never early; the loop
             // rechecks the clock anyway.
             let ms = u32::try_from((remaining as u64).div_ceil(1_000_000)).unwrap_or(u32::MAX);
+            let mut generation = self.wake.lock();
+            // A change since the look: look again.
+            if *generation != seen {
+                continue;
+            }
             if let CondVarTimeoutResult::Signal { .. } = self
                 .changed
-                .wait_interruptible_timeout(&mut table, msecs_to_jiffies(ms))
+                .wait_interruptible_timeout(&mut generation, msecs_to_jiffies(ms))
             {
                 break Err(ERESTARTSYS);
             }
         };
-        count(&mut table, false);
+        count(false);
         result
     }
 
-    /// debugfs `semaphores`: one line of `key=value` pairs per semaphore.
+    /// debugfs `semaphores`: one line of `key=value` pairs per semaphore
+    /// and per alias (which says whose semaphore it is).
     pub(crate) fn write_list(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let table = self.table.lock();
-        for (handle, sem) in table.sems.iter() {
+        let mut aliases = KVec::new();
+        {
+            let table = self.table.lock();
+            for (handle, sem) in table.sems.iter() {
+                writeln!(
+                    f,
+                    "pid={} sem={handle} value={} error={} waiters={} fences={}",
+                    self.tgid,
+                    sem.value,
+                    sem.error,
+                    sem.waiters,
+                    sem.pending.len()
+                )?;
+            }
+            for (handle, alias) in table.aliases.iter() {
+                // Out of memory only shortens the list.
+                let _ = aliases.push((*handle, alias.owner.clone(), alias.handle), GFP_KERNEL);
+            }
+        }
+        // An alias shows its semaphore's value and error, read under the
+        // owner's table once this file's is dropped; its waiters and fences
+        // are counted on the semaphore's own line.
+        for (handle, owner, target) in aliases {
+            let (value, error) = owner
+                .with_sem(target, |_, sem| Ok((sem.value, sem.error)))
+                .unwrap_or((uapi::SEM_FAILED_VALUE, ecanceled()));
             writeln!(
                 f,
-                "pid={} sem={handle} value={} error={} waiters={} fences={}",
-                self.tgid,
-                sem.value,
-                sem.error,
-                sem.waiters,
-                sem.pending.len()
+                "pid={} sem={handle} value={value} error={error} waiters=0 fences=0 alias_of_pid={} \
+                 alias_of_sem={target}",
+                self.tgid, owner.tgid
             )?;
         }
         Ok(())
     }
 
-    /// Live semaphores, for debugfs.
+    /// Live semaphores and aliases, for debugfs.
     pub(crate) fn count(&self) -> usize {
-        self.table.lock().sems.iter().count()
+        let table = self.table.lock();
+        table.sems.iter().count() + table.aliases.iter().count()
     }
 }

@@ -3,16 +3,33 @@
 # Builds everything the QEMU guest runs, against the cached test kernel:
 # radiance.ko, the kselftests and the static Rust binaries. Prints the
 # staging directory (the files to put in the initramfs).
+# RADIANCE_KERNEL=debug: for the debug kernel, into build/stage-debug, with
+# radiance-fuzz. Each kernel's radiance.ko is built in its own directory,
+# build/kmod-test or build/kmod-debug, never beside the sources.
 source "$(dirname "$0")/lib.sh"
 
 kdir=$(kernel_dir)
 ksrc=$(kernel_src)
 stage=$BUILD/stage
-rm -rf "$stage"; mkdir -p "$stage"
+[[ $RADIANCE_KERNEL == test ]] || stage=$BUILD/stage-$RADIANCE_KERNEL
+mod_out=$BUILD/kmod-$RADIANCE_KERNEL
+rm -rf "$stage"; mkdir -p "$stage" "$mod_out"
 
-log "module: building radiance.ko"
-make -s -C "$kdir" M="$TOP" LLVM=$LLVM_SUFFIX -j"$JOBS" modules >&2
-cp "$TOP/kmod/radiance.ko" "$stage/"
+# Kbuild refuses a separate output directory while an in-tree build's
+# outputs (`make M=$PWD` at the top) are there.
+if [[ -f $TOP/modules.order ]]; then
+	log "module: removing the in-tree build's outputs"
+	make -s -C "$kdir" M="$TOP" clean >&2
+fi
+log "module: building radiance.ko for the $RADIANCE_KERNEL kernel"
+make -s -C "$kdir" M="$TOP" MO="$mod_out" LLVM=$LLVM_SUFFIX -j"$JOBS" modules >&2
+cp "$mod_out/kmod/radiance.ko" "$stage/"
+
+if [[ $RADIANCE_KERNEL == debug ]]; then
+	log "guest: building radiance-fuzz"
+	make -s -C "$TOP/tools/fuzz" OUTPUT="$BUILD/fuzz" >&2
+	cp "$BUILD/fuzz/radiance-fuzz" "$TOP"/tests/guest/kmemleak.sh "$TOP"/tests/guest/test-job.sh "$stage/"
+fi
 
 log "guest: building kselftests"
 make -s -C "$TOP/tests/kselftest" KSRC="$ksrc" OUTPUT="$BUILD/kselftest" >&2
@@ -33,7 +50,7 @@ cp "$TOP/target/$target/release/radctl" "$TOP/target/$target/release/radiance-ct
 	"$TOP/target/$target/release/examples/kmod_buffers" "$TOP/target/$target/release/examples/hal_pipeline" \
 	"$stage/"
 # Test binaries' paths have a hash in them: ask cargo for them.
-for test in kmod_bo kmod_sem kmod_queue kmod_hal; do
+for test in kmod_bo kmod_sem kmod_queue kmod_hal kmod_group; do
 	bin=$(static_cargo test --no-run -p libradiance --test "$test" --message-format=json |
 		sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
 	[[ -x $bin ]] || die "no libradiance $test test binary"

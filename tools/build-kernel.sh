@@ -5,10 +5,25 @@
 # plus tools/kernel/radiance.config. The built tree is cached under
 # $RADIANCE_CACHE/kernel/<version>-<config hash>; a rerun with the same
 # version and config returns at once.
+#
+#	tools/build-kernel.sh [--debug]
+#
+# --debug: the debug kernel (KASAN, KCOV, kmemleak, fault injection), with
+# tools/kernel/debug.config merged on top; cached beside the test kernel and
+# named by `current-debug` instead of `current` (see kernel_dir in lib.sh).
 source "$(dirname "$0")/lib.sh"
 
 apt_dir=$RADIANCE_CACHE/apt
-fragment=$TOP/tools/kernel/radiance.config
+fragments=("$TOP/tools/kernel/radiance.config")
+pointer=current
+case ${1:-} in
+'') ;;
+--debug)
+	fragments+=("$TOP/tools/kernel/debug.config")
+	pointer=current-debug
+	;;
+*) die "usage: $0 [--debug]" ;;
+esac
 
 # The Debian mirror this machine already uses, so no host is hard-coded.
 debian_mirror() {
@@ -37,7 +52,7 @@ fetch_source_deb() {
 
 deb=$(fetch_source_deb)
 version=$(basename "$deb" | sed -E "s/^${KERNEL_PKG}_([^_]+)_.*/\1/")
-hash=$( (echo "$version"; cat "$fragment") | sha256sum | cut -c1-12)
+hash=$( (echo "$version"; cat "${fragments[@]}") | sha256sum | cut -c1-12)
 src=$RADIANCE_CACHE/kernel/src-$version
 out=$RADIANCE_CACHE/kernel/build-$version-$hash
 
@@ -56,18 +71,20 @@ else
 	mk=(make -C "$src" O="$out" LLVM=$LLVM_SUFFIX -j"$JOBS")
 	rm -rf "$out"; mkdir -p "$out"
 	"${mk[@]}" -s tinyconfig
-	"$src"/scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "$fragment" >/dev/null
+	"$src"/scripts/kconfig/merge_config.sh -m -O "$out" "$out/.config" "${fragments[@]}" >/dev/null
 	"${mk[@]}" -s olddefconfig
 	# A symbol whose dependencies are unmet is dropped silently: refuse that.
 	while IFS= read -r line; do
 		[[ $line =~ ^CONFIG_ ]] || continue
 		grep -qx "$line" "$out/.config" || die "kernel config: $line did not stick (unmet dependency?)"
-	done <"$fragment"
+	done < <(cat "${fragments[@]}")
 	"${mk[@]}" rustavailable >/dev/null || die "Rust is not available to the kernel build"
-	log "kernel: building $version (config $hash); about 12 minutes on 2 cores"
+	log "kernel: building $version (config $hash, $pointer); about 12 minutes on 2 cores, 25 for --debug"
 	"${mk[@]}" -s all
 	touch "$out/.radiance-built"
 fi
-echo "$out" >"$RADIANCE_CACHE/kernel/current"
-echo "$src" >"$RADIANCE_CACHE/kernel/current-src"
+echo "$out" >"$RADIANCE_CACHE/kernel/$pointer"
+# Rewritten only when it changes: other tools read it while this runs.
+[[ $(cat "$RADIANCE_CACHE/kernel/current-src" 2>/dev/null) == "$src" ]] ||
+	echo "$src" >"$RADIANCE_CACHE/kernel/current-src"
 echo "$out"

@@ -14,6 +14,10 @@ APT_PACKAGES=(
 	busybox-static qemu-system-x86
 	# C users of libradiance find it through pkg-config (tests/install).
 	pkg-config
+	# The hsa backend's tests: ROCr's headers (the C probe of
+	# libradiance/tests/hsa_abi.rs) and ROCr itself (hsa:0 without /dev/kfd).
+	# clang-19 and lld-19 above also build its built-in kernels.
+	libhsa-runtime64-1 libhsa-runtime-dev
 )
 
 missing=()

@@ -22,10 +22,19 @@ export PATH=$HOME/.cargo/bin:$PATH
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# Which kernel the guest tools build for and boot: `test` (the default) or
+# `debug` (KASAN, KCOV, kmemleak, fault injection: build-kernel.sh --debug).
+RADIANCE_KERNEL=${RADIANCE_KERNEL:-test}
+case $RADIANCE_KERNEL in
+test | debug) ;;
+*) die "RADIANCE_KERNEL must be test or debug, not '$RADIANCE_KERNEL'" ;;
+esac
+
 # Where the built kernel tree lives; set by tools/build-kernel.sh's stamp.
 kernel_dir() {
 	local f=$RADIANCE_CACHE/kernel/current
-	[[ -f $f ]] || die "no test kernel built yet: run tools/build-kernel.sh"
+	[[ $RADIANCE_KERNEL == test ]] || f=$f-$RADIANCE_KERNEL
+	[[ -f $f ]] || die "no $RADIANCE_KERNEL kernel built yet: run tools/build-kernel.sh${f##*/current}"
 	cat "$f"
 }
 

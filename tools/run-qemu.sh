@@ -15,6 +15,7 @@
 # "N passed, N failed, N skipped".
 # $KTAP: a ktap binary to use instead of building tools/ktap.
 # $RADIANCE_GUEST_CMDLINE: more kernel parameters (e.g. swiotlb=force).
+# $RADIANCE_KERNEL=debug: boot the debug kernel (tools/build-kernel.sh --debug).
 source "$(dirname "$0")/lib.sh"
 
 usage() {
@@ -91,7 +92,7 @@ stop_qemu() {
 }
 trap stop_qemu INT TERM HUP
 
-log "booting $(basename "$bzimage") with $initramfs (timeout ${timeout_s}s)"
+log "booting the $RADIANCE_KERNEL kernel with $initramfs (timeout ${timeout_s}s)"
 start=$SECONDS
 # In the background so that the trap runs while we wait; the loop waits
 # again after a signal interrupted the wait.

@@ -6,13 +6,17 @@
 # the C ABI test and the radctl smoke tests, against the emulated device in
 # each dialect and implementing only what gluon-sim does; then the tests
 # that move data between host memory and the device again with every DMA
-# bounced (swiotlb=force). The last line is the total: `N passed, N failed,
-# N skipped`; the exit code is non-zero if any test failed, or if either
-# stage could not run.
+# bounced (swiotlb=force); then on the debug kernel (KASAN, KCOV, kmemleak,
+# fault injection) the kselftests, the stress tests, the fail-nth sweep and
+# the fuzzer in its CI budget, with kmemleak scans (tests/guest/robust-job.sh).
+# The last line is the total: `N passed, N failed, N skipped`; the exit code
+# is non-zero if any test failed, or if either stage could not run.
+# $RADIANCE_FUZZ_EXECS: the fuzzer's budget (default 3000 executions).
 source "$(dirname "$0")/lib.sh"
 
 "$TOP"/tools/install-toolchain.sh
 "$TOP"/tools/build-kernel.sh >/dev/null
+"$TOP"/tools/build-kernel.sh --debug >/dev/null
 mkdir -p "$BUILD"
 
 log "host: cargo test"
@@ -53,15 +57,20 @@ fi
 log "guest: kselftests in QEMU"
 guest_pass=0 guest_fail=0 guest_skip=0
 stage=$("$TOP"/tools/build-guest.sh) || guest_fail=1
+debug_stage=$(RADIANCE_KERNEL=debug "$TOP"/tools/build-guest.sh) || guest_fail=1
 
 # Boots the guest with job $1 and kernel parameters $2, adding its counts
-# to the guest's. Counts come only from this run's log.
+# to the guest's. Counts come only from this run's log. $3: `debug` boots
+# the debug kernel with its own build of the module; $4: a timeout.
 guest_run() {
 	local job=$1 log=$BUILD/guest-$1-${2//[^a-z0-9]/_}.log rc=0 pass fail skip
+	local kernel=${3:-test} dir=$stage
+	[[ $kernel == test ]] || dir=$debug_stage
 	rm -f "$log"
-	cp "$TOP/tests/guest/$job.sh" "$stage/job"
-	"$TOP"/tools/make-initramfs.sh "$BUILD/$job.cpio.gz" "$stage"
-	RADIANCE_GUEST_CMDLINE=$2 "$TOP"/tools/run-qemu.sh "$BUILD/$job.cpio.gz" | tee "$log" || rc=$?
+	cp "$TOP/tests/guest/$job.sh" "$dir/job"
+	"$TOP"/tools/make-initramfs.sh "$BUILD/$job.cpio.gz" "$dir"
+	RADIANCE_KERNEL=$kernel RADIANCE_GUEST_CMDLINE=$2 \
+		"$TOP"/tools/run-qemu.sh --timeout "${4:-600}" "$BUILD/$job.cpio.gz" | tee "$log" || rc=$?
 	read -r pass fail skip < <(tail -n1 "$log" 2>/dev/null |
 		sed -nE 's/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p'; echo)
 	pass=${pass:-0} fail=${fail:-0} skip=${skip:-0}
@@ -89,6 +98,10 @@ if ((guest_fail == 0)); then
 	# node, its death, and user devices beside an emulated one.
 	log "guest: devices served by gluon-bridge (model mode)"
 	guest_run user-job ""
+	# Robustness: KASAN, lockdep, kmemleak and fault injection watching the
+	# kselftests, the stress tests, the fail-nth sweep and the fuzzer.
+	log "guest: the debug kernel: stress, fail-nth, fuzzer, kmemleak"
+	guest_run robust-job "radiance_fuzz.execs=${RADIANCE_FUZZ_EXECS:-3000} radiance_fuzz.seed=1" debug 2400
 fi
 
 log "host: $host_pass passed, $host_fail failed, $host_skip skipped"

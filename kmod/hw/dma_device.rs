@@ -19,9 +19,16 @@ use kernel::{
 pub(crate) struct DmaDevice(faux::Registration);
 
 impl DmaDevice {
-    /// Registers `/sys/devices/faux/<name>`.
+    /// Registers `/sys/devices/faux/<name>`; ENOMEM if it cannot.
     pub(crate) fn new(name: &CStr) -> Result<Self> {
-        let this = Self(faux::Registration::new(name, None)?);
+        // `faux_device_create` answers every failure with NULL, which 7.3's
+        // `faux::Registration` reports as ENODEV. Ours can only be a failed
+        // allocation (callers make each name unique, and a faux device
+        // without operations has no probe to fail).
+        let registration =
+            faux::Registration::new(name, None)
+                .map_err(|e| if e == ENODEV { ENOMEM } else { e })?;
+        let this = Self(registration);
         set_dma_mask_32(this.device())?;
         Ok(this)
     }

@@ -212,6 +212,9 @@ mod tests {
                 kernel_pc: 2,
                 grid: [3, 4, 5],
                 block: [6, 7, 8],
+                regs_per_thread: 1,
+                // 0 is encoded as 1 (gluon-sim divides by it).
+                shmem_per_block: 9,
                 ..Default::default()
             };
             let mut block = [0u8; 64];

@@ -116,6 +116,78 @@ typedef enum radiance_wait_mode_e {
 radiance_status_t radiance_device_wait_semaphores(radiance_device_t *device, uint32_t mode,
 						  radiance_semaphore_list_t list, uint64_t timeout_ns);
 
+/* ---- Device groups -------------------------------------------------------- */
+
+/*
+ * Several devices as one topology (IREE's iree_hal_device_group_t). A
+ * builder lives on the caller's stack: initialize it, add devices (each is
+ * retained), finalize it into a group (the builder is consumed either way:
+ * its references are released), or deinitialize it to give up. The group
+ * retains its devices; each device keeps the topology alive as long as it
+ * lives, and belongs to one group at most (FAILED_PRECONDITION for a
+ * second). In a group, a semaphore of one device stands in the wait and
+ * signal lists of another device's queue operations, and a buffer of one
+ * device in another's copies, by the routes of the topology: a failure
+ * crosses with its code and message, and releasing the group cancels what
+ * still waits in a host relay (CANCELLED).
+ */
+typedef struct radiance_device_group_t radiance_device_group_t;
+
+#define RADIANCE_DEVICE_GROUP_MAX_DEVICES 16
+typedef struct radiance_device_group_builder_t {
+	uint32_t device_count;
+	uint32_t reserved;
+	radiance_device_t *devices[RADIANCE_DEVICE_GROUP_MAX_DEVICES];
+} radiance_device_group_builder_t;
+
+/* How device `to`'s queues wait on (and signal) device `from`'s semaphores. */
+typedef enum radiance_semaphore_route_e {
+	RADIANCE_SEMAPHORE_ROUTE_LOCAL = 0,	/* the same device */
+	RADIANCE_SEMAPHORE_ROUTE_SYNC_FILE = 1, /* sync_files, in the kernel */
+	RADIANCE_SEMAPHORE_ROUTE_HOST_HOP = 2,	/* a relay thread of this process */
+	RADIANCE_SEMAPHORE_ROUTE_KERNEL_ALIAS = 3, /* one driver: the semaphore itself, in the kernel */
+} radiance_semaphore_route_t;
+
+/* How device `to`'s queues copy device `from`'s buffers. */
+typedef enum radiance_buffer_route_e {
+	RADIANCE_BUFFER_ROUTE_LOCAL = 0,
+	RADIANCE_BUFFER_ROUTE_DMA_BUF = 1, /* exported by `from`, imported by `to` */
+	RADIANCE_BUFFER_ROUTE_HOST = 2,	   /* `to`'s queues run on the host: host-visible buffers */
+	RADIANCE_BUFFER_ROUTE_NONE = 3,
+} radiance_buffer_route_t;
+
+typedef enum radiance_link_class_e {
+	RADIANCE_LINK_CLASS_LOCAL = 0,
+	RADIANCE_LINK_CLASS_DRIVER = 1, /* one driver: edges stay in the kernel */
+	RADIANCE_LINK_CLASS_HOST = 2,	/* edges go through this process */
+} radiance_link_class_t;
+
+typedef struct radiance_topology_edge_t {
+	uint32_t semaphore_route; /* radiance_semaphore_route_t */
+	uint32_t buffer_route;	  /* radiance_buffer_route_t */
+	uint32_t link_class;	  /* radiance_link_class_t */
+	uint32_t reserved;
+} radiance_topology_edge_t;
+
+void radiance_device_group_builder_initialize(radiance_device_group_builder_t *builder);
+/* RESOURCE_EXHAUSTED past RADIANCE_DEVICE_GROUP_MAX_DEVICES. */
+radiance_status_t radiance_device_group_builder_add_device(radiance_device_group_builder_t *builder,
+							   radiance_device_t *device);
+/* INVALID_ARGUMENT for no device or one added twice. */
+radiance_status_t radiance_device_group_builder_finalize(radiance_device_group_builder_t *builder,
+							 radiance_device_group_t **out_group);
+void radiance_device_group_builder_deinitialize(radiance_device_group_builder_t *builder);
+void radiance_device_group_retain(radiance_device_group_t *group);
+void radiance_device_group_release(radiance_device_group_t *group);
+/* Devices in the group, in the order they were added (0 for NULL). */
+uint32_t radiance_device_group_device_count(const radiance_device_group_t *group);
+/* Device `index`, borrowed from the group (retain it to keep it longer). */
+radiance_status_t radiance_device_group_device(const radiance_device_group_t *group, uint32_t index,
+					       radiance_device_t **out_device);
+/* How device `to` reaches device `from` (OUT_OF_RANGE for an index past the group). */
+radiance_status_t radiance_device_group_edge(const radiance_device_group_t *group, uint32_t from, uint32_t to,
+					     radiance_topology_edge_t *out_edge);
+
 /* ---- Semaphores ----------------------------------------------------------- */
 
 radiance_status_t radiance_semaphore_create(radiance_device_t *device, uint64_t initial_value,
@@ -310,6 +382,8 @@ _Static_assert(sizeof(radiance_buffer_params_t) == 16, "radiance_buffer_params_t
 _Static_assert(sizeof(radiance_mapping_t) == 24, "radiance_mapping_t layout");
 _Static_assert(sizeof(radiance_launch_t) == 64, "radiance_launch_t layout");
 _Static_assert(sizeof(radiance_transport_launch_t) == 64, "radiance_transport_launch_t layout");
+_Static_assert(sizeof(radiance_device_group_builder_t) == 136, "radiance_device_group_builder_t layout");
+_Static_assert(sizeof(radiance_topology_edge_t) == 16, "radiance_topology_edge_t layout");
 #endif
 
 #ifdef __cplusplus

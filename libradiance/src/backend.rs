@@ -16,7 +16,8 @@
 //! any thread.
 
 use crate::{
-    BufferParams, //
+    device_group::Interop, //
+    BufferParams,
     Command,
     DeviceInfo,
     Error,
@@ -54,6 +55,20 @@ pub trait Backend: Send + Sync {
     /// A new queue. Dropping the last reference to it cancels what it has
     /// not finished (see [`crate::Queue`]).
     fn create_queue(&self) -> Result<Arc<dyn BackendQueue>>;
+
+    /// What it shares with other devices of a group: the topology's routes
+    /// follow from it. Nothing, unless the backend says otherwise.
+    fn interop(&self) -> Interop {
+        Interop::default()
+    }
+
+    /// A semaphore of this device that is `semaphore` itself, a semaphore of
+    /// another device of the same driver (where
+    /// [`Interop::semaphore_aliases`]): waiting on and signalling it act on
+    /// `semaphore`, with nothing in between.
+    fn alias_semaphore(&self, _semaphore: &dyn BackendSemaphore) -> Result<Arc<dyn BackendSemaphore>> {
+        Err(Error::Unsupported("this backend cannot alias another device's semaphores".into()))
+    }
 }
 
 /// A timeline semaphore.
@@ -69,6 +84,25 @@ pub trait BackendSemaphore: Send + Sync {
     /// Fails the semaphore: every current and future waiter gets `error`. The
     /// first failure sticks; later ones are ignored.
     fn fail(&self, error: Error);
+
+    /// A sync_file that signals when the payload reaches `value`, or fails
+    /// with the semaphore (where [`Interop::sync_file`]).
+    fn export_sync_file(&self, _value: u64) -> Result<OwnedFd> {
+        Err(Error::Unsupported("this backend's semaphores do not export sync_files".into()))
+    }
+
+    /// Raises the payload to `value` when `sync_file` signals, or fails the
+    /// semaphore when it fails: then `origin`, the semaphore the sync_file
+    /// came from, says with what error (where [`Interop::sync_file`]).
+    fn import_sync_file(&self, _sync_file: BorrowedFd<'_>, _value: u64, _origin: Arc<dyn BackendSemaphore>) -> Result<()> {
+        Err(Error::Unsupported("this backend's semaphores do not import sync_files".into()))
+    }
+
+    /// A failure of this semaphore that the kernel carried from `origin`
+    /// (another device's semaphore it is linked to) is `origin`'s error:
+    /// asked for it when this one fails with the same errno. Nothing, where
+    /// the backend keeps errors itself.
+    fn follow(&self, _origin: Arc<dyn BackendSemaphore>) {}
 
     /// For the backend's downcast.
     fn as_any(&self) -> &dyn Any;

@@ -5,12 +5,13 @@
 //! host-visible, and shared with other drivers as dma-bufs where the backend
 //! can.
 
-use crate::{backend::BackendBuffer, Device, Error, Result};
+use crate::{backend::BackendBuffer, lock::lock, Device, Error, Result};
 use std::{
+    borrow::Cow,
     fmt,
     ops::BitOr,
     os::fd::OwnedFd,
-    sync::Arc,
+    sync::{Arc, Mutex},
 };
 
 /// Where a buffer's memory lives.
@@ -97,6 +98,9 @@ pub struct Buffer {
     device: Device,
     params: BufferParams,
     inner: Arc<dyn BackendBuffer>,
+    /// Its imports on other devices of its group (`bridge.rs`), made on
+    /// first use and kept as long as it lives.
+    twins: Arc<Mutex<Vec<Buffer>>>,
 }
 
 /// A byte position in a buffer: where a queue command starts reading or
@@ -127,7 +131,24 @@ impl fmt::Debug for Buffer {
 
 impl Buffer {
     pub(crate) fn new(device: Device, params: BufferParams, inner: Arc<dyn BackendBuffer>) -> Self {
-        Self { device, params, inner }
+        Self { device, params, inner, twins: Arc::default() }
+    }
+
+    /// The same memory as a buffer of `device`, whose queues reach it
+    /// through the host.
+    pub(crate) fn on(&self, device: &Device) -> Buffer {
+        Buffer::new(device.clone(), self.params, Arc::clone(&self.inner))
+    }
+
+    /// Its twin on `device`, made by `import` the first time.
+    pub(crate) fn twin(&self, device: &Device, import: impl FnOnce() -> Result<Buffer>) -> Result<Cow<'_, Buffer>> {
+        let mut twins = lock(&self.twins);
+        if let Some(twin) = twins.iter().find(|t| t.device().is(device)) {
+            return Ok(Cow::Owned(twin.clone()));
+        }
+        let twin = import()?;
+        twins.push(twin.clone());
+        Ok(Cow::Owned(twin))
     }
 
     /// The device the buffer belongs to.

@@ -6,7 +6,9 @@
 use crate::{
     backend::Backend, //
     cuda,
+    device_group::Membership,
     host,
+    hsa,
     kmod,
     semaphore::owned_list,
     Buffer,
@@ -19,7 +21,10 @@ use crate::{
     Timeout,
     WaitMode,
 };
-use std::{os::fd::BorrowedFd, sync::Arc};
+use std::{
+    os::fd::BorrowedFd,
+    sync::{Arc, OnceLock},
+};
 
 /// What a device is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +49,16 @@ pub struct DeviceInfo {
 /// object it created.
 #[derive(Clone)]
 pub struct Device {
-    inner: Arc<dyn Backend>,
+    inner: Arc<Shared<dyn Backend>>,
+}
+
+/// A device's backend and its place in a device group, behind one
+/// reference count (the backend last, so that it can be unsized).
+struct Shared<B: ?Sized> {
+    /// Set once, when a group is finalized over the device; it keeps the
+    /// group's topology alive as long as the device lives.
+    group: OnceLock<Membership>,
+    backend: B,
 }
 
 impl std::fmt::Debug for Device {
@@ -55,62 +69,91 @@ impl std::fmt::Debug for Device {
 
 impl Device {
     /// Opens a device by URI: `host` (the CPU reference backend), `kmod:N`
-    /// or `/dev/radianceN` (radiance.ko), `cuda:N` (the NVIDIA driver);
-    /// `hsa:N` is recognised and reports that this build cannot drive it
-    /// yet.
+    /// or `/dev/radianceN` (radiance.ko), `cuda:N` (the NVIDIA driver),
+    /// `hsa:N` (an AMD GPU through ROCr and the amdgpu driver's `/dev/kfd`).
     pub fn open(uri: &str) -> Result<Self> {
-        let unavailable = |why| Err(Error::BackendUnavailable { uri: uri.to_owned(), why });
         if uri == "host" {
-            return Ok(Self { inner: Arc::new(host::HostDevice::new(uri)) });
+            return Ok(Self::new(host::HostDevice::new(uri)));
         }
         if uri.starts_with("kmod:") || uri.starts_with("/dev/") {
-            return Ok(Self { inner: Arc::new(kmod::hal::KmodDevice::open(uri)?) });
+            return Ok(Self::new(kmod::hal::KmodDevice::open(uri)?));
         }
         if uri.starts_with("cuda:") {
-            return Ok(Self { inner: Arc::new(cuda::CudaDevice::open(uri)?) });
+            return Ok(Self::new(cuda::CudaDevice::open(uri)?));
         }
         if uri.starts_with("hsa:") {
-            return unavailable("the hsa backend is not implemented yet");
+            return Ok(Self::new(hsa::HsaDevice::open(uri)?));
         }
         Err(Error::UnknownDevice(uri.to_owned()))
     }
 
-    /// The URIs of the devices present: `host`, and `kmod:N` for each
-    /// `/dev/radianceN`.
+    fn new(backend: impl Backend + 'static) -> Self {
+        Self { inner: Arc::new(Shared { group: OnceLock::new(), backend }) }
+    }
+
+    /// The backend, for the public types.
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &self.inner.backend
+    }
+
+    /// The device's place in its device group, if it is in one.
+    pub(crate) fn membership(&self) -> Option<&Membership> {
+        self.inner.group.get()
+    }
+
+    /// Puts the device in a group; fails if it is in one already.
+    pub(crate) fn join(&self, membership: Membership) -> Result<()> {
+        self.inner.group.set(membership).map_err(|_| Self::already_grouped(self.info()))
+    }
+
+    pub(crate) fn already_grouped(info: &DeviceInfo) -> Error {
+        Error::Status {
+            code: crate::StatusCode::FailedPrecondition,
+            message: format!("{} is in a device group already: a device belongs to one group at most", info.uri),
+        }
+    }
+
+    /// Whether `self` and `other` are the same device.
+    pub fn is(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The URIs of the devices present: `host`, `kmod:N` for each
+    /// `/dev/radianceN`, and `hsa:N` for each AMD GPU where ROCr starts.
     pub fn enumerate() -> Vec<String> {
         let nodes = kmod::enumerate().unwrap_or_default();
         let kmod_uris = nodes.iter().filter_map(|p| {
             let index = p.file_name()?.to_str()?.strip_prefix("radiance")?;
             Some(format!("kmod:{index}"))
         });
-        std::iter::once("host".to_owned()).chain(kmod_uris).collect()
+        std::iter::once("host".to_owned()).chain(kmod_uris).chain(hsa::enumerate()).collect()
     }
 
     /// What the device is.
     pub fn info(&self) -> &DeviceInfo {
-        self.inner.info()
+        self.backend().info()
     }
 
     /// A new queue.
     pub fn create_queue(&self) -> Result<Queue> {
-        Ok(Queue::new(self.clone(), self.inner.create_queue()?))
+        Ok(Queue::new(self.clone(), self.backend().create_queue()?))
     }
 
     /// A new timeline semaphore with payload `initial`.
     pub fn create_semaphore(&self, initial: u64) -> Result<Semaphore> {
-        Ok(Semaphore::new(self.clone(), self.inner.create_semaphore(initial)?))
+        Ok(Semaphore::new(self.clone(), self.backend().create_semaphore(initial)?))
     }
 
     /// A new buffer (zero-filled on `host`; contents unspecified elsewhere).
     pub fn allocate_buffer(&self, params: BufferParams) -> Result<Buffer> {
         params.check()?;
-        Ok(Buffer::new(self.clone(), params, self.inner.allocate_buffer(&params)?))
+        Ok(Buffer::new(self.clone(), params, self.backend().allocate_buffer(&params)?))
     }
 
     /// A buffer over a dma-buf exported by anyone; `params.size` is its size.
     pub fn import_dma_buf(&self, fd: BorrowedFd<'_>, params: BufferParams) -> Result<Buffer> {
         params.check()?;
-        Ok(Buffer::new(self.clone(), params, self.inner.import_dma_buf(fd, &params)?))
+        Ok(Buffer::new(self.clone(), params, self.backend().import_dma_buf(fd, &params)?))
     }
 
     /// Starts recording a command buffer for this device's queues.
@@ -123,12 +166,12 @@ impl Device {
     /// [`Error::DeadlineExceeded`]. An empty list is reached at once.
     pub fn wait_semaphores(&self, mode: WaitMode, points: &[(&Semaphore, u64)], timeout: impl Into<Timeout>) -> Result<()> {
         let deadline = timeout.into().deadline();
-        self.inner.wait_semaphores(mode, &owned_list(self, points)?, deadline)
+        self.backend().wait_semaphores(mode, &owned_list(self, points)?, deadline)
     }
 
     /// Fails with [`Error::WrongDevice`] unless `other` is this device.
     pub(crate) fn check_same(&self, other: &Device, what: &'static str) -> Result<()> {
-        if Arc::ptr_eq(&self.inner, &other.inner) {
+        if self.is(other) {
             Ok(())
         } else {
             Err(Error::WrongDevice(what))
@@ -153,7 +196,6 @@ mod tests {
         // No device node by that name on any machine.
         let missing = open_error("kmod:4000000000");
         assert_eq!(missing.status(), StatusCode::NotFound, "{missing}");
-        assert_eq!(open_error("hsa:0").status(), StatusCode::Unimplemented);
         assert_eq!(open_error("kmod:x").status(), StatusCode::InvalidArgument);
         let unknown = open_error("vulkan:0");
         assert_eq!(unknown.status(), StatusCode::InvalidArgument);

@@ -155,9 +155,6 @@ pub enum Error {
     /// A HAL device URI with a scheme no backend answers to.
     #[error("unknown device {0:?}: expected host, kmod:N, /dev/radianceN, cuda:N or hsa:N")]
     UnknownDevice(String),
-    /// The URI names a backend that this build cannot drive yet.
-    #[error("{uri}: {why}")]
-    BackendUnavailable { uri: String, why: &'static str },
     /// An argument the caller can fix (range, alignment, flags, null handle).
     #[error("{0}")]
     InvalidArgument(String),
@@ -210,7 +207,7 @@ impl Error {
             Self::BadDeviceName(_) => StatusCode::InvalidArgument,
             Self::AbiMismatch { .. } => StatusCode::Incompatible,
             Self::UnknownDevice(_) | Self::InvalidArgument(_) | Self::WrongDevice(_) => StatusCode::InvalidArgument,
-            Self::BackendUnavailable { .. } | Self::Unsupported(_) => StatusCode::Unimplemented,
+            Self::Unsupported(_) => StatusCode::Unimplemented,
             Self::OutOfRange(_) => StatusCode::OutOfRange,
             Self::ResourceExhausted(_) => StatusCode::ResourceExhausted,
             Self::DeadlineExceeded => StatusCode::DeadlineExceeded,

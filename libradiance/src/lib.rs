@@ -6,23 +6,28 @@
 //! [`Queue`]s, timeline [`Semaphore`]s and [`Buffer`]s; queue operations
 //! (fill, copy, update, dispatch, barrier, execute a [`CommandBuffer`]) are
 //! asynchronous and ordered only by the semaphores they wait on and signal.
-//! Behind it, one backend per kind of device: `host` (a CPU reference) today;
-//! `kmod`, `cuda` and `hsa` plug into the same traits (`backend.rs`).
+//! Behind it, one backend per kind of device: `host` (a CPU reference),
+//! `kmod`, `cuda` and `hsa`, all behind the same traits (`backend.rs`).
 //!
 //! `kmod` talks to `/dev/radianceN` (the radiance.ko kernel module) through
 //! its ioctls; `ffi` is the C ABI of `include/libradiance.h`.
 
 mod backend;
+mod bridge;
 pub mod buffer;
 pub mod command_buffer;
 pub mod cuda;
 pub mod device;
+pub mod device_group;
 pub mod error;
 pub mod executable;
 mod ffi;
 mod host;
+mod host_waits;
+pub mod hsa;
 pub mod kmod;
 mod lock;
+mod native_launch;
 pub mod queue;
 pub mod semaphore;
 pub mod transport;
@@ -30,6 +35,7 @@ pub mod transport;
 pub use buffer::{Buffer, BufferParams, BufferRef, BufferUsage, Mapping, MemoryType};
 pub use command_buffer::{Command, CommandBuffer, CommandBufferBuilder, DeviceRange, Launch, Pattern};
 pub use device::{Device, DeviceInfo};
+pub use device_group::{BufferRoute, DeviceGroup, DeviceGroupBuilder, Edge, LinkClass, SemaphoreRoute, Topology};
 pub use error::{Error, Result, StatusCode};
 pub use executable::Executable;
 pub use queue::{Points, Queue};

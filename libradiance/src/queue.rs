@@ -18,7 +18,8 @@
 
 use crate::{
     backend::{BackendQueue, Commands, Submission},
-    semaphore::owned_list,
+    bridge::local_buffer,
+    semaphore::{owned_list, signal_list},
     BufferRef,
     Command,
     CommandBuffer,
@@ -65,8 +66,11 @@ impl Queue {
     }
 
     /// Copies `length` bytes from `source` to `target` (non-overlapping).
+    /// Either may be a buffer of another device of the queue's group, where
+    /// the group's topology has a buffer route from it to this device.
     pub fn copy(&self, waits: Points<'_>, signals: Points<'_>, source: BufferRef<'_>, target: BufferRef<'_>, length: u64) -> Result<()> {
-        self.submit_command(waits, signals, Command::copy(source, target, length)?)
+        let (from, to) = (local_buffer(&self.device, source.buffer)?, local_buffer(&self.device, target.buffer)?);
+        self.submit_command(waits, signals, Command::copy(from.at(source.offset), to.at(target.offset), length)?)
     }
 
     /// Writes `data`, captured at the call, to `target`.
@@ -100,7 +104,11 @@ impl Queue {
     #[inline]
     fn submit(&self, waits: Points<'_>, signals: Points<'_>, commands: Commands) -> Result<()> {
         let waits = owned_list(&self.device, waits)?;
-        let signals = owned_list(&self.device, signals)?;
-        self.inner.submit(Submission { waits, commands, signals })
+        let (signals, outbound) = signal_list(&self.device, signals)?;
+        self.inner.submit(Submission { waits, commands, signals })?;
+        // Points of other devices' semaphores, signalled through their
+        // proxies: handed on only now, so that a call that failed leaves
+        // them untouched.
+        outbound.into_iter().try_for_each(|o| o.start())
     }
 }

@@ -4,9 +4,17 @@
 //! on by the host and by queue work, and a failure that sticks (IREE's
 //! `iree_hal_semaphore_t`, Vulkan's timeline semaphores).
 
-use crate::{backend::BackendSemaphore, Device, Error, Result};
+use crate::{
+    backend::BackendSemaphore,
+    bridge::{self, Direction, Link, Outbound},
+    device_group::SemaphoreRoute,
+    lock::lock,
+    Device,
+    Error,
+    Result,
+};
 use std::{
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -19,6 +27,9 @@ pub struct Semaphore(Arc<Shared>);
 struct Shared {
     device: Device,
     inner: Arc<dyn BackendSemaphore>,
+    /// Its stand-ins on the other devices of its group (`bridge.rs`), made
+    /// on first use and kept as long as it lives.
+    links: Mutex<Vec<Link>>,
 }
 
 /// Semaphores with the payload values to wait for or signal. Owned, because
@@ -75,7 +86,27 @@ impl std::fmt::Debug for Semaphore {
 
 impl Semaphore {
     pub(crate) fn new(device: Device, inner: Arc<dyn BackendSemaphore>) -> Self {
-        Self(Arc::new(Shared { device, inner }))
+        Self(Arc::new(Shared { device, inner, links: Mutex::new(Vec::new()) }))
+    }
+
+    /// The backend's object, shared: what a stand-in on another device
+    /// asks for the error when a failure crossed to it.
+    pub(crate) fn backend_arc(&self) -> Arc<dyn BackendSemaphore> {
+        Arc::clone(&self.0.inner)
+    }
+
+    /// Its stand-in on `device` (another device of its group), which
+    /// reaches it by `route`.
+    pub(crate) fn link(&self, device: &Device, direction: Direction, route: SemaphoreRoute) -> Result<Semaphore> {
+        let mut links = lock(&self.0.links);
+        let found = links.iter().find(|l| l.direction == direction && l.semaphore.device().is(device));
+        if let Some(link) = found {
+            return Ok(link.semaphore.clone());
+        }
+        let link = bridge::new_link(device, direction, self, route)?;
+        let semaphore = link.semaphore.clone();
+        links.push(link);
+        Ok(semaphore)
     }
 
     /// The device this semaphore belongs to.
@@ -131,8 +162,9 @@ pub(crate) fn decide(mode: WaitMode, points: impl ExactSizeIterator<Item = Resul
     done.then_some(Ok(()))
 }
 
-/// Turns borrowed (semaphore, value) pairs into a list owned by queue work,
-/// checking that every semaphore belongs to `device`.
+/// Turns borrowed (semaphore, value) pairs to wait on into a list owned by
+/// queue work, of `device`'s semaphores: another device's semaphore in its
+/// group stands there as its mirror (`bridge.rs`).
 #[inline]
 pub(crate) fn owned_list(device: &Device, points: &[(&Semaphore, u64)]) -> Result<SemaphoreList> {
     // A plain loop: collecting into a Result costs a submission measurably
@@ -142,8 +174,33 @@ pub(crate) fn owned_list(device: &Device, points: &[(&Semaphore, u64)]) -> Resul
     }
     let mut list = Vec::with_capacity(points.len());
     for &(s, v) in points {
-        device.check_same(s.device(), "a semaphore")?;
-        list.push((s.clone(), v));
+        if s.device().is(device) {
+            list.push((s.clone(), v));
+        } else {
+            list.push(bridge::wait_point(device, s, v)?);
+        }
     }
     Ok(list)
+}
+
+/// Turns borrowed (semaphore, value) pairs to signal into a list owned by
+/// queue work, of `device`'s semaphores: another device's semaphore in its
+/// group stands there as its proxy, whose points are handed on by the
+/// returned [`Outbound`]s once the work is queued.
+#[inline]
+pub(crate) fn signal_list(device: &Device, points: &[(&Semaphore, u64)]) -> Result<(SemaphoreList, Vec<Outbound>)> {
+    if points.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let (mut list, mut outbound) = (Vec::with_capacity(points.len()), Vec::new());
+    for &(s, v) in points {
+        if s.device().is(device) {
+            list.push((s.clone(), v));
+        } else {
+            let (proxy, out) = bridge::signal_point(device, s, v)?;
+            list.push((proxy, v));
+            outbound.push(out);
+        }
+    }
+    Ok((list, outbound))
 }

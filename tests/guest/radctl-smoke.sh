@@ -60,8 +60,20 @@ run_start_code_vecadd() {
 	cat /tmp/run.txt
 	[ $rc = 0 ] && grep -q '^completed$' /tmp/run.txt && grep -q '^0x01100020  0b 00 00 00 16 00 00 00 21 00 00 00 2c 00 00 00$' /tmp/run.txt
 }
+# --entry moves the start: the built-in VECADD run directly computes the
+# same sums, and a start inside the data (no code) faults at that PC.
+run_entry_moves_the_start() {
+	/radctl run /tmp/vecadd.elf --entry 0xffff0200 --block 4 \
+		--params 00001001100010012000100104000000 --read 0x01100020:16 >/tmp/run.txt; rc=$?
+	cat /tmp/run.txt
+	[ $rc = 0 ] && grep -q '^launch: start_pc 0xffff0200 kernel_pc 0xffff0500' /tmp/run.txt &&
+		grep -q '^0x01100020  0b 00 00 00 16 00 00 00 21 00 00 00 2c 00 00 00$' /tmp/run.txt || return 1
+	/radctl run /tmp/vecadd.elf --entry 0x01100008 --json >/tmp/run.json; rc=$?
+	cat /tmp/run.json; echo "exit $rc"
+	[ $rc = 3 ] && grep -q '"start_pc":17825800,' /tmp/run.json && grep -q '"pc":17825800,' /tmp/run.json
+}
 echo "TAP version 13"
-echo "1..10"
+echo "1..11"
 check "radctl list shows both devices" list_shows_both
 check "radctl info prints device 1" info_text
 check "radctl info --json" info_json
@@ -71,5 +83,6 @@ check "radctl submit printf prints what the device printed" submit_printf
 check "radctl info on a missing device fails clearly" missing_device
 check "radctl run: an ELF's segments land at their link address; a fault names the entry PC" run_faults_at_entry
 check "radctl run: start code calls the kernel at kernel_pc" run_start_code_vecadd
+check "radctl run --entry: the launch starts where asked" run_entry_moves_the_start
 check "radctl list without the module fails clearly" no_driver
 exit $failed

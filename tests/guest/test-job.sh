@@ -21,14 +21,15 @@ echo "radiance-guest: module parameters: ${RADIANCE_PARAMS_EXTRA:-(defaults)}"
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 $RADIANCE_PARAMS_EXTRA || exit 1
 /kunit-ktap.sh
 
-for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /queue_test /launch_test /user_test /lifecycle_test; do
+for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /sem_alias_test /queue_test /launch_test /user_test /lifecycle_test; do
 	RADIANCE_KO=/radiance.ko "$t"
 done
 
-for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue /libradiance-kmod_hal; do
+for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue /libradiance-kmod_hal /libradiance-kmod_group; do
 	/libtest-ktap.sh "$t" --ignored
 done
 /radiance-cts --device kmod:0
+/radiance-cts --group kmod:0,kmod:1,host
 /ktap-one.sh c_abi_test_against_kmod /c_abi_test kmod:0
 /radctl-smoke.sh
 

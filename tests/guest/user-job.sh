@@ -2,12 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # Runs inside the QEMU guest (as /job): the devices are served by
 # gluon-bridge in model mode through the control node (radiance.ko with no
-# emulated device), and libradiance's kmod tests, the conformance suite and
-# the C ABI's test run against them. Then the bridge's death: killed with
-# SIGKILL while a client's work is in flight, the client gets errors, nothing
-# hangs, the module unloads. Then two user devices and an emulated one at
-# once. The kselftests run against emulated devices only (they assert the
-# emulator's shape and built-ins); user_test.c covers the control node.
+# emulated device), and the kselftests, libradiance's kmod tests, the
+# conformance suite and the C ABI's test run against them. Then the bridge's
+# death: killed with SIGKILL while a client's work is in flight, the client
+# gets errors, nothing hangs, the module unloads. Then two user devices and
+# an emulated one at once.
 set -u
 
 # Matches radiance_test.h: 64 MiB of VRAM each, a 500 ms launch timeout.
@@ -31,6 +30,15 @@ serve() {
 b0=$(serve b0)
 b1=$(serve b1)
 /ktap-one.sh bridge_serves_two_devices sh -c 'test -e /dev/radiance0 && test -e /dev/radiance1'
+
+# The bridge declares the emulated devices' shape (radiance_test.h);
+# RADIANCE_TEST_SERVER tells the tests that GET_INFO says so as a user
+# device whose VRAM the CPU cannot map. Not here: user_test declares a
+# device of its own (test-job runs it), and lifecycle_test reloads the
+# module with emulated devices.
+for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /sem_alias_test /queue_test /launch_test; do
+	RADIANCE_TEST_SERVER=bridge "$t"
+done
 
 for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue /libradiance-kmod_hal; do
 	/libtest-ktap.sh "$t" --ignored

@@ -62,10 +62,11 @@ TEST(get_info_reports_each_device)
 		EXPECT_EQ(RADIANCE_ABI_MAJOR, info.abi_major);
 		EXPECT_EQ(RADIANCE_ABI_MINOR, info.abi_minor);
 		EXPECT_EQ(i, info.device_index);
-		EXPECT_EQ(RADIANCE_BACKEND_EMULATED, info.backend);
+		EXPECT_EQ(radiance_test_backend(), info.backend);
 		EXPECT_EQ(0, info.pad1);
 		ASSERT_EQ('\0', info.name[RADIANCE_NAME_LEN - 1]);
-		EXPECT_STREQ("Radiance (emulated Gluon)", info.name);
+		EXPECT_STREQ(radiance_served_by_bridge() ? "Radiance (gluon-bridge model)" : "Radiance (emulated Gluon)",
+			     info.name);
 		/* The name is zero-padded, not followed by stale bytes. */
 		for (size_t j = strlen(info.name); j < RADIANCE_NAME_LEN; j++)
 			EXPECT_EQ('\0', info.name[j]);
@@ -85,8 +86,9 @@ TEST(get_info_reports_each_device)
 		EXPECT_EQ(4, info.streams);
 		/* The emulated VRAM is kernel memory, mappable, except that
 		 * in gluon-sim mode it acts as gluon-sim's, which lives in
-		 * the sim's process. */
-		EXPECT_EQ(!radiance_gluon_sim_mode(), !!(info.caps & RADIANCE_CAP_VRAM_MAPPABLE))
+		 * the sim's process; a bridge's lives in the bridge's. */
+		EXPECT_EQ(!radiance_gluon_sim_mode() && !radiance_served_by_bridge(),
+			  !!(info.caps & RADIANCE_CAP_VRAM_MAPPABLE))
 			TH_LOG("caps %#llx", (unsigned long long)info.caps);
 		close(fd);
 	}
@@ -133,7 +135,7 @@ TEST_F(dev, an_older_shorter_get_info_still_works)
 	info->pad0 = 0;
 	ASSERT_EQ(0, radiance_ioctl(self->fd, GET_INFO_SIZED(RADIANCE_GET_INFO_SIZE_V1), buf));
 	EXPECT_EQ(RADIANCE_ABI_MAJOR, info->abi_major);
-	EXPECT_EQ(RADIANCE_BACKEND_EMULATED, info->backend);
+	EXPECT_EQ(radiance_test_backend(), info->backend);
 	EXPECT_EQ(0, info->features);
 	/* Nothing past the caller's 96 bytes is written. */
 	for (size_t i = RADIANCE_GET_INFO_SIZE_V1; i < sizeof(buf); i++)

@@ -19,6 +19,27 @@ static int unload(void)
 	return syscall(SYS_delete_module, "radiance", O_NONBLOCK) ? -errno : 0;
 }
 
+/* Field `key` (key=value) of queue `id`'s line in device 0's debugfs
+ * `queues`, or -1. */
+static int64_t queue_field(uint32_t id, const char *key)
+{
+	FILE *f = fopen("/sys/kernel/debug/radiance/radiance0/queues", "r");
+	char line[512], want[32];
+	int64_t found = -1;
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), " queue=%u ", id);
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		const char *at = strstr(line, key);
+
+		if (strstr(line, want) && at && at[strlen(key)] == '=')
+			found = strtoll(at + strlen(key) + 1, NULL, 10);
+	}
+	fclose(f);
+	return found;
+}
+
 /* Loads the module as radiance_test.h says, but with launch timeout
  * `timeout_ms`, plus `extra` parameters (each may be given once). */
 static int load_params(int timeout_ms, const char *extra)
@@ -177,12 +198,19 @@ TEST(destroying_a_queue_stops_its_running_launch)
 	ASSERT_EQ(0, queue_open(fd, 16, &b));
 	queue_launch(&a, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
 	queue_publish(&a);
+	/* The launch is taken from the ring (a loaded machine may take a
+	 * while): b's packet must come after it, not before. */
+	for (int i = 0; i < 500 && queue_field(a.id, "submitted") < 1; i++)
+		usleep(10000);
+	ASSERT_EQ(1, queue_field(a.id, "submitted"));
 	usleep(20000);
 	/* Behind the spinning launch on the one device. */
 	queue_nop(&b, 0);
 	queue_publish(&b);
 	usleep(20000);
-	EXPECT_EQ(0, b.ctl->read_index);
+	EXPECT_EQ(0, b.ctl->read_index) TH_LOG("streams: the launch's %lld, the NOP's %lld",
+					       (long long)queue_field(a.id, "stream"),
+					       (long long)queue_field(b.id, "stream"));
 	queue_close(&a);
 	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
 	EXPECT_EQ(1, b.ctl->read_index) TH_LOG("the other queue still waits behind the destroyed queue's launch");

@@ -628,13 +628,6 @@ TEST(closing_with_packets_in_flight_leaves_nothing_behind)
 	EXPECT_EQ(0, radiance_mem_stat("open_files"));
 }
 
-static void sem_packet(struct queue *q, uint8_t kind, uint32_t handle, uint64_t value)
-{
-	struct radiance_semaphore_packet p = { .header = { .kind = kind }, .handle = handle, .value = value };
-
-	queue_put(q, &p);
-}
-
 TEST_F(q, queue_a_signals_and_queue_b_waits)
 {
 	struct radiance_bo_create bc;
@@ -652,21 +645,21 @@ TEST_F(q, queue_a_signals_and_queue_b_waits)
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
 	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
 	/* B first: it must not run its fill before A has signalled. */
-	sem_packet(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 1);
+	queue_sem(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, s, 1, 0);
 	fill(&b, bo, 0, 4, 2, 4);
 	queue_publish(&b);
 	usleep(50000);
 	EXPECT_EQ(0, b.ctl->read_index);
 	EXPECT_EQ(0, word[0]);
 	fill(&a, bo, 0, 4, 1, 4);
-	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 1);
+	queue_sem(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 1, 0);
 	queue_publish(&a);
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&a));
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
 	EXPECT_EQ(2, word[0]) TH_LOG("B's fill ran after A's");
 	EXPECT_EQ(1, radiance_sem_value(self->fd, s));
 	/* A host signal unblocks a queue too. */
-	sem_packet(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 5);
+	queue_sem(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, s, 5, 0);
 	fill(&b, bo, 0, 4, 3, 4);
 	queue_publish(&b);
 	usleep(20000);
@@ -689,7 +682,7 @@ TEST_F(q, a_queue_stopped_at_a_wait_needs_no_kick)
 
 	ASSERT_LT(0, s);
 	ASSERT_EQ(0, queue_open(self->fd, 64, &q));
-	sem_packet(&q, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 1);
+	queue_sem(&q, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, s, 1, 0);
 	queue_publish(&q);
 	usleep(20000);
 	/* Idle, but this queue waits on a semaphore: packets published behind
@@ -719,9 +712,9 @@ TEST_F(q, a_failed_semaphore_fails_dependent_queues_and_their_signals)
 
 	ASSERT_LT(0, t);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
-	sem_packet(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, s, 1);
+	queue_sem(&b, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, s, 1, 0);
 	queue_nop(&b, 0);
-	sem_packet(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, t, 1);
+	queue_sem(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, 1, 0);
 	queue_publish(&b);
 	usleep(20000);
 	fail.handle = s;
@@ -777,10 +770,10 @@ TEST_F(q, a_failed_wait_with_skip_fails_only_its_submission)
 	usleep(20000);
 	skip_wait(&b, s, 1, 2);
 	fill(&b, bo, 4, 4, 0xbad, 4);
-	sem_packet(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, t, 1);
+	queue_sem(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, 1, 0);
 	/* Submission 2 runs. */
 	fill(&b, bo, 0, 4, 0x600d, 4);
-	sem_packet(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, u, 1);
+	queue_sem(&b, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, u, 1, 0);
 	queue_publish(&b);
 	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
 	EXPECT_EQ(6, b.ctl->read_index);
@@ -805,7 +798,7 @@ TEST_F(q, a_faulting_queue_fails_what_it_was_to_signal)
 	ASSERT_LT(0, u);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
 	queue_put(&a, &bad);
-	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, u, 1);
+	queue_sem(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, u, 1, 0);
 	queue_publish(&a);
 	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&a));
 	EXPECT_EQ(-EINVAL, radiance_sem_wait_for(self->fd, u, 1));
@@ -818,9 +811,9 @@ TEST_F(q, a_faulting_queue_fails_what_it_was_to_signal)
 static void chain_stage(struct queue *q, uint32_t in, uint32_t out, uint32_t bo, uint32_t n)
 {
 	if (in)
-		sem_packet(q, RADIANCE_PACKET_WAIT_SEMAPHORE, in, 1);
+		queue_sem(q, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, in, 1, 0);
 	fill(q, bo, 0, 4, n, 4);
-	sem_packet(q, RADIANCE_PACKET_SIGNAL_SEMAPHORE, out, 1);
+	queue_sem(q, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, out, 1, 0);
 	queue_publish(q);
 }
 
@@ -907,8 +900,8 @@ TEST_F(q, destroying_a_queue_cancels_what_it_was_to_signal)
 
 	ASSERT_LT(0, never);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
-	sem_packet(&a, RADIANCE_PACKET_WAIT_SEMAPHORE, never, 1);
-	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 1);
+	queue_sem(&a, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, never, 1, 0);
+	queue_sem(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 1, 0);
 	queue_publish(&a);
 	usleep(20000);
 	queue_close(&a);
@@ -923,9 +916,9 @@ TEST_F(q, a_stopped_queue_leaves_a_value_already_reached_alone)
 
 	ASSERT_LT(0, never);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
-	sem_packet(&a, RADIANCE_PACKET_WAIT_SEMAPHORE, never, 1);
-	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 3);
-	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, t, 1);
+	queue_sem(&a, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, never, 1, 0);
+	queue_sem(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 3, 0);
+	queue_sem(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, 1, 0);
 	queue_publish(&a);
 	usleep(20000);
 	queue_close(&a);
@@ -947,7 +940,7 @@ TEST_F(q, destroying_a_queue_cancels_a_launch_in_flight)
 	ASSERT_NE(MAP_FAILED, blk);
 	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
 	queue_launch(&a, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
-	sem_packet(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, s, 1);
+	queue_sem(&a, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 1, 0);
 	queue_publish(&a);
 	usleep(20000);
 	EXPECT_EQ(0, radiance_sem_value(self->fd, s));

@@ -145,6 +145,18 @@ static inline void queue_nop(struct queue *q, uint8_t flags)
 	queue_put(q, &p);
 }
 
+/* A WAIT_SEMAPHORE or SIGNAL_SEMAPHORE (`kind`) of `handle` at `value`;
+ * `skip` packets after a failed wait are skipped with SKIP_ON_FAILURE. */
+static inline void queue_sem(struct queue *q, uint8_t kind, uint8_t flags, uint32_t handle, uint64_t value,
+			     uint32_t skip)
+{
+	struct radiance_semaphore_packet p = {
+		.header = { .kind = kind, .flags = flags }, .handle = handle, .value = value, .skip = skip,
+	};
+
+	queue_put(q, &p);
+}
+
 /* A LAUNCH of built-in `pc` with `nparams` u32 params over `grid` blocks of
  * `block` threads, its launch block at the start of HOST BO `blk_handle`
  * (mapped at `blk`). */

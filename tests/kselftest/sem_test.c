@@ -20,14 +20,6 @@
 
 #define MS (1000 * 1000LL)
 
-static int64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 /* The new handle, or -errno; `value_offset` (if given) gets its offset. */
 static int sem_create(int fd, uint64_t initial, uint64_t *value_offset)
 {
@@ -39,13 +31,6 @@ static int sem_create(int fd, uint64_t initial, uint64_t *value_offset)
 	return ret ? ret : (int)args.handle;
 }
 
-static int sem_signal(int fd, uint32_t handle, uint64_t value)
-{
-	struct radiance_sem_signal args = { .handle = handle, .value = value };
-
-	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_SIGNAL, &args);
-}
-
 static int sem_query(int fd, uint32_t handle, uint64_t *value, uint32_t *error)
 {
 	struct radiance_sem_query args = { .handle = handle };
@@ -54,20 +39,6 @@ static int sem_query(int fd, uint32_t handle, uint64_t *value, uint32_t *error)
 	*value = args.value;
 	*error = args.error;
 	return ret;
-}
-
-static int sem_fail(int fd, uint32_t handle, uint32_t error)
-{
-	struct radiance_sem_fail args = { .handle = handle, .error = error };
-
-	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_FAIL, &args);
-}
-
-static int sem_destroy(int fd, uint32_t handle)
-{
-	struct radiance_sem_destroy args = { .handle = handle };
-
-	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_DESTROY, &args);
 }
 
 /* Waits on `n` points; returns 0 or -errno, and the reported index. */
@@ -128,16 +99,16 @@ TEST_F(sem, create_signal_query_and_value_page)
 	EXPECT_EQ(5, VALUE(off_a));
 	EXPECT_EQ(0, VALUE(off_b));
 
-	ASSERT_EQ(0, sem_signal(self->fd, a, 9));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, a, 9));
 	ASSERT_EQ(0, sem_query(self->fd, a, &value, &error));
 	EXPECT_EQ(9, value);
 	EXPECT_EQ(0, error);
 	EXPECT_EQ(9, VALUE(off_a));
 	EXPECT_EQ(0, VALUE(off_b));
 	/* Only upwards, and never to the failure value. */
-	EXPECT_EQ(-EINVAL, sem_signal(self->fd, a, 9));
-	EXPECT_EQ(-EINVAL, sem_signal(self->fd, a, 3));
-	EXPECT_EQ(-EINVAL, sem_signal(self->fd, a, RADIANCE_SEM_FAILED_VALUE));
+	EXPECT_EQ(-EINVAL, radiance_sem_signal(self->fd, a, 9));
+	EXPECT_EQ(-EINVAL, radiance_sem_signal(self->fd, a, 3));
+	EXPECT_EQ(-EINVAL, radiance_sem_signal(self->fd, a, RADIANCE_SEM_FAILED_VALUE));
 	ASSERT_EQ(0, sem_query(self->fd, a, &value, &error));
 	EXPECT_EQ(9, value);
 	munmap(values, page);
@@ -175,7 +146,7 @@ static void *signal_later(void *arg)
 	struct signaller *s = arg;
 
 	usleep(s->delay_ms * 1000);
-	return (void *)(intptr_t)sem_signal(s->fd, s->handle, s->value);
+	return (void *)(intptr_t)radiance_sem_signal(s->fd, s->handle, s->value);
 }
 
 TEST_F(sem, host_signal_wakes_a_waiting_thread)
@@ -203,9 +174,9 @@ TEST_F(sem, host_signal_wakes_another_process)
 	ASSERT_LE(0, pid);
 	if (pid == 0)
 		/* The child shares the file: its semaphores are the parent's. */
-		_exit(wait_one(self->fd, h, 3, now_ns() + 10000 * MS) ? 1 : 0);
+		_exit(wait_one(self->fd, h, 3, radiance_now_ns() + 10000 * MS) ? 1 : 0);
 	usleep(50 * 1000);
-	ASSERT_EQ(0, sem_signal(self->fd, h, 3));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 3));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
@@ -220,16 +191,16 @@ TEST_F(sem, wait_all_and_wait_any)
 	uint32_t index = 99;
 
 	ASSERT_LT(0, c);
-	ASSERT_EQ(0, sem_signal(self->fd, b, 5));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, b, 5));
 	/* ANY: b is past its point. */
 	EXPECT_EQ(0, sem_wait(self->fd, p, 3, RADIANCE_SEM_WAIT_ANY, 0, &index));
 	EXPECT_EQ(1, index);
 	/* ALL: a and c are not. */
 	EXPECT_EQ(-ETIME, sem_wait(self->fd, p, 3, 0, 0, NULL));
-	ASSERT_EQ(0, sem_signal(self->fd, a, 1));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, a, 1));
 	EXPECT_EQ(-ETIME, sem_wait(self->fd, p, 3, 0, 0, NULL));
-	ASSERT_EQ(0, sem_signal(self->fd, a, 2));
-	ASSERT_EQ(0, sem_signal(self->fd, c, 3));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, a, 2));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, c, 3));
 	EXPECT_EQ(0, sem_wait(self->fd, p, 3, 0, 0, NULL));
 	/* ANY picks the first satisfied point. */
 	EXPECT_EQ(0, sem_wait(self->fd, p, 3, RADIANCE_SEM_WAIT_ANY, 0, &index));
@@ -239,11 +210,11 @@ TEST_F(sem, wait_all_and_wait_any)
 TEST_F(sem, timeouts_end_at_the_deadline_not_before)
 {
 	int h = sem_create(self->fd, 0, NULL);
-	int64_t start = now_ns(), deadline = start + 100 * MS;
+	int64_t start = radiance_now_ns(), deadline = start + 100 * MS;
 
 	ASSERT_LT(0, h);
 	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, deadline));
-	EXPECT_LE(deadline, now_ns());
+	EXPECT_LE(deadline, radiance_now_ns());
 	/* A zero deadline polls: satisfied or not, at once. */
 	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, 0));
 	EXPECT_EQ(0, wait_one(self->fd, h, 0, 0));
@@ -270,7 +241,7 @@ TEST_F(sem, failure_reaches_waiters_and_sticks)
 	if (pid == 0)
 		_exit(-sem_wait(self->fd, p, 2, 0, INT64_MAX, NULL));
 	usleep(50 * 1000);
-	ASSERT_EQ(0, sem_fail(self->fd, h, EIO));
+	ASSERT_EQ(0, radiance_sem_fail(self->fd, h, EIO));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(EIO, WEXITSTATUS(status)) TH_LOG("a blocked waiter gets the error");
@@ -280,8 +251,8 @@ TEST_F(sem, failure_reaches_waiters_and_sticks)
 	EXPECT_EQ(1, index);
 	EXPECT_EQ(-EIO, wait_one(self->fd, h, 0, 0));
 	/* Sticky: a second failure changes nothing, signals are refused. */
-	EXPECT_EQ(0, sem_fail(self->fd, h, ENODEV));
-	EXPECT_EQ(-EIO, sem_signal(self->fd, h, 10));
+	EXPECT_EQ(0, radiance_sem_fail(self->fd, h, ENODEV));
+	EXPECT_EQ(-EIO, radiance_sem_signal(self->fd, h, 10));
 	ASSERT_EQ(0, sem_query(self->fd, h, &value, &error));
 	EXPECT_EQ(EIO, error);
 	EXPECT_EQ(RADIANCE_SEM_FAILED_VALUE, value);
@@ -304,11 +275,11 @@ TEST_F(sem, destroy_cancels_waiters)
 	if (pid == 0)
 		_exit(-wait_one(self->fd, h, 1, INT64_MAX));
 	usleep(50 * 1000);
-	ASSERT_EQ(0, sem_destroy(self->fd, h));
+	ASSERT_EQ(0, radiance_sem_destroy(self->fd, h));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(ECANCELED, WEXITSTATUS(status));
-	EXPECT_EQ(-ENOENT, sem_destroy(self->fd, h));
+	EXPECT_EQ(-ENOENT, radiance_sem_destroy(self->fd, h));
 }
 
 static atomic_int handled;
@@ -331,17 +302,17 @@ TEST_F(sem, signals_restart_or_interrupt_the_wait)
 	/* Without SA_RESTART, a handled signal ends the wait with EINTR. */
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
 	ualarm(50 * 1000, 0);
-	EXPECT_EQ(-EINTR, wait_one(self->fd, h, 1, now_ns() + 5000 * MS));
+	EXPECT_EQ(-EINTR, wait_one(self->fd, h, 1, radiance_now_ns() + 5000 * MS));
 	EXPECT_EQ(1, atomic_load(&handled));
 
 	/* With SA_RESTART the wait goes on to the same absolute deadline. */
 	sa.sa_flags = SA_RESTART;
 	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
 	ualarm(50 * 1000, 0);
-	deadline = now_ns() + 150 * MS;
+	deadline = radiance_now_ns() + 150 * MS;
 	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, deadline));
 	EXPECT_EQ(2, atomic_load(&handled));
-	EXPECT_LE(deadline, now_ns());
+	EXPECT_LE(deadline, radiance_now_ns());
 
 	/* ... and still sees a later signal. */
 	ASSERT_EQ(0, pthread_create(&t, NULL, signal_later, &s));
@@ -363,12 +334,12 @@ TEST_F(sem, bad_arguments)
 	ASSERT_LT(0, h);
 	EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_CREATE, &create));
 	EXPECT_EQ(-EINVAL, sem_create(self->fd, RADIANCE_SEM_FAILED_VALUE, NULL));
-	EXPECT_EQ(-ENOENT, sem_signal(self->fd, h + 1, 1));
-	EXPECT_EQ(-ENOENT, sem_signal(self->fd, 0, 1));
-	EXPECT_EQ(-ENOENT, sem_fail(self->fd, h + 1, EIO));
-	EXPECT_EQ(-ENOENT, sem_destroy(self->fd, h + 1));
-	EXPECT_EQ(-EINVAL, sem_fail(self->fd, h, 0));
-	EXPECT_EQ(-EINVAL, sem_fail(self->fd, h, 4096));
+	EXPECT_EQ(-ENOENT, radiance_sem_signal(self->fd, h + 1, 1));
+	EXPECT_EQ(-ENOENT, radiance_sem_signal(self->fd, 0, 1));
+	EXPECT_EQ(-ENOENT, radiance_sem_fail(self->fd, h + 1, EIO));
+	EXPECT_EQ(-ENOENT, radiance_sem_destroy(self->fd, h + 1));
+	EXPECT_EQ(-EINVAL, radiance_sem_fail(self->fd, h, 0));
+	EXPECT_EQ(-EINVAL, radiance_sem_fail(self->fd, h, 4096));
 	sig.handle = h;
 	sig.value = 1;
 	sig.pad = 1;
@@ -403,7 +374,7 @@ TEST_F(sem, radctl_sems_shows_values_waiters_and_failures)
 	int status;
 
 	ASSERT_LT(0, bad);
-	ASSERT_EQ(0, sem_fail(self->fd, bad, EPIPE));
+	ASSERT_EQ(0, radiance_sem_fail(self->fd, bad, EPIPE));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
@@ -415,7 +386,7 @@ TEST_F(sem, radctl_sems_shows_values_waiters_and_failures)
 	EXPECT_NE(NULL, strstr(out, "failed: Broken pipe"));
 	/* One waiter, sleeping on the live semaphore. */
 	EXPECT_NE(NULL, strstr(out, "41     1")) TH_LOG("its waiter");
-	ASSERT_EQ(0, sem_signal(self->fd, ok, 42));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, ok, 42));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
@@ -429,7 +400,7 @@ TEST(handles_belong_to_their_file_and_close_frees)
 	ASSERT_LE(0, b);
 	h = sem_create(a, 0, NULL);
 	ASSERT_LT(0, h);
-	EXPECT_EQ(-ENOENT, sem_signal(b, h, 1));
+	EXPECT_EQ(-ENOENT, radiance_sem_signal(b, h, 1));
 	for (int i = 0; i < 100; i++)
 		ASSERT_LT(0, sem_create(b, i, NULL));
 	EXPECT_EQ(101, radiance_mem_stat("semaphores"));
@@ -448,7 +419,7 @@ TEST(a_file_holds_512_semaphores)
 		ASSERT_LT(0, sem_create(fd, i, NULL));
 	EXPECT_EQ(-ENOSPC, sem_create(fd, 0, NULL));
 	/* A destroyed one's slot is reused. */
-	ASSERT_EQ(0, sem_destroy(fd, first));
+	ASSERT_EQ(0, radiance_sem_destroy(fd, first));
 	h = sem_create(fd, 0, NULL);
 	EXPECT_LT(first, h);
 	close(fd);

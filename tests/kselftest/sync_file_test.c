@@ -27,20 +27,6 @@ struct sw_sync_create_fence_data {
 #define SW_SYNC_IOC_CREATE_FENCE _IOWR('W', 0, struct sw_sync_create_fence_data)
 #define SW_SYNC_IOC_INC _IOW('W', 1, __u32)
 
-static int sem_signal(int fd, uint32_t handle, uint64_t value)
-{
-	struct radiance_sem_signal args = { .handle = handle, .value = value };
-
-	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_SIGNAL, &args);
-}
-
-static int sem_fail(int fd, uint32_t handle, uint32_t error)
-{
-	struct radiance_sem_fail args = { .handle = handle, .error = error };
-
-	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_FAIL, &args);
-}
-
 /* A sync_file fd, or -errno. */
 static int export_point(int fd, uint32_t handle, uint64_t value)
 {
@@ -107,9 +93,9 @@ TEST_F(sync, exported_fence_signals_when_the_value_is_reached)
 	ASSERT_LE(0, later);
 	EXPECT_FALSE(readable(later, 0));
 	EXPECT_EQ(0, fence_status(later));
-	ASSERT_EQ(0, sem_signal(self->fd, h, 4));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 4));
 	EXPECT_FALSE(readable(later, 20)) TH_LOG("4 is not 5");
-	ASSERT_EQ(0, sem_signal(self->fd, h, 6));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 6));
 	EXPECT_TRUE(readable(later, 1000));
 	EXPECT_EQ(1, fence_status(later));
 	close(reached);
@@ -127,7 +113,7 @@ TEST_F(sync, exported_fence_carries_failure_and_cancellation)
 	cancelled = export_point(self->fd, g, 1);
 	ASSERT_LE(0, failed);
 	ASSERT_LE(0, cancelled);
-	ASSERT_EQ(0, sem_fail(self->fd, h, EIO));
+	ASSERT_EQ(0, radiance_sem_fail(self->fd, h, EIO));
 	EXPECT_TRUE(readable(failed, 1000));
 	EXPECT_EQ(-EIO, fence_status(failed));
 	/* Exported after the failure: failed at once. */
@@ -214,7 +200,7 @@ TEST_F(sync, import_of_a_pending_fence_advances_when_it_signals)
 	close(fence);
 	usleep(20 * 1000);
 	EXPECT_EQ(0, radiance_sem_value(self->fd, b));
-	ASSERT_EQ(0, sem_signal(self->fd, a, 5));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, a, 5));
 	EXPECT_EQ(0, radiance_sem_wait_for(self->fd, b, 7));
 	EXPECT_EQ(0, radiance_sem_wait_for(other, c, 7));
 	close(other);
@@ -245,7 +231,7 @@ TEST_F(sync, import_of_a_failed_fence_fails_the_semaphore)
 
 	ASSERT_LE(0, fence);
 	ASSERT_EQ(0, import_fence(self->fd, b, fence, 1));
-	ASSERT_EQ(0, sem_fail(self->fd, a, ENOLINK));
+	ASSERT_EQ(0, radiance_sem_fail(self->fd, a, ENOLINK));
 	EXPECT_EQ(-ENOLINK, radiance_sem_wait_for(self->fd, b, 1));
 	EXPECT_EQ(-ENOLINK, radiance_sem_value(self->fd, b));
 	close(fence);
@@ -318,7 +304,7 @@ TEST(export_import_close_cycles_leak_nothing)
 		ASSERT_LE(0, fence);
 		ASSERT_EQ(0, import_fence(fd, b, fence, 1));
 		if (i % 2)
-			ASSERT_EQ(0, sem_signal(fd, a, 1));
+			ASSERT_EQ(0, radiance_sem_signal(fd, a, 1));
 		ASSERT_EQ(0, close(fence));
 		ASSERT_EQ(0, close(fd));
 	}

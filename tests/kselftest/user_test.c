@@ -292,6 +292,39 @@ TEST_F(user, a_response_for_nothing_is_eproto)
 	EXPECT_EQ(EAGAIN, errno);
 }
 
+TEST_F(user, garbage_answering_a_command_faults_only_its_queue)
+{
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	uint8_t f[16], r[16];
+	struct queue a, b;
+	int i;
+
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
+	copy(&a, src, vram, 4096);
+	queue_publish(&a);
+	for (i = 0; i < 20000 && read(self->s->ctl, f, sizeof(f)) != sizeof(f); i++)
+		usleep(100);
+	ASSERT_LT(i, 20000) TH_LOG("the copy's frame");
+	/* Bytes no Gluon sends, on the command's own stream. */
+	memset(r, 0xEE, sizeof(r));
+	r[0] = f[0];
+	ASSERT_EQ(sizeof(r), write(self->s->ctl, r, sizeof(r)));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, drain_serving(self->s, &a));
+	EXPECT_EQ(0xEE, a.ctl->err_code);
+	EXPECT_EQ(0xEEEEEEEE, a.ctl->err_pc);
+	/* The device and the other queue go on. */
+	copy(&b, src, vram, 4096);
+	queue_publish(&b);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &b));
+	EXPECT_EQ(1, b.ctl->read_index);
+	queue_close(&a);
+	queue_close(&b);
+}
+
 TEST_F(user, an_unanswered_command_resets_the_device_until_acknowledged)
 {
 	struct radiance_bo_create host;

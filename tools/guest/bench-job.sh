@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Benchmarks, inside the QEMU guest (as /job): one emulated device with the
-# default 256 MiB of VRAM.
+# Benchmarks, inside the QEMU guest (as /job): two emulated devices with the
+# default 256 MiB of VRAM each (the second for the device-group edge).
 set -eu
-insmod /radiance.ko
+insmod /radiance.ko emulated_devices=2
 /vram_bench
 /sem_bench
 /queue_bench
 /bench-hal kmod:0
+/bench-hal group kmod:0 kmod:1
 rmmod radiance

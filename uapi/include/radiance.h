@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 9
+#define RADIANCE_ABI_MINOR 10
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -213,6 +213,20 @@ struct radiance_sem_import_sync_file {
 	__u64 value;		/* in */
 	__u32 flags;		/* in: zero */
 	__u32 pad;		/* in: zero */
+};
+
+/* (1.10) A handle in this file for semaphore handle of the Radiance device
+ * file fd (any device of this module): this file's queues wait on and signal
+ * it directly. Its value is also published at value_offset in this file's
+ * value page; it reads as failed with ECANCELED once the semaphore is
+ * destroyed or its file closed. EBADF: no such fd; EINVAL: not a Radiance
+ * device file, or this very file. */
+struct radiance_sem_import_handle {
+	__s32 fd;		/* in */
+	__u32 handle;		/* in: in fd's file */
+	__u32 flags;		/* in: zero */
+	__u32 new_handle;	/* out: in this file */
+	__u64 value_offset;	/* out */
 };
 
 /*
@@ -491,6 +505,8 @@ struct radiance_user_reset {
 	_IOWR(RADIANCE_IOCTL_TYPE, 0x16, struct radiance_sem_export_sync_file)
 #define RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE \
 	_IOWR(RADIANCE_IOCTL_TYPE, 0x17, struct radiance_sem_import_sync_file)
+#define RADIANCE_IOCTL_SEM_IMPORT_HANDLE \
+	_IOWR(RADIANCE_IOCTL_TYPE, 0x18, struct radiance_sem_import_handle)
 #define RADIANCE_IOCTL_QUEUE_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x20, struct radiance_queue_create)
 #define RADIANCE_IOCTL_QUEUE_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x21, struct radiance_queue_destroy)
 #define RADIANCE_IOCTL_QUEUE_QUERY _IOWR(RADIANCE_IOCTL_TYPE, 0x22, struct radiance_queue_query)

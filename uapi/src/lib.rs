@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 9;
+pub const ABI_MINOR: u16 = 10;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -490,6 +490,29 @@ pub struct SemImportSyncFile {
     pub flags: u32,
     /// In: must be zero.
     pub pad: u32,
+}
+
+/// `RADIANCE_IOCTL_SEM_IMPORT_HANDLE` (ABI 1.10): a handle in this file for
+/// a semaphore of another file of this module (any of its devices), so that
+/// this file's queues wait on and signal it directly, with no sync_file.
+/// Every operation on the new handle acts on that semaphore; its value is
+/// also published in this file's value page at `value_offset`. If the
+/// semaphore is destroyed or its file closes, the handle reads as failed
+/// with ECANCELED. Destroy it with SEM_DESTROY as any other.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemImportHandle {
+    /// In: an open file of a Radiance device (EBADF: no such descriptor;
+    /// EINVAL: another kind of file, or this very file).
+    pub fd: i32,
+    /// In: a semaphore handle in `fd`'s file.
+    pub handle: u32,
+    /// In: must be zero.
+    pub flags: u32,
+    /// Out: the new handle in this file.
+    pub new_handle: u32,
+    /// Out: mmap offset of the u64 that holds its value, in this file.
+    pub value_offset: u64,
 }
 
 /// Ring sizes, in packets: a power of two in this range.
@@ -993,6 +1016,8 @@ pub mod nr {
     pub const SEM_EXPORT_SYNC_FILE: u8 = 0x16;
     /// [`super::SemImportSyncFile`].
     pub const SEM_IMPORT_SYNC_FILE: u8 = 0x17;
+    /// [`super::SemImportHandle`].
+    pub const SEM_IMPORT_HANDLE: u8 = 0x18;
     /// [`super::QueueCreate`].
     pub const QUEUE_CREATE: u8 = 0x20;
     /// [`super::QueueDestroy`].
@@ -1039,6 +1064,8 @@ pub const IOCTL_SEM_WAIT: u32 = iowr::<SemWait>(nr::SEM_WAIT);
 pub const IOCTL_SEM_EXPORT_SYNC_FILE: u32 = iowr::<SemExportSyncFile>(nr::SEM_EXPORT_SYNC_FILE);
 /// `RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE`.
 pub const IOCTL_SEM_IMPORT_SYNC_FILE: u32 = iowr::<SemImportSyncFile>(nr::SEM_IMPORT_SYNC_FILE);
+/// `RADIANCE_IOCTL_SEM_IMPORT_HANDLE`.
+pub const IOCTL_SEM_IMPORT_HANDLE: u32 = iowr::<SemImportHandle>(nr::SEM_IMPORT_HANDLE);
 /// `RADIANCE_IOCTL_QUEUE_CREATE`.
 pub const IOCTL_QUEUE_CREATE: u32 = iowr::<QueueCreate>(nr::QUEUE_CREATE);
 /// `RADIANCE_IOCTL_QUEUE_DESTROY`.
@@ -1089,6 +1116,8 @@ pub mod sizes {
     pub const SEM_EXPORT_SYNC_FILE: &[usize] = &[24];
     /// [`super::SemImportSyncFile`] as released in ABI 1.2.
     pub const SEM_IMPORT_SYNC_FILE: &[usize] = &[24];
+    /// [`super::SemImportHandle`] as released in ABI 1.10.
+    pub const SEM_IMPORT_HANDLE: &[usize] = &[24];
     /// [`super::QueueCreate`] as released in ABI 1.3.
     pub const QUEUE_CREATE: &[usize] = &[32];
     /// [`super::QueueDestroy`] as released in ABI 1.3.
@@ -1121,6 +1150,7 @@ const _: () = assert!(core::mem::size_of::<SemWaitPoint>() == 16);
 const _: () = assert!(core::mem::size_of::<SemWait>() == 32);
 const _: () = assert!(core::mem::size_of::<SemExportSyncFile>() == 24);
 const _: () = assert!(core::mem::size_of::<SemImportSyncFile>() == 24);
+const _: () = assert!(core::mem::size_of::<SemImportHandle>() == 24);
 const _: () = assert!(core::mem::size_of::<QueueControl>() == 48);
 const _: () = assert!(core::mem::size_of::<QueueCreate>() == 32);
 const _: () = assert!(core::mem::size_of::<QueueQuery>() == 56);

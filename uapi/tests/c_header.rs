@@ -67,6 +67,7 @@ fn facts() -> Vec<Fact> {
     abi_struct!(f, uapi::SemWait, "radiance_sem_wait", [points, count, flags, deadline_ns, index, pad]);
     abi_struct!(f, uapi::SemExportSyncFile, "radiance_sem_export_sync_file", [handle, flags, value, fd, pad]);
     abi_struct!(f, uapi::SemImportSyncFile, "radiance_sem_import_sync_file", [handle, fd, value, flags, pad]);
+    abi_struct!(f, uapi::SemImportHandle, "radiance_sem_import_handle", [fd, handle, flags, new_handle, value_offset]);
     abi_struct!(f, uapi::QueueControl, "radiance_queue_control", [
         write_index, read_index, needs_kick, status, error, err_code, fault_index, err_pc, err_thread,
     ]);
@@ -142,6 +143,7 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_PACKET_BARRIER", uapi::packet_flags::BARRIER as u64),
         ("RADIANCE_PACKET_SKIP_ON_FAILURE", uapi::packet_flags::SKIP_ON_FAILURE as u64),
         ("RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE", uapi::IOCTL_SEM_IMPORT_SYNC_FILE as u64),
+        ("RADIANCE_IOCTL_SEM_IMPORT_HANDLE", uapi::IOCTL_SEM_IMPORT_HANDLE as u64),
         ("RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE", uapi::IOCTL_SEM_EXPORT_SYNC_FILE as u64),
         ("RADIANCE_IOCTL_SEM_CREATE", uapi::IOCTL_SEM_CREATE as u64),
         ("RADIANCE_IOCTL_SEM_DESTROY", uapi::IOCTL_SEM_DESTROY as u64),

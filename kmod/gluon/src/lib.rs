@@ -140,6 +140,7 @@ pub struct Launch {
     pub printf_host_addr: u32,
     /// At least 1.
     pub regs_per_thread: u8,
+    /// Encoded as at least 1 (see [`Dialect::encode_launch`]).
     pub shmem_per_block: u32,
     pub flags: u8,
 }
@@ -310,7 +311,9 @@ pub trait Dialect: Sync {
             put(36 + 4 * i, l.block[i]);
         }
         put(48, l.printf_host_addr);
-        put(53, l.shmem_per_block);
+        // gluon-sim divides its shared memory by this (and panics on 0): a
+        // launch without shared memory asks for the least it can.
+        put(53, l.shmem_per_block.max(1));
         out[52] = l.regs_per_thread;
         out[57] = l.flags;
         Ok(())

@@ -235,6 +235,10 @@ fn launch_blocks() -> Result<(), Error> {
         assert_eq!(d.decode_launch(&b), Ok(l));
         assert_eq!(d.decode_launch(&b[..63]), Err(Error::Malformed));
         assert_eq!(d.encode_launch(&l, &mut [0u8; 63]), Err(Error::OutOfRange));
+        // No shared memory is encoded as the least there is: gluon-sim
+        // divides by the field.
+        d.encode_launch(&Launch { shmem_per_block: 0, ..l }, &mut b)?;
+        assert_eq!(field(&b, 53, 4), 1, "{}: shmem_per_block 0", d.name());
     }
     Ok(())
 }

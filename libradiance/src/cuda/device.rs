@@ -5,14 +5,17 @@
 
 use super::{
     context::Context,
-    memory::{AddressSpace, CudaBuffer},
+    memory::CudaBuffer,
     module::Module,
     queue::{CudaQueue, Scheduler},
     result::Api,
-    semaphore::{self, CudaSemaphore, EventPool, Hub},
+    semaphore::{self, CudaSemaphore, EventPool},
 };
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
+    device_group::Interop,
+    host_waits::Hub,
+    native_launch::AddressSpace,
     BufferParams,
     DeviceInfo,
     Error,
@@ -117,5 +120,12 @@ impl Backend for CudaDevice {
 
     fn create_queue(&self) -> Result<Arc<dyn BackendQueue>> {
         Ok(Arc::new(CudaQueue::new(&self.shared)?))
+    }
+
+    /// Device memory exports as a dma-buf where the driver can
+    /// (`cuMemGetHandleForAddressRange`); nothing is imported, and
+    /// semaphores cross through the host.
+    fn interop(&self) -> Interop {
+        Interop { dma_buf_export: true, ..Interop::default() }
     }
 }

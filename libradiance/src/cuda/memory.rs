@@ -11,14 +11,14 @@
 //! fails the launch on the host, never faults the CUDA context).
 
 use super::{device::Shared, sys::CUdeviceptr};
+use crate::native_launch::Addressed;
 use crate::{backend::BackendBuffer, lock::lock, Buffer, BufferParams, Error, MemoryType, Result};
 use std::{
     any::Any,
-    collections::BTreeMap,
     os::fd::OwnedFd,
     sync::{
         atomic::{AtomicU32, AtomicUsize, Ordering},
-        Arc, Mutex, Weak,
+        Arc, Mutex,
     },
 };
 
@@ -133,64 +133,6 @@ pub(super) fn spins_stopped(n: usize) {
     }
 }
 
-/// Where 32-bit device addresses start (zero stays unused, so that a null
-/// pointer is in no buffer) and end (the built-in entry PCs lie above).
-const FIRST_ADDRESS: u64 = 0x1000_0000;
-const LAST_ADDRESS: u64 = 0xFFFF_0000;
-const ADDRESS_ALIGN: u64 = 256;
-
-/// The 32-bit device addresses of live objects of type `T`.
-pub(super) struct AddressSpace<T> {
-    /// Base address to (size, object). Weak: an object removes itself when
-    /// it goes.
-    ranges: Mutex<BTreeMap<u64, (u64, Weak<T>)>>,
-}
-
-impl<T> Default for AddressSpace<T> {
-    fn default() -> Self {
-        Self { ranges: Mutex::default() }
-    }
-}
-
-impl<T> AddressSpace<T> {
-    /// Reserves the lowest free range of `size` bytes; [`AddressSpace::bind`]
-    /// then names its object.
-    pub(super) fn reserve(&self, size: u64) -> Result<u64> {
-        let mut ranges = lock(&self.ranges);
-        // Candidate bases: the start of the space, and the aligned end of each
-        // range; the first that fits before the next range wins.
-        let ends = ranges.iter().map(|(base, (len, _))| (base + len).next_multiple_of(ADDRESS_ALIGN));
-        let base = std::iter::once(FIRST_ADDRESS)
-            .chain(ends)
-            .find(|&b| {
-                let end = b.saturating_add(size);
-                end <= LAST_ADDRESS && ranges.range(..end).next_back().is_none_or(|(s, (l, _))| s + l <= b)
-            })
-            .ok_or_else(|| Error::ResourceExhausted(format!("no {size}-byte range left in the 32-bit device address space")))?;
-        ranges.insert(base, (size, Weak::new()));
-        Ok(base)
-    }
-
-    /// Names the object of a reserved range.
-    pub(super) fn bind(&self, base: u64, object: &Arc<T>) {
-        if let Some(entry) = lock(&self.ranges).get_mut(&base) {
-            entry.1 = Arc::downgrade(object);
-        }
-    }
-
-    pub(super) fn release(&self, base: u64) {
-        lock(&self.ranges).remove(&base);
-    }
-
-    /// The live object holding `address`, and `address`'s offset in it.
-    pub(super) fn resolve(&self, address: u64) -> Option<(Arc<T>, u64)> {
-        let ranges = lock(&self.ranges);
-        let (base, (size, object)) = ranges.range(..=address).next_back()?;
-        let offset = address - base;
-        (offset < *size).then(|| object.upgrade().map(|o| (o, offset))).flatten()
-    }
-}
-
 /// Where a buffer's bytes are.
 enum Memory {
     Device { ptr: CUdeviceptr },
@@ -235,15 +177,21 @@ impl CudaBuffer {
         }
     }
 
-    pub(super) fn size(&self) -> u64 {
-        self.size
-    }
-
     fn pinned(&self) -> Result<&Pinned> {
         match &self.memory {
             Memory::Host(pinned) => Ok(pinned),
             Memory::Device { .. } => Err(Error::InvalidArgument("device memory is not host-visible".into())),
         }
+    }
+}
+
+impl Addressed for CudaBuffer {
+    fn native(&self, offset: u64) -> u64 {
+        self.ptr(offset)
+    }
+
+    fn size(&self) -> u64 {
+        self.size
     }
 }
 
@@ -301,29 +249,5 @@ impl BackendBuffer for CudaBuffer {
 
     fn as_any(&self) -> &dyn Any {
         self
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn addresses_are_lowest_fit_and_never_overlap() {
-        let space = AddressSpace::<()>::default();
-        let a = space.reserve(100).unwrap();
-        let b = space.reserve(1000).unwrap();
-        let c = space.reserve(10).unwrap();
-        assert_eq!((a, b, c), (FIRST_ADDRESS, FIRST_ADDRESS + 256, FIRST_ADDRESS + 1280));
-        space.release(b);
-        // A smaller range reuses the hole; a larger one goes past the end.
-        assert_eq!(space.reserve(4000).unwrap(), FIRST_ADDRESS + 1536);
-        assert_eq!(space.reserve(500).unwrap(), FIRST_ADDRESS + 256);
-        let object = Arc::new(());
-        space.bind(c, &object);
-        assert_eq!(space.resolve(c + 9).map(|(_, o)| o), Some(9));
-        assert!(space.resolve(c + 10).is_none());
-        assert!(space.resolve(0).is_none());
-        assert!(space.reserve(LAST_ADDRESS).is_err());
     }
 }

@@ -4,11 +4,8 @@
 //! from the hand-written PTX in `builtins.ptx`, and the translation of a
 //! HAL launch into a CUDA launch of one of them.
 //!
-//! Everything a Radiance device would fault on (a bad entry PC, a parameter
-//! block too short, an address in no buffer, misaligned or running past its
-//! buffer) is found here on the host, with the host backend's verdicts, and
-//! fails the launch before anything is queued: a CUDA kernel that faulted
-//! would poison the whole context.
+//! Everything a Radiance device would fault on is found on the host
+//! (`native_launch.rs`) and fails the launch before anything is queued.
 
 use super::{
     device::Shared,
@@ -16,7 +13,12 @@ use super::{
     result::Api,
     sys::{CUdeviceptr, CUfunction, CUmodule, CUstream},
 };
-use crate::{Error, Launch, Result};
+use crate::{
+    native_launch::{NativeLaunch, SPIN},
+    Error,
+    Launch,
+    Result,
+};
 use radiance_uapi::builtin;
 use std::{
     ffi::{c_void, CStr},
@@ -26,7 +28,7 @@ use std::{
 /// The PTX of the built-in kernels, NUL-terminated for the driver.
 pub const BUILTINS_PTX: &str = concat!(include_str!("builtins.ptx"), "\0");
 
-/// The PTX kernel behind each built-in entry PC.
+/// The PTX kernel behind each built-in entry PC, in `native_launch`'s order.
 pub const BUILTIN_KERNELS: [(u32, &CStr); 4] = [
     (builtin::FILL_U32, c"radiance_fill_u32"),
     (builtin::COPY_U32, c"radiance_copy_u32"),
@@ -79,14 +81,7 @@ pub(super) struct Prepared {
     function: CUfunction,
     grid: [u32; 3],
     block: [u32; 3],
-    /// One 64-bit slot per kernel parameter; a u32 parameter reads the low
-    /// half of its slot (little-endian).
-    args: [u64; 4],
-    count: usize,
-    /// The buffers it touches, to keep alive until the launch is done.
-    pub(super) buffers: Vec<Arc<CudaBuffer>>,
-    /// SPIN: it ends only when its queue closes.
-    pub(super) spins: bool,
+    native: NativeLaunch<CudaBuffer>,
     pc: u32,
 }
 
@@ -98,32 +93,19 @@ impl Prepared {
     /// addresses; `closing` is the queue's word that stops SPIN.
     #[inline]
     pub(super) fn new(shared: &Shared, closing: CUdeviceptr, launch: &Launch) -> Result<Self> {
-        let mut k = Translator { shared, launch, buffers: Vec::new() };
-        // The built-in start code runs the kernel at `kernel_pc`.
-        let (index, args, count) = match launch.kernel() {
-            builtin::FILL_U32 => {
-                let [dst, value, count] = k.params()?;
-                let n = k.elements(count);
-                (0, [k.locate(dst, n)?, value.into(), n.into(), 0], 3)
-            }
-            builtin::COPY_U32 => {
-                let [dst, src, count] = k.params()?;
-                let n = k.elements(count);
-                // Sources are checked before targets, as the host runs them.
-                let src = k.locate(src, n)?;
-                (1, [k.locate(dst, n)?, src, n.into(), 0], 3)
-            }
-            builtin::VECADD_U32 => {
-                let [a, b, c, count] = k.params()?;
-                let n = k.elements(count);
-                let (a, b) = (k.locate(a, n)?, k.locate(b, n)?);
-                (2, [a, b, k.locate(c, n)?, n.into()], 4)
-            }
-            builtin::SPIN => (3, [closing, 0, 0, 0], 1),
-            _ => return Err(k.fault(0, "no kernel at this entry PC (bad PC)".into())),
-        };
-        let function = shared.kernels.functions[index];
-        Ok(Self { function, grid: launch.grid, block: launch.block, args, count, buffers: k.buffers, spins: index == 3, pc: launch.kernel() })
+        let native = NativeLaunch::translate(&shared.space, closing, launch)?;
+        let function = shared.kernels.functions[native.kernel];
+        Ok(Self { function, grid: launch.grid, block: launch.block, native, pc: launch.kernel() })
+    }
+
+    /// Whether it is SPIN, which ends only when its queue closes.
+    pub(super) fn spins(&self) -> bool {
+        self.native.kernel == SPIN
+    }
+
+    /// The buffers it touches, to keep alive until the launch is done.
+    pub(super) fn buffers(&mut self) -> &mut Vec<Arc<CudaBuffer>> {
+        &mut self.native.buffers
     }
 
     /// Queues the launch on `stream`.
@@ -135,67 +117,10 @@ impl Prepared {
     #[inline]
     pub(super) unsafe fn launch(&mut self, api: Api, stream: CUstream) -> Result<()> {
         let mut params = [std::ptr::null_mut::<c_void>(); 4];
-        for (p, a) in params.iter_mut().zip(&mut self.args) {
+        for (p, a) in params.iter_mut().zip(&mut self.native.args) {
             *p = (a as *mut u64).cast();
         }
-        api.launch(self.function, self.grid, self.block, stream, &mut params[..self.count])
+        api.launch(self.function, self.grid, self.block, stream, &mut params[..self.native.count])
             .map_err(|e| Error::DeviceFault { pc: self.pc, thread: 0, why: e.to_string() })
-    }
-}
-
-/// Checks a launch's parameters the way the host backend's kernels do.
-struct Translator<'a> {
-    shared: &'a Shared,
-    launch: &'a Launch,
-    buffers: Vec<Arc<CudaBuffer>>,
-}
-
-impl Translator<'_> {
-    fn fault(&self, thread: u64, why: String) -> Error {
-        Error::DeviceFault { pc: self.launch.kernel(), thread, why }
-    }
-
-    /// The first `N` little-endian u32 parameters.
-    fn params<const N: usize>(&self) -> Result<[u32; N]> {
-        let p = &self.launch.params;
-        if p.len() < N * 4 {
-            return Err(self.fault(0, format!("the parameter block has {} bytes; this built-in reads {}", p.len(), N * 4)));
-        }
-        let mut words = [0; N];
-        for (w, b) in words.iter_mut().zip(p.chunks_exact(4)) {
-            *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-        Ok(words)
-    }
-
-    /// Elements the grid touches: one per thread, at most `count`.
-    fn elements(&self, count: u32) -> u32 {
-        // At most `count`, so it fits.
-        self.launch.threads().min(count.into()) as u32
-    }
-
-    /// The CUDA pointer for `n` u32 elements at device address `address`;
-    /// its buffer is kept for the launch. No elements, no access: any
-    /// address will do, as on the device.
-    fn locate(&mut self, address: u32, n: u32) -> Result<u64> {
-        if n == 0 {
-            return Ok(0);
-        }
-        if address % 4 != 0 {
-            return Err(self.fault(0, format!("misaligned u32 address {address:#x}")));
-        }
-        let (buffer, offset) = self
-            .shared
-            .space
-            .resolve(address.into())
-            .ok_or_else(|| self.fault(0, format!("address {address:#x} is in no buffer")))?;
-        let fit = (buffer.size() - offset) / 4;
-        if u64::from(n) > fit {
-            let bad = u64::from(address) + fit * 4;
-            return Err(self.fault(fit, format!("address {bad:#x} is past the end of its buffer")));
-        }
-        let ptr = buffer.ptr(offset);
-        self.buffers.push(buffer);
-        Ok(ptr)
     }
 }

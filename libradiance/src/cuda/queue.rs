@@ -260,12 +260,12 @@ impl QueueShared {
                 Op::Dispatch(launch) => {
                     let mut prepared = Prepared::new(shared, closing, launch)?;
                     unsafe { prepared.launch(api, stream)? };
-                    if prepared.spins {
+                    if prepared.spins() {
                         spin_started();
                         uses.spinning += 1;
                     }
-                    uses.holds_memory |= !prepared.buffers.is_empty();
-                    uses.buffers.append(&mut prepared.buffers);
+                    uses.holds_memory |= !prepared.buffers().is_empty();
+                    uses.buffers.append(prepared.buffers());
                 }
                 // One stream runs its work in order: every command is behind
                 // a barrier already. Empty copies and updates do nothing.

@@ -28,13 +28,23 @@ use super::{
     result::Api,
     sys::{CUevent, CUstream},
 };
-use crate::{backend::BackendSemaphore, lock::lock, Error, Result, Semaphore, SemaphoreList, StatusCode, WaitMode};
+use crate::{
+    backend::BackendSemaphore,
+    host_waits::{check_raise, Failure, Hub},
+    lock::lock,
+    Error,
+    Result,
+    Semaphore,
+    SemaphoreList,
+    StatusCode,
+    WaitMode,
+};
 use std::{
     any::Any,
     collections::VecDeque,
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
-        Arc, Condvar, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex, PoisonError,
     },
     time::{Duration, Instant},
 };
@@ -48,22 +58,6 @@ const MAX_SLEEP: Duration = Duration::from_millis(1);
 /// found done: a semaphore signalled on the device and never waited on from
 /// the host would otherwise hold events without bound.
 const PRUNE_EVERY: usize = 64;
-
-/// Where host waiters sleep; host signals and failures wake them.
-#[derive(Default)]
-pub(super) struct Hub {
-    lock: Mutex<()>,
-    changed: Condvar,
-}
-
-impl Hub {
-    /// Wakes every sleeping waiter. Taking the lock first means a waiter
-    /// that checked its semaphores before the change is already asleep.
-    pub(super) fn notify(&self) {
-        drop(lock(&self.lock));
-        self.changed.notify_all();
-    }
-}
 
 /// A device's idle events: creating an event costs more than recording it.
 /// An event goes back while a stream may still be about to pass it; that is
@@ -121,10 +115,7 @@ pub(super) struct CudaSemaphore {
     shared: Arc<Shared>,
     /// The payload as far as the host knows.
     value: AtomicU64,
-    failure: Mutex<Option<Error>>,
-    /// Whether `failure` is set: every submission asks, and a lock costs
-    /// more than a load.
-    failed: AtomicBool,
+    failure: Failure,
     /// The highest value that device work already queued will signal: the
     /// device may wait for values up to it. Raised under the scheduler lock.
     promised: AtomicU64,
@@ -143,8 +134,7 @@ impl CudaSemaphore {
         Self {
             shared: Arc::clone(shared),
             value: AtomicU64::new(initial),
-            failure: Mutex::new(None),
-            failed: AtomicBool::new(false),
+            failure: Failure::default(),
             promised: AtomicU64::new(initial),
             timeline: Mutex::new(VecDeque::new()),
         }
@@ -156,19 +146,12 @@ impl CudaSemaphore {
     }
 
     pub(super) fn failure(&self) -> Option<Error> {
-        if !self.failed.load(Ordering::Acquire) {
-            return None;
-        }
-        lock(&self.failure).clone()
+        self.failure.get()
     }
 
     /// Fails the semaphore unless it already failed; whether it did now.
     pub(super) fn mark_failed(&self, error: Error) -> bool {
-        let mut failure = lock(&self.failure);
-        let first = failure.is_none();
-        failure.get_or_insert(error);
-        self.failed.store(true, Ordering::Release);
-        first
+        self.failure.set(error)
     }
 
     pub(super) fn promised(&self) -> u64 {
@@ -320,13 +303,7 @@ impl BackendSemaphore for CudaSemaphore {
 
     fn signal(&self, value: u64) -> Result<()> {
         let mut scheduler = lock(&self.shared.scheduler);
-        if let Some(e) = self.failure() {
-            return Err(e);
-        }
-        let payload = self.refresh()?;
-        if value <= payload {
-            return Err(Error::OutOfRange(format!("semaphore payload {payload} cannot be signalled to {value}: it only goes up")));
-        }
+        check_raise(&self.failure, || self.refresh(), value)?;
         // A device signal may still fold in a lower value after this.
         self.value.fetch_max(value, Ordering::AcqRel);
         // Queue work held back for this value can go to the device now.

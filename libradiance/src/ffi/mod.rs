@@ -12,6 +12,7 @@
 mod buffer;
 mod command;
 mod device;
+mod device_group;
 mod handle;
 mod queue;
 mod semaphore;
@@ -28,4 +29,6 @@ const _: () = {
     assert!(size_of::<buffer::MappingDesc>() == 24);
     assert!(size_of::<command::LaunchDesc>() == 64);
     assert!(size_of::<transport::TransportLaunchDesc>() == 64);
+    assert!(size_of::<device_group::BuilderDesc>() == 136);
+    assert!(size_of::<device_group::EdgeDesc>() == 16);
 };

@@ -14,6 +14,7 @@ mod semaphore;
 
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
+    device_group::Interop,
     BufferParams,
     DeviceInfo,
     Error,
@@ -73,5 +74,11 @@ impl Backend for HostDevice {
 
     fn create_queue(&self) -> Result<Arc<dyn BackendQueue>> {
         Ok(Arc::new(queue::HostQueue::new(Arc::clone(&self.hub), Arc::clone(&self.space))?))
+    }
+
+    /// Its queues are threads that copy through `BackendBuffer::read` and
+    /// `write`, which reach any backend's host-visible memory.
+    fn interop(&self) -> Interop {
+        Interop { host_queues: true, ..Interop::default() }
     }
 }

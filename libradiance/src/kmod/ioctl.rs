@@ -36,6 +36,7 @@ radiance_ioctl!(sem_fail, uapi::IOCTL_SEM_FAIL, uapi::SemFail);
 radiance_ioctl!(sem_wait, uapi::IOCTL_SEM_WAIT, uapi::SemWait);
 radiance_ioctl!(sem_export_sync_file, uapi::IOCTL_SEM_EXPORT_SYNC_FILE, uapi::SemExportSyncFile);
 radiance_ioctl!(sem_import_sync_file, uapi::IOCTL_SEM_IMPORT_SYNC_FILE, uapi::SemImportSyncFile);
+radiance_ioctl!(sem_import_handle, uapi::IOCTL_SEM_IMPORT_HANDLE, uapi::SemImportHandle);
 radiance_ioctl!(queue_create, uapi::IOCTL_QUEUE_CREATE, uapi::QueueCreate);
 radiance_ioctl!(queue_destroy, uapi::IOCTL_QUEUE_DESTROY, uapi::QueueDestroy);
 radiance_ioctl!(queue_kick, uapi::IOCTL_QUEUE_KICK, uapi::QueueKick);

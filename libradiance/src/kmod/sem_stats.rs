@@ -20,6 +20,11 @@ pub struct SemStats {
     pub waiters: u32,
     /// Exported sync_file fences still waiting for their value.
     pub fences: u32,
+    /// For an alias (SEM_IMPORT_HANDLE, ABI 1.10): the process whose file
+    /// holds the semaphore, and its handle there. An alias shows that
+    /// semaphore's value and error; its waiters and fences are counted on
+    /// the semaphore's own line.
+    pub alias_of: Option<(i32, u32)>,
 }
 
 impl SemStats {
@@ -39,6 +44,10 @@ impl SemStats {
             error: debugfs::field(line, "error")?,
             waiters: debugfs::field(line, "waiters")?,
             fences: debugfs::field(line, "fences")?,
+            alias_of: match debugfs::text_field(line, "alias_of_sem") {
+                Ok(_) => Some((debugfs::field(line, "alias_of_pid")?, debugfs::field(line, "alias_of_sem")?)),
+                Err(_) => None,
+            },
         })
     }
 }
@@ -50,7 +59,15 @@ mod tests {
     #[test]
     fn parses_a_failed_semaphore() {
         let s = SemStats::parse("pid=7 sem=2 value=18446744073709551615 error=5 waiters=1 fences=3").unwrap();
-        assert_eq!(s, SemStats { pid: 7, handle: 2, value: u64::MAX, error: 5, waiters: 1, fences: 3 });
+        assert_eq!(s, SemStats { pid: 7, handle: 2, value: u64::MAX, error: 5, waiters: 1, fences: 3, alias_of: None });
         assert!(SemStats::parse("pid=7 sem=2").is_err());
+    }
+
+    #[test]
+    fn parses_an_alias() {
+        let line = "pid=7 sem=4 value=9 error=0 waiters=0 fences=0 alias_of_pid=8 alias_of_sem=1";
+        let s = SemStats::parse(line).unwrap();
+        assert_eq!(s, SemStats { pid: 7, handle: 4, value: 9, alias_of: Some((8, 1)), ..Default::default() });
+        assert!(SemStats::parse("pid=7 sem=4 value=9 error=0 waiters=0 fences=0 alias_of_sem=1").is_err());
     }
 }

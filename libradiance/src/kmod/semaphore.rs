@@ -37,18 +37,35 @@ impl Device {
     pub fn create_semaphore(&self, initial: u64) -> Result<Semaphore> {
         let mut args = uapi::SemCreate { initial, ..Default::default() };
         ioctl::sem_create(&*self.fd, &mut args).map_err(|e| Error::os("SEM_CREATE", e))?;
+        self.semaphore_at(args.handle, args.value_offset)
+    }
+
+    /// A handle in this device's file for `semaphore`, a semaphore of
+    /// another device (or file) of the module (SEM_IMPORT_HANDLE, ABI
+    /// 1.10): this file's queues wait on and signal that semaphore itself.
+    /// Once it is destroyed or its file closed, the alias reads as failed
+    /// with ECANCELED.
+    pub fn import_semaphore(&self, semaphore: &Semaphore) -> Result<Semaphore> {
+        let mut args =
+            uapi::SemImportHandle { fd: semaphore.fd.as_raw_fd(), handle: semaphore.handle, ..Default::default() };
+        ioctl::sem_import_handle(&*self.fd, &mut args).map_err(|e| Error::os("SEM_IMPORT_HANDLE", e))?;
+        self.semaphore_at(args.new_handle, args.value_offset)
+    }
+
+    /// Semaphore `handle` of this file, whose value is at `value_offset`.
+    fn semaphore_at(&self, handle: u32, value_offset: u64) -> Result<Semaphore> {
         let page = page_size();
         let values = match self.sem_values.get() {
             Some(v) => v.clone(),
             None => {
                 // SAFETY: the page is read-only to us and only the kernel
                 // writes it, 8 aligned bytes at a time (read atomically).
-                let map = unsafe { MmapOptions::new().offset(args.value_offset / page * page).len(page as usize).map(self.fd.as_ref()) }
+                let map = unsafe { MmapOptions::new().offset(value_offset / page * page).len(page as usize).map(self.fd.as_ref()) }
                     .map_err(|e| Error::io("mmap semaphore values", &e))?;
                 self.sem_values.get_or_init(|| Arc::new(map)).clone()
             }
         };
-        Ok(Semaphore { fd: self.fd.clone(), handle: args.handle, values, at: (args.value_offset % page) as usize })
+        Ok(Semaphore { fd: self.fd.clone(), handle, values, at: (value_offset % page) as usize })
     }
 
     /// Waits until every point (or, with `any`, one of them) is reached, a

@@ -297,6 +297,68 @@ static void test_transport(const char *uri)
 	radiance_transport_destroy(NULL);
 }
 
+/* A group of `uri` and a host device: its topology, and one device's queue
+ * waiting on and signalling the other's semaphores, a failure crossing with
+ * its message. */
+static void test_device_group(const char *uri)
+{
+	radiance_device_t *a = NULL, *b = NULL, *got = NULL;
+	radiance_device_group_t *group = NULL, *second = NULL;
+	radiance_device_group_builder_t builder;
+	radiance_topology_edge_t edge;
+	OK(radiance_device_open(uri, &a));
+	OK(radiance_device_open("host", &b));
+	radiance_device_group_builder_initialize(&builder);
+	expect(radiance_device_group_builder_finalize(&builder, &group), RADIANCE_STATUS_INVALID_ARGUMENT, "an empty group");
+	expect(radiance_device_group_builder_add_device(&builder, NULL), RADIANCE_STATUS_INVALID_ARGUMENT, "a NULL device");
+	OK(radiance_device_group_builder_add_device(&builder, a));
+	OK(radiance_device_group_builder_add_device(&builder, b));
+	CHECK(builder.device_count == 2, "builder holds %u devices", builder.device_count);
+	OK(radiance_device_group_builder_finalize(&builder, &group));
+	CHECK(builder.device_count == 0, "the builder was not consumed");
+	CHECK(radiance_device_group_device_count(group) == 2, "group of %u", radiance_device_group_device_count(group));
+	OK(radiance_device_group_device(group, 1, &got));
+	CHECK(got == b, "device 1 is not the second added");
+	expect(radiance_device_group_device(group, 2, &got), RADIANCE_STATUS_OUT_OF_RANGE, "device 2 of 2");
+	OK(radiance_device_group_edge(group, 0, 0, &edge));
+	CHECK(edge.semaphore_route == RADIANCE_SEMAPHORE_ROUTE_LOCAL && edge.link_class == RADIANCE_LINK_CLASS_LOCAL,
+	      "edge 0->0: %u %u", edge.semaphore_route, edge.link_class);
+	OK(radiance_device_group_edge(group, 0, 1, &edge));
+	CHECK(edge.semaphore_route == RADIANCE_SEMAPHORE_ROUTE_HOST_HOP && edge.buffer_route == RADIANCE_BUFFER_ROUTE_HOST &&
+		      edge.link_class == RADIANCE_LINK_CLASS_HOST,
+	      "edge 0->1: %u %u %u", edge.semaphore_route, edge.buffer_route, edge.link_class);
+	expect(radiance_device_group_edge(group, 0, 2, &edge), RADIANCE_STATUS_OUT_OF_RANGE, "edge 0->2");
+	radiance_device_group_builder_initialize(&builder);
+	OK(radiance_device_group_builder_add_device(&builder, a));
+	expect(radiance_device_group_builder_finalize(&builder, &second), RADIANCE_STATUS_FAILED_PRECONDITION,
+	       "a device in two groups");
+
+	/* b's queue waits on a's semaphore and signals another of a's. */
+	radiance_queue_t *queue = NULL;
+	radiance_semaphore_t *s = NULL, *t = NULL;
+	OK(radiance_queue_create(b, &queue));
+	OK(radiance_semaphore_create(a, 0, &s));
+	OK(radiance_semaphore_create(a, 0, &t));
+	const uint64_t v1 = 1, v2 = 2;
+	OK(radiance_queue_barrier(queue, one(&s, &v1), one(&t, &v1)));
+	OK(radiance_semaphore_signal(s, 1));
+	OK(radiance_semaphore_wait(t, 1, RADIANCE_TIMEOUT_INFINITE));
+	OK(radiance_queue_barrier(queue, one(&s, &v2), one(&t, &v2)));
+	OK(radiance_semaphore_fail(s, RADIANCE_STATUS_DATA_LOSS, "lost on the other device"));
+	radiance_status_t status = radiance_semaphore_wait(t, 2, RADIANCE_TIMEOUT_INFINITE);
+	CHECK(radiance_status_code(status) == RADIANCE_STATUS_DATA_LOSS &&
+		      strcmp(radiance_status_message(status), "lost on the other device") == 0,
+	      "the failure across the group: %u %s", radiance_status_code(status), radiance_status_message(status));
+	radiance_status_free(status);
+	radiance_semaphore_release(s);
+	radiance_semaphore_release(t);
+	radiance_queue_release(queue);
+	/* The group and its devices go in either order. */
+	radiance_device_release(a);
+	radiance_device_group_release(group);
+	radiance_device_release(b);
+}
+
 int main(int argc, char **argv)
 {
 	const char *uri = argc > 1 ? argv[1] : "host";
@@ -310,6 +372,7 @@ int main(int argc, char **argv)
 	test_command_buffer(device);
 	radiance_device_release(device);
 	test_transport(uri);
+	test_device_group(uri);
 	printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
 	return failures != 0;
 }

@@ -31,6 +31,17 @@ fn suite_against_cuda_0() {
     assert_eq!(summary.failed, 0, "{summary:?}");
 }
 
+#[test]
+fn group_cases_against_cuda_0_and_host() {
+    if cuda().is_none() {
+        return;
+    }
+    let mut ktap = Vec::new();
+    let summary = radiance_cts::run_group(&["cuda:0".to_owned(), "host".to_owned()], "", &mut ktap);
+    print!("{}", String::from_utf8_lossy(&ktap));
+    assert_eq!(summary.failed, 0, "{summary:?}");
+}
+
 fn launch(entry_pc: u32, grid: [u32; 3], block: [u32; 3], params: &[u32]) -> Launch {
     let params = params.iter().flat_map(|p| p.to_le_bytes()).collect();
     Launch { entry_pc, grid, block, regs_per_thread: 16, params, ..Default::default() }

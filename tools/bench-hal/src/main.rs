@@ -14,6 +14,9 @@
 //! drained before the next. The end-to-end figure includes the device
 //! (under TCG: compare it only with the other end-to-end figure). Prints
 //! each figure and the ratios; run it in the guest (tools/bench.sh).
+//!
+//! `bench-hal group A B`: one cross-device semaphore edge by each route a
+//! device group has for it (`group.rs`).
 
 use radiance::{
     kmod, //
@@ -130,9 +133,17 @@ fn run(uri: &str) -> Result<()> {
     Ok(())
 }
 
+mod group;
+
 fn main() -> ExitCode {
-    let uri = std::env::args().nth(1).unwrap_or_else(|| "kmod:0".to_owned());
-    match run(&uri) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let ran = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["group", a, b] => group::run(a, b),
+        [] => run("kmod:0"),
+        [uri] => run(uri),
+        _ => Err(radiance::Error::InvalidArgument("usage: bench-hal [kmod:N] | bench-hal group URI URI".into())),
+    };
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench-hal: {e}");

@@ -6,6 +6,7 @@
 //! when the launched code faulted on the device.
 
 mod run;
+mod topology;
 
 use clap::{Parser, Subcommand};
 use radiance::kmod::{self, DeviceInfo, MemStats, QueueStats, SemStats};
@@ -28,7 +29,8 @@ enum Command {
     List,
     /// Show what a device is and what it can do.
     Info {
-        /// kmod:N, N, radianceN or a /dev path.
+        /// kmod:N, N, radianceN or a /dev path; or a HAL device of another
+        /// backend: host, cuda:N, hsa:N.
         #[arg(default_value = "kmod:0")]
         device: String,
     },
@@ -58,6 +60,12 @@ enum Command {
     /// Load a Muon ELF32 executable into VRAM at its link addresses and
     /// launch it; exit status 3 if the device faults.
     Run(run::Run),
+    /// Show how devices reach each other as one device group: for every
+    /// ordered pair, the semaphore route, buffer route and link class.
+    Topology {
+        /// Device URIs (host, kmod:N, cuda:N); default: host and every kmod:N.
+        devices: Vec<String>,
+    },
     /// Show a device's VRAM and pinned host memory use (needs debugfs).
     Mem {
         /// kmod:N, N, radianceN or a /dev path.
@@ -111,6 +119,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => return run::run(&args, cli.json),
         Command::List => list(cli.json),
+        Command::Info { device } if is_hal_only(&device) => hal_info(&device, cli.json),
+        Command::Topology { devices } => topology::topology(&devices, cli.json),
         Command::Info { device } => info(&device, cli.json),
         Command::Mem { device } => mem(&device, cli.json),
         Command::Queues { device } => queues(&device, cli.json),
@@ -178,6 +188,38 @@ fn info(device: &str, as_json: bool) -> radiance::Result<()> {
         ["capabilities", &i.cap_names().join(", ")],
     ];
     print_pairs(&rows);
+    Ok(())
+}
+
+/// Whether `device` names a HAL device that is not a Radiance node.
+fn is_hal_only(device: &str) -> bool {
+    device == "host" || device.starts_with("cuda:") || device.starts_with("hsa:")
+}
+
+/// What libradiance's HAL says of a device of another backend: opening it
+/// is the check (`hsa:0` without `/dev/kfd` fails, saying so).
+fn hal_info(uri: &str, as_json: bool) -> radiance::Result<()> {
+    let dev = radiance::Device::open(uri)?;
+    let i = dev.info();
+    if as_json {
+        let info = json!({
+            "device": i.uri,
+            "backend": i.backend,
+            "name": i.name,
+            "builtin_kernels": i.builtin_kernels,
+            "memory_protection": i.memory_protection,
+        });
+        println!("{info}");
+        return Ok(());
+    }
+    let yes_no = |b| if b { "yes" } else { "no" };
+    print_pairs(&[
+        ["device", &i.uri],
+        ["backend", i.backend],
+        ["name", &i.name],
+        ["builtin kernels", yes_no(i.builtin_kernels)],
+        ["memory protection", yes_no(i.memory_protection)],
+    ]);
     Ok(())
 }
 
@@ -274,13 +316,14 @@ fn sems(device: &str, as_json: bool) -> radiance::Result<()> {
                 json!({
                     "pid": s.pid, "handle": s.handle, "value": s.value, "error": s.error,
                     "waiters": s.waiters, "fences": s.fences,
+                    "alias_of": s.alias_of.map(|(pid, handle)| json!({ "pid": pid, "handle": handle })),
                 })
             })
             .collect();
         println!("{}", Value::Array(list));
         return Ok(());
     }
-    let rows: Vec<[String; 6]> = sems
+    let rows: Vec<[String; 7]> = sems
         .iter()
         .map(|s| {
             let state = match s.error {
@@ -288,10 +331,11 @@ fn sems(device: &str, as_json: bool) -> radiance::Result<()> {
                 e => format!("failed: {}", rustix::io::Errno::from_raw_os_error(e as i32)),
             };
             let value = if s.error == 0 { s.value.to_string() } else { "-".into() };
-            [s.pid.to_string(), s.handle.to_string(), value, s.waiters.to_string(), s.fences.to_string(), state]
+            let alias_of = s.alias_of.map_or("-".into(), |(pid, handle)| format!("pid {pid} sem {handle}"));
+            [s.pid.to_string(), s.handle.to_string(), value, s.waiters.to_string(), s.fences.to_string(), state, alias_of]
         })
         .collect();
-    print_table(["PID", "SEM", "VALUE", "WAITERS", "FENCES", "STATE"], &rows);
+    print_table(["PID", "SEM", "VALUE", "WAITERS", "FENCES", "STATE", "ALIAS OF"], &rows);
     Ok(())
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
 //! `radctl run`: loads a Muon executable (ELF32) into a device's VRAM at its
-//! link addresses and launches it, its entry point as the start code and a
-//! symbol (or the entry point) as the kernel; then prints whether it
+//! link addresses and launches it, its entry point (or `--entry`) as the
+//! start code and a symbol (or the entry point) as the kernel; then prints
+//! whether it
 //! completed or the device fault (Gluon's status, the PC, the warp), and the
 //! VRAM it was asked to read back.
 //!
@@ -26,6 +27,11 @@ pub(crate) struct Run {
     /// kmod:N, N, radianceN or a /dev path.
     #[arg(long, default_value = "kmod:0")]
     device: String,
+    /// Where the warps start: a symbol or an address (default: the entry
+    /// point). Any address is taken, so a launch can be aimed at code that
+    /// is not there, to see how the device reports it.
+    #[arg(long)]
+    entry: Option<String>,
     /// The kernel the start code calls: a symbol or an address (default:
     /// the entry point, for code without start code).
     #[arg(long)]
@@ -126,13 +132,14 @@ fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
     let bytes = std::fs::read(&args.file)
         .map_err(|e| radiance::Error::io(format!("reading {}", args.file.display()), &e))?;
     let exe = Executable::parse(&bytes)?;
-    let kernel_pc = match &args.kernel {
-        None => exe.entry(),
+    let address = |name: &Option<String>| match name {
+        None => Ok(exe.entry()),
         Some(name) => match exe.symbol(name) {
-            Some(addr) => addr,
-            None => number(name).map_err(|_| radiance::Error::InvalidArgument(format!("no symbol {name}")))?,
+            Some(addr) => Ok(addr),
+            None => number(name).map_err(|_| radiance::Error::InvalidArgument(format!("no symbol {name}"))),
         },
     };
+    let (entry_pc, kernel_pc) = (address(&args.entry)?, address(&args.kernel)?);
     let dev = kmod::Device::open(&args.device)?;
     let mut q = dev.create_queue(256)?;
     let image = dev.load(&mut q, &exe)?;
@@ -143,7 +150,7 @@ fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
         tls: tls.as_ref().map(|bo| (bo, 0, args.tls)),
     };
     let launch = Launch {
-        entry_pc: exe.entry(),
+        entry_pc,
         kernel_pc,
         grid: args.grid,
         block: args.block,

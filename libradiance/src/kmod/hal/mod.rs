@@ -30,6 +30,7 @@ mod shadow;
 
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
+    device_group::Interop,
     BufferParams,
     DeviceInfo,
     Error,
@@ -45,6 +46,10 @@ use std::{os::fd::BorrowedFd, sync::Arc, time::Instant};
 /// SKIP_ON_FAILURE, without which a failed wait would stop a queue, and 1.8
 /// LAUNCH_DESC, which launches go through.
 const MIN_ABI_MINOR: u16 = 8;
+
+/// The kernel ABI minor version that brought SEM_IMPORT_HANDLE: before it,
+/// semaphores cross between devices as sync_files.
+const SEM_IMPORT_HANDLE_ABI_MINOR: u16 = 10;
 
 pub(crate) struct KmodDevice {
     info: DeviceInfo,
@@ -106,5 +111,26 @@ impl Backend for KmodDevice {
 
     fn create_queue(&self) -> Result<Arc<dyn BackendQueue>> {
         Ok(Arc::new(queue::KmodQueue::new(Arc::clone(&self.device))?))
+    }
+
+    /// Semaphore points cross as sync_files; semaphores of other devices
+    /// of the module alias into this one's file (ABI 1.10); host-visible
+    /// buffers export as dma-bufs where the CPU maps VRAM (elsewhere they
+    /// are shadows: see `shadow.rs`), and any dma-buf imports as a host
+    /// buffer object.
+    fn interop(&self) -> Interop {
+        let info = self.device.info();
+        Interop {
+            sync_file: true,
+            semaphore_aliases: info.abi_minor >= SEM_IMPORT_HANDLE_ABI_MINOR,
+            dma_buf_export: info.caps & uapi::caps::VRAM_MAPPABLE != 0,
+            dma_buf_import: true,
+            host_queues: false,
+        }
+    }
+
+    fn alias_semaphore(&self, semaphore: &dyn BackendSemaphore) -> Result<Arc<dyn BackendSemaphore>> {
+        let semaphore = semaphore.as_any().downcast_ref().ok_or(Error::WrongDevice("a semaphore"))?;
+        Ok(semaphore::KmodSemaphore::alias(&self.device, semaphore)?)
     }
 }

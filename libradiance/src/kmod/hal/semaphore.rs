@@ -29,7 +29,9 @@ use radiance_uapi as uapi;
 use rustix::io::Errno;
 use std::{
     any::Any,
+    cell::Cell,
     collections::VecDeque,
+    os::fd::{BorrowedFd, OwnedFd},
     sync::{Arc, Mutex, Weak},
     time::Instant,
 };
@@ -52,6 +54,18 @@ struct Record {
     known: Option<(Errno, Error)>,
     /// Queue submissions that are to signal this semaphore, oldest first.
     producers: VecDeque<Producer>,
+    /// The semaphores whose failures reach this one through the kernel (a
+    /// device group's edges: their sync_files imported into this one, or
+    /// the semaphore this one is an alias of, or an alias this one is
+    /// signalled through): a failure that came through one of them is
+    /// theirs.
+    origins: Vec<Arc<dyn BackendSemaphore>>,
+}
+
+thread_local! {
+    /// How many origins deep the failure being explained on this thread
+    /// is: two devices' semaphores may name each other as origins.
+    static ORIGIN_DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 /// A submission that is to signal a semaphore.
@@ -67,8 +81,17 @@ pub(super) struct Producer {
 
 impl KmodSemaphore {
     pub(super) fn new(device: &Device, initial: u64) -> Result<Arc<Self>> {
-        let sem = device.create_semaphore(initial)?;
-        Ok(Arc::new_cyclic(|me| Self { sem, record: Mutex::default(), me: me.clone() }))
+        Ok(Self::wrap(device.create_semaphore(initial)?))
+    }
+
+    /// A handle on `device` for `semaphore`, a kmod semaphore of another
+    /// device: see [`kmod::Device::import_semaphore`].
+    pub(super) fn alias(device: &Device, semaphore: &KmodSemaphore) -> Result<Arc<Self>> {
+        Ok(Self::wrap(device.import_semaphore(&semaphore.sem)?))
+    }
+
+    fn wrap(sem: kmod::Semaphore) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self { sem, record: Mutex::default(), me: me.clone() })
     }
 
     pub(super) fn kernel(&self) -> &kmod::Semaphore {
@@ -96,24 +119,41 @@ impl KmodSemaphore {
         record.producers.push_back(producer);
     }
 
+    /// The value, or the error if the semaphore has failed. The value page
+    /// is read once: a failure landing between two reads would make
+    /// `SEM_FAILED_VALUE` pass for a value reached.
+    fn state(&self) -> Result<u64> {
+        match self.sem.value() {
+            uapi::SEM_FAILED_VALUE => Err(match self.sem.error() {
+                Ok(errno) => self.explain(errno.unwrap_or(Errno::PROTO), 0),
+                Err(e) => e,
+            }),
+            value => Ok(value),
+        }
+    }
+
     /// The error of the semaphore if it has failed.
     fn failure(&self) -> Option<Error> {
-        (self.sem.value() == uapi::SEM_FAILED_VALUE).then(|| match self.sem.error() {
-            Ok(errno) => self.explain(errno.unwrap_or(Errno::PROTO), 0),
-            Err(e) => e,
-        })
+        self.state().err()
     }
 
     /// The error the HAL reports for this semaphore's failure with `errno`.
     fn explain(&self, errno: Errno, depth: usize) -> Error {
-        let producers = {
+        let (producers, origins) = {
             let record = lock(&self.record);
             match &record.known {
                 Some((known, error)) if *known == errno => return error.clone(),
-                _ => Vec::from(record.producers.clone()),
+                _ => (Vec::from(record.producers.clone()), record.origins.clone()),
             }
         };
-        let error = self.trace(errno, &producers, depth);
+        let error = self.trace(&producers, depth).or_else(|| from_origins(errno, &origins)).unwrap_or_else(|| {
+            match errno {
+                Errno::CANCELED => Error::Cancelled(
+                    "the work that was to signal this semaphore was cancelled: its queue was destroyed".into(),
+                ),
+                errno => Error::os("the semaphore failed", errno),
+            }
+        });
         let mut record = lock(&self.record);
         // The first explanation sticks: every waiter sees the same error.
         match &record.known {
@@ -126,29 +166,38 @@ impl KmodSemaphore {
         }
     }
 
-    /// What failed this semaphore with `errno`, from the submissions that
+    /// What failed this semaphore, from the submissions that
     /// were to signal it: a fault of their queue first, then a failed
     /// semaphore they waited on. A timeline that one queue both waits on
     /// and signals names itself among those waits: that is no cause.
-    fn trace(&self, errno: Errno, producers: &[Producer], depth: usize) -> Error {
+    fn trace(&self, producers: &[Producer], depth: usize) -> Option<Error> {
         if let Some(fault) = producers.iter().find_map(|p| p.queue.fault().filter(|f| f.packet <= p.signal)) {
-            return fault.error();
+            return Some(fault.error());
         }
         if depth < TRACE_DEPTH {
             let waits = producers.iter().flat_map(|p| p.waits.iter().filter_map(Weak::upgrade));
             for wait in waits.filter(|w| !std::ptr::eq(Arc::as_ptr(w), self)) {
                 if let Ok(Some(e)) = wait.sem.error() {
-                    return wait.explain(e, depth + 1);
+                    return Some(wait.explain(e, depth + 1));
                 }
             }
         }
-        match errno {
-            Errno::CANCELED => {
-                Error::Cancelled("the work that was to signal this semaphore was cancelled: its queue was destroyed".into())
-            }
-            errno => Error::os("the semaphore failed", errno),
-        }
+        None
     }
+}
+
+/// The error of the origin (a semaphore of another device whose sync_file
+/// was imported) that failed with `errno`, if one did: the failure crossed
+/// from it, code and message.
+fn from_origins(errno: Errno, origins: &[Arc<dyn BackendSemaphore>]) -> Option<Error> {
+    let depth = ORIGIN_DEPTH.get();
+    if depth >= TRACE_DEPTH {
+        return None;
+    }
+    ORIGIN_DEPTH.set(depth + 1);
+    let found = origins.iter().find_map(|o| o.query().err().filter(|e| e.status().errno() == errno));
+    ORIGIN_DEPTH.set(depth);
+    found
 }
 
 /// The kmod backend's object behind a [`Semaphore`] of a kmod device.
@@ -158,10 +207,7 @@ pub(super) fn kmod_semaphore(s: &Semaphore) -> Result<&KmodSemaphore> {
 
 impl BackendSemaphore for KmodSemaphore {
     fn query(&self) -> Result<u64> {
-        match self.failure() {
-            Some(e) => Err(e),
-            None => Ok(self.sem.value()),
-        }
+        self.state()
     }
 
     fn signal(&self, value: u64) -> Result<()> {
@@ -190,6 +236,22 @@ impl BackendSemaphore for KmodSemaphore {
         let _ = self.sem.fail(errno);
     }
 
+    fn export_sync_file(&self, value: u64) -> Result<OwnedFd> {
+        self.sem.export_sync_file(value)
+    }
+
+    fn import_sync_file(&self, sync_file: BorrowedFd<'_>, value: u64, origin: Arc<dyn BackendSemaphore>) -> Result<()> {
+        self.follow(origin);
+        self.sem.import_sync_file(sync_file, value)
+    }
+
+    fn follow(&self, origin: Arc<dyn BackendSemaphore>) {
+        let mut record = lock(&self.record);
+        if !record.origins.iter().any(|o| Arc::ptr_eq(o, &origin)) {
+            record.origins.push(origin);
+        }
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -199,10 +261,7 @@ impl BackendSemaphore for KmodSemaphore {
 fn resolve(mode: WaitMode, points: &[(&KmodSemaphore, u64)]) -> Option<Result<()>> {
     decide(
         mode,
-        points.iter().map(|(s, value)| match s.failure() {
-            Some(e) => Err(e),
-            None => Ok(s.sem.value() >= *value),
-        }),
+        points.iter().map(|(s, value)| s.state().map(|reached| reached >= *value)),
     )
 }
 

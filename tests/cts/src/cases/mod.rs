@@ -5,17 +5,23 @@
 mod buffer;
 mod command_buffer;
 mod dispatch;
+mod group;
 mod queue;
 mod semaphore;
 mod transfer;
 
-use crate::{check::ensure, Case, Outcome};
+use crate::{check::ensure, Case, GroupCase, Outcome};
 use radiance::{Buffer, BufferParams, BufferUsage, Device, Launch, MemoryType, Queue, Result, Semaphore};
 use std::time::Duration;
 
 /// Every case, in the order they run.
 pub(crate) fn all() -> Vec<Case> {
     [semaphore::CASES, queue::CASES, transfer::CASES, dispatch::CASES, command_buffer::CASES, buffer::CASES].concat()
+}
+
+/// Every device-group case, in the order they run.
+pub(crate) fn group() -> Vec<GroupCase> {
+    group::CASES.to_vec()
 }
 
 /// Long enough for any backend to finish a small operation; a wait that

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! The conformance suite against `hsa:0`, where this machine has ROCr and
+//! an AMD GPU behind `/dev/kfd`; elsewhere (CI, the build machine) it
+//! skips, saying why: ROCr's status and the missing `/dev/kfd`.
+
+use radiance::{Device, StatusCode};
+use std::io::Write;
+
+#[test]
+fn suite_against_hsa_0() {
+    match Device::open("hsa:0") {
+        Err(e) if matches!(e.status(), StatusCode::Unavailable | StatusCode::NotFound) => {
+            // Straight to stderr, past libtest's capture: a skip must show.
+            let _ = writeln!(std::io::stderr(), "skipping: {e}");
+            return;
+        }
+        opened => drop(opened.expect("opening hsa:0")),
+    }
+    let mut ktap = Vec::new();
+    let summary = radiance_cts::run("hsa:0", "", &mut ktap);
+    print!("{}", String::from_utf8_lossy(&ktap));
+    assert_eq!(summary.failed, 0, "{summary:?}");
+}
+
+/// A device that does not open is one failure with its reason, so that a
+/// script running the suite against `hsa:0` gets a non-zero exit and why.
+#[test]
+fn a_device_that_does_not_open_bails_out_once() {
+    let mut ktap = Vec::new();
+    let summary = radiance_cts::run("hsa:x", "", &mut ktap);
+    let ktap = String::from_utf8(ktap).unwrap();
+    assert_eq!((summary.passed, summary.failed, summary.skipped), (0, 1, 0), "{ktap}");
+    assert!(ktap.contains("\nBail out! hsa:x: invalid device name \"hsa:x\""), "{ktap}");
+    assert_eq!(ktap.lines().filter(|l| l.starts_with("not ok")).count(), 0, "{ktap}");
+}

@@ -1,0 +1,21 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the QEMU guest on the debug kernel as /job for tools/fuzz.sh,
+# the long fuzzing mode: radiance-fuzz from the corpus in /corpus for
+# radiance_fuzz.seconds (kernel command line), printing each new corpus
+# entry for the host to keep, then kmemleak and the module's unload.
+set -u
+
+param() {
+	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^radiance_fuzz\.$1=//p")
+	echo "${v:-$2}"
+}
+
+/kmemleak.sh --clear
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+mkdir -p /corpus
+/radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$(param seconds 600)" --procs "$(param procs 2)" \
+	--corpus-in /corpus --print-corpus --status 60
+/kmemleak.sh kmemleak_after_fuzzer
+rmmod radiance
+/kmemleak.sh kmemleak_after_unload

@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the QEMU guest on the debug kernel (KASAN, KCOV, kmemleak,
+# fault injection, lockdep; tools/build-kernel.sh --debug) as /job: the
+# whole guest suite of test-job.sh, the stress tests, the fail-nth sweep,
+# then radiance-fuzz in its CI budget (fixed seed, fixed number of
+# executions), with a kmemleak scan after each as a test of its own and a
+# last one after the module is unloaded. The host fails the run on any
+# KASAN, lockdep, WARN or BUG line (tools/run-qemu.sh).
+#
+# The fuzzer's budget comes from the kernel command line as
+# radiance_fuzz.execs=N (default 3000) and radiance_fuzz.seed=N (default 1).
+set -u
+
+echo "radiance-guest: the debug kernel, $(uname -r)"
+
+param() {
+	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^radiance_fuzz\.$1=//p")
+	echo "${v:-$2}"
+}
+execs=$(param execs 3000)
+seed=$(param seed 1)
+
+# What the kernel itself left suspected before we started is not ours.
+/kmemleak.sh --clear
+
+# The whole guest suite (tests/guest/test-job.sh: KUnit, the kselftests,
+# libradiance's kmod tests, the conformance suite, the C ABI test, radctl),
+# which loads and unloads the module itself.
+start=$(date +%s)
+sh /test-job.sh
+echo "radiance-guest: the guest suite took $(($(date +%s) - start)) s"
+/kmemleak.sh kmemleak_after_guest_suite
+
+# Matches radiance_test.h.
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+RADIANCE_KO=/radiance.ko /stress_test
+/kmemleak.sh kmemleak_after_stress
+
+start=$(date +%s)
+/radiance-fuzz fail-nth
+echo "radiance-guest: fail-nth sweep took $(($(date +%s) - start)) s"
+/kmemleak.sh kmemleak_after_fail_nth
+
+/radiance-fuzz fuzz --seed "$seed" --execs "$execs" --procs 2 --status 60
+/kmemleak.sh kmemleak_after_fuzzer
+
+rmmod radiance
+/kmemleak.sh kmemleak_after_unload

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SEM_IMPORT_HANDLE: a handle in device 1's file for a semaphore of device
+ * 0's file. Host operations and queue packets on the alias act on device 0's
+ * semaphore, its value is published in device 1's value page, failure
+ * crosses, and device 0's semaphore or file going fails the alias with
+ * ECANCELED and wakes its waiters. Bad inputs; leaks.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "radiance_test.h"
+#include "radiance_queue.h"
+
+/* Device `index`'s count of semaphores (aliases included). */
+static int64_t sems_of(int index)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/radiance%d/mem", index);
+	return radiance_debugfs_stat(path, "semaphores");
+}
+
+/* The alias's handle in `fd`, or -errno; `offset` (if given) gets its
+ * value's mmap offset. */
+static int import_handle(int fd, int owner_fd, uint32_t handle, uint64_t *offset)
+{
+	struct radiance_sem_import_handle args = { .fd = owner_fd, .handle = handle };
+	int ret = radiance_ioctl(fd, RADIANCE_IOCTL_SEM_IMPORT_HANDLE, &args);
+
+	if (!ret && offset)
+		*offset = args.value_offset;
+	return ret ? ret : (int)args.new_handle;
+}
+
+/* The u64 at `offset` of `fd`'s value page, read as a process reads it. */
+static uint64_t page_value(int fd, uint64_t offset)
+{
+	long page = getpagesize();
+	uint64_t base = offset & ~(uint64_t)(page - 1);
+	void *map = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, base);
+	uint64_t value;
+
+	if (map == MAP_FAILED)
+		return 0xdeadull;
+	value = atomic_load((_Atomic uint64_t *)((char *)map + (offset - base)));
+	munmap(map, page);
+	return value;
+}
+
+FIXTURE(alias)
+{
+	int a, b;
+};
+
+FIXTURE_SETUP(alias)
+{
+	self->a = radiance_open(0);
+	self->b = radiance_open(1);
+	ASSERT_LE(0, self->a);
+	ASSERT_LE(0, self->b);
+}
+
+FIXTURE_TEARDOWN(alias)
+{
+	if (self->a >= 0)
+		close(self->a);
+	close(self->b);
+}
+
+TEST_F(alias, bad_arguments)
+{
+	struct radiance_sem_import_handle args = { .fd = self->a };
+	int s = radiance_sem_create(self->a, 0);
+	int pipes[2];
+
+	ASSERT_LT(0, s);
+	ASSERT_EQ(0, pipe(pipes));
+	EXPECT_EQ(-EBADF, import_handle(self->b, -1, s, NULL));
+	EXPECT_EQ(-EBADF, import_handle(self->b, 1000, s, NULL));
+	/* Not a Radiance device file. */
+	EXPECT_EQ(-EINVAL, import_handle(self->b, pipes[0], s, NULL));
+	/* The file's own semaphore needs no alias. */
+	EXPECT_EQ(-EINVAL, import_handle(self->a, self->a, s, NULL));
+	EXPECT_EQ(-ENOENT, import_handle(self->b, self->a, s + 100, NULL));
+	EXPECT_EQ(-ENOENT, import_handle(self->b, self->a, 0, NULL));
+	args.handle = s;
+	args.flags = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->b, RADIANCE_IOCTL_SEM_IMPORT_HANDLE, &args));
+	/* A struct of another size is not this ioctl. */
+	args.flags = 0;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->b, _IOWR(RADIANCE_IOCTL_TYPE, 0x18, struct radiance_sem_signal),
+					  &args));
+	close(pipes[0]);
+	close(pipes[1]);
+	EXPECT_EQ(1, sems_of(0));
+	EXPECT_EQ(0, sems_of(1));
+}
+
+TEST_F(alias, host_operations_act_on_the_semaphore_and_its_value_is_published)
+{
+	uint64_t offset;
+	int s = radiance_sem_create(self->a, 3);
+	int x = import_handle(self->b, self->a, s, &offset);
+	int y;
+
+	ASSERT_LT(0, s);
+	ASSERT_LT(0, x);
+	EXPECT_EQ(1, sems_of(1));
+	EXPECT_EQ(3, radiance_sem_value(self->b, x));
+	EXPECT_EQ(3, page_value(self->b, offset));
+	EXPECT_EQ(0, radiance_sem_signal(self->a, s, 7));
+	EXPECT_EQ(7, radiance_sem_value(self->b, x));
+	EXPECT_EQ(7, page_value(self->b, offset));
+	EXPECT_EQ(0, radiance_sem_signal(self->b, x, 9));
+	EXPECT_EQ(9, radiance_sem_value(self->a, s));
+	EXPECT_EQ(-EINVAL, radiance_sem_signal(self->b, x, 9));
+	EXPECT_EQ(0, radiance_sem_wait_for(self->b, x, 9));
+	/* An alias of an alias names the semaphore itself. */
+	y = import_handle(self->a, self->b, x, NULL);
+	EXPECT_EQ(-EINVAL, y) TH_LOG("device 0's alias of its own semaphore");
+	EXPECT_EQ(0, radiance_sem_destroy(self->b, x));
+	EXPECT_EQ(-ENOENT, radiance_sem_destroy(self->b, x));
+	EXPECT_EQ(0, page_value(self->b, offset));
+	/* Destroying the alias leaves the semaphore as it is, and its changes
+	 * no longer reach the alias's slot. */
+	EXPECT_EQ(9, radiance_sem_value(self->a, s));
+	EXPECT_EQ(0, radiance_sem_signal(self->a, s, 10));
+	EXPECT_EQ(0, page_value(self->b, offset));
+	EXPECT_EQ(0, sems_of(1));
+}
+
+TEST_F(alias, radctl_sems_shows_an_alias_with_its_semaphores_value)
+{
+	char out[4096], want[64];
+	int s = radiance_sem_create(self->a, 41);
+	int x = import_handle(self->b, self->a, s, NULL);
+
+	ASSERT_LT(0, x);
+	ASSERT_LT(0, radiance_radctl("sems kmod:1", out, sizeof(out)));
+	TH_LOG("%s", out);
+	snprintf(want, sizeof(want), "pid %d sem %d", getpid(), s);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("whose semaphore it is");
+	EXPECT_NE(NULL, strstr(out, " 41 ")) TH_LOG("the semaphore's value");
+	ASSERT_EQ(0, radiance_sem_destroy(self->a, s));
+	ASSERT_LT(0, radiance_radctl("sems kmod:1", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "failed: Operation canceled")) TH_LOG("%s", out);
+}
+
+struct waiter {
+	int fd;
+	uint32_t handle;
+	int result;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->result = radiance_sem_wait_for(w->fd, w->handle, 1);
+	return NULL;
+}
+
+TEST_F(alias, a_host_waiter_on_the_alias_wakes_on_the_owners_signal)
+{
+	int s = radiance_sem_create(self->a, 0);
+	struct waiter w = { .fd = self->b, .result = 1 };
+	pthread_t t;
+
+	ASSERT_LT(0, s);
+	w.handle = import_handle(self->b, self->a, s, NULL);
+	ASSERT_LT(0, (int)w.handle);
+	ASSERT_EQ(0, pthread_create(&t, NULL, wait_thread, &w));
+	usleep(20000);
+	EXPECT_EQ(1, w.result);
+	EXPECT_EQ(0, radiance_sem_signal(self->a, s, 1));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, w.result);
+}
+
+TEST_F(alias, a_queue_of_device_1_waits_on_device_0s_queue)
+{
+	uint64_t offset;
+	struct queue qa, qb;
+	int s = radiance_sem_create(self->a, 0), t = radiance_sem_create(self->b, 0);
+	int x = import_handle(self->b, self->a, s, &offset);
+	int r = radiance_sem_create(self->a, 0);
+	int y = import_handle(self->b, self->a, r, NULL);
+
+	ASSERT_LT(0, x);
+	ASSERT_LT(0, y);
+	ASSERT_EQ(0, queue_open(self->a, 16, &qa));
+	ASSERT_EQ(0, queue_open(self->b, 16, &qb));
+	/* B: wait for A's s, signal its own t and A's r through the alias. */
+	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, 1, 0);
+	queue_nop(&qb, 0);
+	queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, 1, 0);
+	queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, y, 2, 0);
+	queue_publish(&qb);
+	usleep(50000);
+	EXPECT_EQ(0, qb.ctl->read_index);
+	EXPECT_EQ(0, radiance_sem_value(self->b, t));
+	queue_nop(&qa, 0);
+	queue_sem(&qa, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 1, 0);
+	queue_publish(&qa);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qa));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qb));
+	EXPECT_EQ(4, qb.ctl->read_index);
+	EXPECT_EQ(1, radiance_sem_value(self->b, t));
+	EXPECT_EQ(1, page_value(self->b, offset));
+	EXPECT_EQ(0, radiance_sem_wait_for(self->a, r, 2));
+	queue_close(&qa);
+	queue_close(&qb);
+}
+
+TEST_F(alias, failure_crosses_to_device_1s_queue)
+{
+	uint64_t offset;
+	struct queue qb;
+	int s = radiance_sem_create(self->a, 0), t = radiance_sem_create(self->b, 0);
+	int u = radiance_sem_create(self->b, 0);
+	int x = import_handle(self->b, self->a, s, &offset);
+
+	ASSERT_LT(0, u);
+	ASSERT_LT(0, x);
+	ASSERT_EQ(0, queue_open(self->b, 16, &qb));
+	/* Submission 1 waits on A's semaphore and is skipped when it fails;
+	 * submission 2 runs. */
+	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, RADIANCE_PACKET_SKIP_ON_FAILURE, x, 1, 2);
+	queue_nop(&qb, 0);
+	queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, 1, 0);
+	queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, u, 1, 0);
+	queue_publish(&qb);
+	usleep(20000);
+	EXPECT_EQ(0, qb.ctl->read_index);
+	ASSERT_EQ(0, radiance_sem_fail(self->a, s, EHOSTDOWN));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qb));
+	EXPECT_EQ(4, qb.ctl->read_index);
+	EXPECT_EQ(-EHOSTDOWN, radiance_sem_wait_for(self->b, t, 1));
+	EXPECT_EQ(1, radiance_sem_value(self->b, u));
+	EXPECT_EQ(-EHOSTDOWN, radiance_sem_value(self->b, x));
+	EXPECT_EQ(RADIANCE_SEM_FAILED_VALUE, page_value(self->b, offset));
+	queue_close(&qb);
+}
+
+TEST_F(alias, a_queue_that_fails_fails_the_owners_semaphore)
+{
+	struct radiance_packet bad = { 0 };
+	struct queue qb;
+	int s = radiance_sem_create(self->a, 0);
+	int x = import_handle(self->b, self->a, s, NULL);
+
+	ASSERT_LT(0, x);
+	ASSERT_EQ(0, queue_open(self->b, 16, &qb));
+	queue_put(&qb, &bad);
+	queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, x, 1, 0);
+	queue_publish(&qb);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&qb));
+	EXPECT_EQ(-EINVAL, radiance_sem_wait_for(self->a, s, 1));
+	queue_close(&qb);
+}
+
+TEST_F(alias, destroying_the_semaphore_cancels_the_alias)
+{
+	uint64_t offset;
+	int s = radiance_sem_create(self->a, 0);
+	int x = import_handle(self->b, self->a, s, &offset);
+	struct waiter w = { .fd = self->b, .handle = x, .result = 1 };
+	pthread_t t;
+
+	ASSERT_LT(0, x);
+	ASSERT_EQ(0, pthread_create(&t, NULL, wait_thread, &w));
+	usleep(20000);
+	EXPECT_EQ(0, radiance_sem_destroy(self->a, s));
+	pthread_join(t, NULL);
+	EXPECT_EQ(-ECANCELED, w.result);
+	EXPECT_EQ(-ECANCELED, radiance_sem_value(self->b, x));
+	EXPECT_EQ(RADIANCE_SEM_FAILED_VALUE, page_value(self->b, offset));
+	EXPECT_EQ(-ECANCELED, radiance_sem_signal(self->b, x, 1));
+	EXPECT_EQ(0, radiance_sem_fail(self->b, x, EIO)) TH_LOG("it has failed already");
+	EXPECT_EQ(0, radiance_sem_destroy(self->b, x));
+	EXPECT_EQ(0, sems_of(0));
+	EXPECT_EQ(0, sems_of(1));
+}
+
+TEST_F(alias, closing_the_owners_file_cancels_waiters_and_queues)
+{
+	uint64_t offset;
+	struct queue qb;
+	int s = radiance_sem_create(self->a, 0), t = radiance_sem_create(self->b, 0);
+	int x = import_handle(self->b, self->a, s, &offset);
+	struct waiter w = { .fd = self->b, .handle = x, .result = 1 };
+	pthread_t th;
+
+	ASSERT_LT(0, x);
+	ASSERT_EQ(0, queue_open(self->b, 16, &qb));
+	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, 1, 0);
+	queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, 1, 0);
+	queue_publish(&qb);
+	ASSERT_EQ(0, pthread_create(&th, NULL, wait_thread, &w));
+	usleep(20000);
+	EXPECT_EQ(1, w.result);
+	close(self->a);
+	self->a = -1;
+	pthread_join(th, NULL);
+	EXPECT_EQ(-ECANCELED, w.result);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&qb));
+	EXPECT_EQ(ECANCELED, qb.ctl->error);
+	EXPECT_EQ(-ECANCELED, radiance_sem_wait_for(self->b, t, 1));
+	EXPECT_EQ(-ECANCELED, radiance_sem_value(self->b, x));
+	EXPECT_EQ(RADIANCE_SEM_FAILED_VALUE, page_value(self->b, offset));
+	EXPECT_EQ(0, sems_of(0));
+	queue_close(&qb);
+}
+
+TEST(alias_cycles_leak_nothing)
+{
+	for (int i = 0; i < 50; i++) {
+		int a = radiance_open(0), b = radiance_open(1);
+		int s = radiance_sem_create(a, 0);
+		int x = import_handle(b, a, s, NULL);
+		int t = radiance_sem_create(b, 0);
+		int y = import_handle(a, b, t, NULL);
+
+		ASSERT_LT(0, x);
+		ASSERT_LT(0, y);
+		/* Each file aliases the other's: closing in either order ends
+		 * both. */
+		if (i % 2) {
+			close(a);
+			close(b);
+		} else {
+			close(b);
+			close(a);
+		}
+	}
+	EXPECT_EQ(0, sems_of(0));
+	EXPECT_EQ(0, sems_of(1));
+	EXPECT_EQ(0, radiance_mem_stat("open_files"));
+}
+
+TEST_HARNESS_MAIN

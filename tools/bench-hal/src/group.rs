@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! `bench-hal group A B`: what one cross-device semaphore edge costs, by
+//! each route a device group has for it, in one run: two queues of A (the
+//! same device, the baseline), A and B with the topology's route (between
+//! two kmod devices, a kernel alias: B's queue waits on A's semaphore
+//! itself), A and B limited to sync_files (exported from one, imported into
+//! the other, per point), and A and B with semaphores routed through the
+//! host (a relay thread).
+//!
+//! A chain of `EDGES` barriers alternates between the two queues, each
+//! waiting for the other's last signal: every step is one edge. The whole
+//! chain is queued first (submit time per edge: on the sync_file route the
+//! export and import are made then), then the host opens it and times it to
+//! its end (latency per edge). Under TCG on a shared machine one chain's
+//! figure moves by half between runs: the routes take turns, `ROUNDS`
+//! times, and the medians are compared.
+
+use radiance::{Device, DeviceGroup, DeviceGroupBuilder, Result, Semaphore, Timeout};
+use std::time::{Duration, Instant};
+
+/// Edges in a chain: each queue gets half, two packets each, well within
+/// the kmod ring.
+const EDGES: u64 = 400;
+
+struct PerEdge {
+    submit: Duration,
+    latency: Duration,
+}
+
+/// Times a chain between queues of `first` and `second` (devices, or one
+/// device twice).
+fn chain(first: &Device, second: &Device) -> Result<PerEdge> {
+    let (q0, q1) = (first.create_queue()?, second.create_queue()?);
+    let (s0, s1) = (first.create_semaphore(0)?, second.create_semaphore(0)?);
+    let gate = first.create_semaphore(0)?;
+    let t = Instant::now();
+    // Step i runs on queue i % 2, waits for step i - 1 and signals step i.
+    let point = |i: u64| -> (&Semaphore, u64) { if i % 2 == 0 { (&s0, i + 1) } else { (&s1, i + 1) } };
+    q0.barrier(&[(&gate, 1)], &[point(0)])?;
+    for i in 1..EDGES {
+        let queue = if i % 2 == 0 { &q0 } else { &q1 };
+        queue.barrier(&[point(i - 1)], &[point(i)])?;
+    }
+    let submit = t.elapsed() / EDGES as u32;
+    let t = Instant::now();
+    gate.signal(1)?;
+    let (last, value) = point(EDGES - 1);
+    last.wait(value, Timeout::Infinite)?;
+    Ok(PerEdge { submit, latency: t.elapsed() / EDGES as u32 })
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1000.0
+}
+
+/// Rounds per route. The routes take turns within each round, so that
+/// what else loads the machine meanwhile falls on all of them alike; each
+/// route's median round is printed.
+const ROUNDS: usize = 5;
+
+/// Devices `a` and `b` in a group that `limit` sets up, and the semaphore
+/// route it took from `a` to `b`.
+fn pair(a: &str, b: &str, limit: impl FnOnce(&mut DeviceGroupBuilder)) -> Result<(Device, Device, DeviceGroup, &'static str)> {
+    let (da, db) = (Device::open(a)?, Device::open(b)?);
+    let mut builder = DeviceGroupBuilder::new();
+    builder.add(&da)?.add(&db)?;
+    limit(&mut builder);
+    let group = builder.finalize()?;
+    let route = group.topology().edge(0, 1).map_or("none", |e| e.semaphore.name());
+    Ok((da, db, group, route))
+}
+
+/// The median of `rounds` by latency, and the median submit time.
+fn median(mut rounds: Vec<PerEdge>) -> PerEdge {
+    let mid = rounds.len() / 2;
+    rounds.sort_by_key(|r| r.submit);
+    let submit = rounds[mid].submit;
+    rounds.sort_by_key(|r| r.latency);
+    PerEdge { submit, latency: rounds[mid].latency }
+}
+
+pub(crate) fn run(a: &str, b: &str) -> Result<()> {
+    let device = Device::open(a)?;
+    let (ba, bb, _best_group, route) = pair(a, b, |_| {})?;
+    let (sa, sb, _sync_group, sync_route) = pair(a, b, |g| {
+        g.route_semaphores_through_sync_files();
+    })?;
+    let (ha, hb, _hop_group, _) = pair(a, b, |g| {
+        g.route_semaphores_through_host();
+    })?;
+    let ends = [(&device, &device), (&ba, &bb), (&sa, &sb), (&ha, &hb)];
+    let mut rounds: [Vec<PerEdge>; 4] = Default::default();
+    for _ in 0..ROUNDS {
+        for ((first, second), times) in ends.iter().zip(rounds.iter_mut()) {
+            times.push(chain(first, second)?);
+        }
+    }
+    let [same, best, sync_file, hop] = rounds.map(median);
+    println!("bench-hal group {a} {b}: a chain of {EDGES} semaphore edges between two queues, median of {ROUNDS} rounds");
+    println!("  {:<42} {:>10} {:>12}", "route", "submit", "latency");
+    let rows = [
+        ("same device (two queues of A)".to_string(), &same),
+        (format!("A to B, topology's ({route})"), &best),
+        (format!("A to B, sync_files at best ({sync_route})"), &sync_file),
+        ("A to B, host hop (relay thread)".to_string(), &hop),
+    ];
+    for (name, e) in rows {
+        println!("  {name:<42} {:>7.1} us {:>9.1} us", us(e.submit), us(e.latency));
+    }
+    let ratios = [
+        (format!("{sync_route} / {route}, latency"), us(sync_file.latency) / us(best.latency)),
+        (format!("{sync_route} / {route}, submit"), us(sync_file.submit) / us(best.submit)),
+        (format!("host hop / {route}, latency"), us(hop.latency) / us(best.latency)),
+        (format!("{route} / same device, latency"), us(best.latency) / us(same.latency)),
+    ];
+    for (name, ratio) in ratios {
+        println!("  {name:<42} {ratio:>10.2}");
+    }
+    Ok(())
+}

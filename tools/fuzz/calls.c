@@ -1,0 +1,1573 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The fuzzer's calls and the executor that runs a program; see calls.h.
+ *
+ * Every access to memory the driver mapped is guarded (guarded_*): a mapping
+ * at a bogus offset, or one another thread unmapped, faults, and the fault
+ * ends that access only. Asynchronous calls run on the worker's second
+ * thread with a copy of the resources as they were when the call was
+ * queued, so close, destroy and munmap race with the calls after them.
+ */
+#define _GNU_SOURCE
+#include "calls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcov.h>
+#include <linux/udmabuf.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "radiance.h"
+#include "sys.h"
+
+#define RES_MAX 16
+#define PAGE 4096ul
+
+struct bo_res {
+	int fd;
+	uint32_t handle, placement, flags;
+	uint64_t size, mmap_offset;
+	uint8_t *map;		/* mappable ones are mapped at creation */
+};
+
+struct sem_res {
+	int fd;
+	uint32_t handle;
+	uint64_t value;		/* as far as we signalled it */
+};
+
+struct queue_res {
+	int fd;
+	uint32_t id, packets;
+	uint64_t ring_offset, control_offset, written;
+	struct radiance_packet *ring;
+	struct radiance_queue_control *ctl;
+};
+
+/* Resources of one kind: slots reused round-robin once full. */
+#define RES_LIST(type, name) \
+	struct {             \
+		uint32_t n;  \
+		type v[RES_MAX]; \
+	} name
+
+struct state {
+	RES_LIST(int, devs);
+	RES_LIST(int, bufs);	/* dma-buf fds */
+	RES_LIST(int, syncs);	/* sync_file fds */
+	RES_LIST(int, ctls);	/* control node fds */
+	RES_LIST(int, timelines); /* sw_sync timelines */
+	RES_LIST(struct bo_res, bos);
+	RES_LIST(struct sem_res, sems);
+	RES_LIST(struct queue_res, queues);
+	RES_LIST(struct { void *p; size_t len; }, maps);
+};
+
+#define RES_ADD(list) (&(list).v[(list).n++ % RES_MAX])
+#define RES_COUNT(list) ((list).n < RES_MAX ? (list).n : RES_MAX)
+/* The selected resource, or NULL if there is none or the selector is raw. */
+#define RES_GET(list, sel) (RES_COUNT(list) && (sel) != RES_RAW ? &(list).v[(sel) % RES_COUNT(list)] : NULL)
+
+struct async_job {
+	struct call call;
+	struct state st;
+};
+
+/* Every mapping a program made, from either thread, for the cleanup. */
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *p;
+	size_t len;
+} all_maps[256];
+static unsigned int n_all_maps;
+
+static void map_register(void *p, size_t len)
+{
+	pthread_mutex_lock(&maps_lock);
+	if (n_all_maps < sizeof(all_maps) / sizeof(all_maps[0])) {
+		all_maps[n_all_maps].p = p;
+		all_maps[n_all_maps].len = len;
+		n_all_maps++;
+	}
+	pthread_mutex_unlock(&maps_lock);
+}
+
+/* munmap, and forget it (so the cleanup does not unmap a reused range). */
+static void map_drop(void *p)
+{
+	pthread_mutex_lock(&maps_lock);
+	for (unsigned int i = 0; i < n_all_maps; i++) {
+		if (all_maps[i].p == p) {
+			munmap(p, all_maps[i].len);
+			all_maps[i] = all_maps[--n_all_maps];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&maps_lock);
+}
+
+static void maps_drop_all(void)
+{
+	pthread_mutex_lock(&maps_lock);
+	for (unsigned int i = 0; i < n_all_maps; i++)
+		munmap(all_maps[i].p, all_maps[i].len);
+	n_all_maps = 0;
+	pthread_mutex_unlock(&maps_lock);
+}
+
+static void *map(int fd, size_t len, int prot, int flags, uint64_t off)
+{
+	void *p = mmap(NULL, len, prot, flags, fd, off);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	map_register(p, len);
+	return p;
+}
+
+static __thread sigjmp_buf guard_jmp;
+static __thread volatile int guard_armed;
+
+static void on_fault(int sig, siginfo_t *info, void *uc)
+{
+	(void)info;
+	(void)uc;
+	if (guard_armed) {
+		guard_armed = 0;
+		siglongjmp(guard_jmp, 1);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The accesses to driver mappings: each returns 0, or -EFAULT if touching
+ * the mapping faulted. Out of line, so that nothing of the caller's lives
+ * across the longjmp. */
+static __attribute__((noinline)) int guarded_copy(void *dst, const void *src, size_t len)
+{
+	if (sigsetjmp(guard_jmp, 1))
+		return -EFAULT;
+	guard_armed = 1;
+	memcpy(dst, src, len);
+	guard_armed = 0;
+	return 0;
+}
+
+static __attribute__((noinline)) int guarded_load(const void *p, size_t size, uint64_t *out)
+{
+	if (sigsetjmp(guard_jmp, 1))
+		return -EFAULT;
+	guard_armed = 1;
+	*out = size == 8 ? __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE)
+			 : __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
+	guard_armed = 0;
+	return 0;
+}
+
+static __attribute__((noinline)) int guarded_store64(uint64_t *p, uint64_t v)
+{
+	if (sigsetjmp(guard_jmp, 1))
+		return -EFAULT;
+	guard_armed = 1;
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+	guard_armed = 0;
+	return 0;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static const char *const op_names[OP_COUNT] = {
+	[OP_OPEN_DEVICE] = "open_device", [OP_CLOSE] = "close", [OP_DUP] = "dup",
+	[OP_GET_INFO] = "get_info", [OP_BO_CREATE] = "bo_create", [OP_BO_DESTROY] = "bo_destroy",
+	[OP_BO_INFO] = "bo_info", [OP_BO_EXPORT] = "bo_export", [OP_BO_IMPORT] = "bo_import",
+	[OP_SEM_CREATE] = "sem_create", [OP_SEM_DESTROY] = "sem_destroy",
+	[OP_SEM_SIGNAL] = "sem_signal", [OP_SEM_QUERY] = "sem_query", [OP_SEM_FAIL] = "sem_fail",
+	[OP_SEM_WAIT] = "sem_wait", [OP_SEM_EXPORT_SYNC_FILE] = "sem_export_sync_file",
+	[OP_SEM_IMPORT_SYNC_FILE] = "sem_import_sync_file", [OP_SEM_IMPORT_HANDLE] = "sem_import_handle",
+	[OP_QUEUE_CREATE] = "queue_create",
+	[OP_QUEUE_DESTROY] = "queue_destroy", [OP_QUEUE_QUERY] = "queue_query",
+	[OP_QUEUE_KICK] = "queue_kick", [OP_SUBMIT] = "submit", [OP_QUEUE_WAIT] = "queue_wait",
+	[OP_MMAP] = "mmap", [OP_MUNMAP] = "munmap", [OP_RAW_IOCTL] = "raw_ioctl",
+	[OP_SEND_TO_PEER] = "send_to_peer", [OP_FORK] = "fork", [OP_SIGNAL_WAIT] = "signal_wait",
+	[OP_UDMABUF] = "udmabuf", [OP_SW_SYNC_FENCE] = "sw_sync_fence",
+	[OP_SW_SYNC_INC] = "sw_sync_inc", [OP_CONTROL_OPEN] = "control_open",
+	[OP_USER_DECLARE] = "user_declare", [OP_USER_HOST_ACCESS] = "user_host_access",
+	[OP_USER_RESET] = "user_reset", [OP_CONTROL_READ] = "control_read",
+	[OP_CONTROL_WRITE] = "control_write", [OP_POLL] = "poll",
+};
+
+const char *op_name(enum op op)
+{
+	return op < OP_COUNT ? op_names[op] : "?";
+}
+
+/* How often each call is picked: the packet paths and the objects they
+ * name most, the slow and rare paths least. */
+static const uint8_t op_weight[OP_COUNT] = {
+	[OP_OPEN_DEVICE] = 4, [OP_CLOSE] = 3, [OP_DUP] = 1, [OP_GET_INFO] = 2,
+	[OP_BO_CREATE] = 10, [OP_BO_DESTROY] = 4, [OP_BO_INFO] = 2, [OP_BO_EXPORT] = 3,
+	[OP_BO_IMPORT] = 3, [OP_SEM_CREATE] = 6, [OP_SEM_DESTROY] = 3, [OP_SEM_SIGNAL] = 4,
+	[OP_SEM_QUERY] = 2, [OP_SEM_FAIL] = 2, [OP_SEM_WAIT] = 3, [OP_SEM_EXPORT_SYNC_FILE] = 3,
+	[OP_SEM_IMPORT_SYNC_FILE] = 3, [OP_SEM_IMPORT_HANDLE] = 4, [OP_QUEUE_CREATE] = 8, [OP_QUEUE_DESTROY] = 3,
+	[OP_QUEUE_QUERY] = 2, [OP_QUEUE_KICK] = 3, [OP_SUBMIT] = 16, [OP_QUEUE_WAIT] = 4,
+	[OP_MMAP] = 5, [OP_MUNMAP] = 2, [OP_RAW_IOCTL] = 4, [OP_SEND_TO_PEER] = 2, [OP_FORK] = 1,
+	[OP_SIGNAL_WAIT] = 1, [OP_UDMABUF] = 2, [OP_SW_SYNC_FENCE] = 2, [OP_SW_SYNC_INC] = 2,
+	[OP_CONTROL_OPEN] = 1, [OP_USER_DECLARE] = 1, [OP_USER_HOST_ACCESS] = 1,
+	[OP_USER_RESET] = 1, [OP_CONTROL_READ] = 1, [OP_CONTROL_WRITE] = 1, [OP_POLL] = 1,
+};
+
+enum op call_pick_op(struct rng *r)
+{
+	unsigned int total = 0, pick;
+
+	for (int i = 0; i < OP_COUNT; i++)
+		total += op_weight[i];
+	pick = rng_below(r, total);
+	for (int i = 0; i < OP_COUNT; i++) {
+		if (pick < op_weight[i])
+			return i;
+		pick -= op_weight[i];
+	}
+	return OP_GET_INFO;
+}
+
+/* Mostly v, sometimes anything: for fields that must be zero or valid. */
+static uint64_t mostly(struct rng *r, const struct hints *h, uint64_t v)
+{
+	return rng_one_in(r, 12) ? rng_value(r, h) : v;
+}
+
+void call_generate(struct call *c, enum op op, struct rng *r, const struct hints *h)
+{
+	memset(c, 0, sizeof(*c));
+	c->op = op;
+	c->async = rng_one_in(r, 10);
+	for (int i = 0; i < CALL_RES; i++)
+		c->res[i] = rng_one_in(r, 24) ? RES_RAW : rng_below(r, 8);
+	for (int i = 0; i < CALL_ARGS; i++)
+		c->a[i] = rng_value(r, h);
+	switch (op) {
+	case OP_OPEN_DEVICE:
+		c->a[0] = rng_one_in(r, 16) ? rng_below(r, 8) : rng_below(r, 2);
+		c->a[1] = rng_below(r, 4);
+		break;
+	case OP_GET_INFO:
+		c->a[0] = rng_below(r, 6);
+		c->a[2] = mostly(r, h, 0);
+		c->a[3] = mostly(r, h, 0);
+		break;
+	case OP_BO_CREATE:
+		c->a[0] = rng_one_in(r, 3) ? rng_value(r, h) : (1 + rng_below(r, 16)) * PAGE;
+		c->a[1] = mostly(r, h, 1 + rng_below(r, 2));
+		c->a[2] = mostly(r, h, rng_below(r, 4));
+		c->a[3] = mostly(r, h, 0);
+		c->a[4] = rng_one_in(r, 2) ? rng_below(r, 64) * PAGE : rng_value(r, h);
+		break;
+	case OP_BO_DESTROY:
+	case OP_BO_INFO:
+	case OP_SEM_DESTROY:
+	case OP_SEM_QUERY:
+	case OP_QUEUE_DESTROY:
+	case OP_QUEUE_QUERY:
+	case OP_QUEUE_KICK:
+	case OP_USER_RESET:
+		c->a[0] = mostly(r, h, 0);
+		c->a[1] = mostly(r, h, 0);
+		break;
+	case OP_BO_EXPORT:
+	case OP_BO_IMPORT:
+	case OP_SEM_IMPORT_SYNC_FILE:
+		c->a[0] = mostly(r, h, rng_below(r, 2));
+		c->a[1] = mostly(r, h, 0);
+		c->a[2] = mostly(r, h, rng_below(r, 8));
+		break;
+	case OP_SEM_CREATE:
+		c->a[0] = rng_one_in(r, 4) ? rng_value(r, h) : rng_below(r, 4);
+		c->a[1] = mostly(r, h, 0);
+		break;
+	case OP_SEM_SIGNAL:
+	case OP_SEM_EXPORT_SYNC_FILE:
+		c->a[0] = rng_below(r, 4);
+		c->a[1] = rng_below(r, 8);	/* bit 0: raw value a[2] */
+		c->a[2] = rng_value(r, h);
+		c->a[3] = mostly(r, h, 0);
+		break;
+	case OP_SEM_FAIL:
+		c->a[0] = mostly(r, h, 1 + rng_below(r, 133));
+		break;
+	case OP_SEM_IMPORT_HANDLE:
+		c->a[0] = mostly(r, h, 0);
+		break;
+	case OP_SEM_WAIT:
+	case OP_SIGNAL_WAIT:
+		c->a[0] = mostly(r, h, 1 + rng_below(r, 4));
+		c->a[1] = mostly(r, h, rng_below(r, 2));
+		c->a[2] = rng_below(r, 5);
+		c->a[3] = rng_below(r, 20);
+		c->a[4] = rng_below(r, 16);
+		break;
+	case OP_QUEUE_CREATE:
+		c->a[0] = mostly(r, h, 16u << rng_below(r, 6));
+		c->a[1] = mostly(r, h, 0);
+		c->a[2] = mostly(r, h, 0);
+		break;
+	case OP_SUBMIT:
+		c->a[0] = rng_below(r, 12);
+		c->a[1] = rng_next(r);
+		c->a[2] = rng_below(r, 16);
+		break;
+	case OP_QUEUE_WAIT:
+		c->a[0] = rng_below(r, 30);
+		break;
+	case OP_MMAP:
+		c->a[0] = rng_below(r, 7);
+		c->a[1] = rng_one_in(r, 4) ? rng_value(r, h) : 0;
+		c->a[2] = rng_below(r, 6);
+		c->a[3] = rng_below(r, 8);
+		break;
+	case OP_RAW_IOCTL:
+		c->a[0] = rng_one_in(r, 4) ? rng_next(r) : rng_below(r, 0x48);
+		c->a[1] = rng_below(r, 5);
+		c->a[2] = rng_one_in(r, 2) ? 8 * rng_below(r, 16) : rng_value(r, h);
+		c->a[4] = rng_below(r, 12);
+		break;
+	case OP_CLOSE:
+	case OP_SEND_TO_PEER:
+		c->a[0] = rng_below(r, 4);
+		c->a[1] = rng_next(r);
+		break;
+	case OP_UDMABUF:
+		c->a[0] = rng_one_in(r, 4) ? rng_value(r, h) : (1 + rng_below(r, 8)) * PAGE;
+		c->a[1] = mostly(r, h, 0);
+		break;
+	case OP_SW_SYNC_FENCE:
+	case OP_SW_SYNC_INC:
+		c->a[0] = rng_below(r, 8);
+		break;
+	case OP_USER_DECLARE:
+		c->a[0] = mostly(r, h, 1 + rng_below(r, 2));
+		c->a[1] = mostly(r, h, 1 + rng_below(r, 4));
+		c->a[2] = mostly(r, h, 1 + rng_below(r, 16));
+		c->a[3] = mostly(r, h, 0x01040401);
+		c->a[4] = mostly(r, h, (1 + rng_below(r, 16)) << 20);
+		c->a[5] = mostly(r, h, 0);
+		break;
+	case OP_USER_HOST_ACCESS:
+		c->a[0] = rng_below(r, 4);
+		c->a[3] = rng_one_in(r, 2) ? rng_below(r, 256) : rng_value(r, h);
+		c->a[4] = mostly(r, h, 0);
+		break;
+	case OP_CONTROL_READ:
+	case OP_CONTROL_WRITE:
+		c->a[0] = rng_one_in(r, 2) ? 16 * rng_below(r, 8) : rng_value(r, h);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The worker's own fds (KCOV, the peer's socket) are below this: a raw fd
+ * argument never names them. */
+static int fd_floor = 3;
+
+static int raw_fd(uint64_t raw)
+{
+	return (int)raw >= 0 && (int)raw < fd_floor ? -1 : (int)raw;
+}
+
+/* The device fd a call works on; -1 when there is none (a raw one then). */
+static int dev_fd(struct state *st, const struct call *c, int i)
+{
+	int *fd = RES_GET(st->devs, c->res[i]);
+
+	return fd ? *fd : (c->res[i] == RES_RAW ? raw_fd(c->a[5]) : -1);
+}
+
+static struct bo_res *pick_bo(struct state *st, uint32_t sel)
+{
+	return RES_GET(st->bos, sel);
+}
+
+static uint32_t bo_handle(struct state *st, const struct call *c, int i)
+{
+	struct bo_res *bo = pick_bo(st, c->res[i]);
+
+	return bo ? bo->handle : (uint32_t)c->a[5];
+}
+
+static uint32_t sem_handle(struct state *st, const struct call *c, int i)
+{
+	struct sem_res *s = RES_GET(st->sems, c->res[i]);
+
+	return s ? s->handle : (uint32_t)c->a[5];
+}
+
+static struct queue_res *pick_queue(struct state *st, uint32_t sel)
+{
+	return RES_GET(st->queues, sel);
+}
+
+static int sel_fd(int *v, uint32_t n, uint32_t sel, uint64_t raw)
+{
+	uint32_t count = n < RES_MAX ? n : RES_MAX;
+
+	return count && sel != RES_RAW ? v[sel % count] : raw_fd(raw);
+}
+
+#define SEL_FD(list, sel, raw) sel_fd((list).v, (list).n, (sel), (raw))
+
+/* A user pointer for an ioctl that takes one: a real buffer, or not. */
+static void *bogus_ptr(uint64_t kind, void *real, size_t len)
+{
+	switch (kind % 12) {
+	case 0:
+		return NULL;
+	case 1:
+		return (void *)0xffff888000000000ul;	/* kernel memory */
+	case 2:
+		return (void *)0x1000;			/* unmapped */
+	case 3:
+		return (uint8_t *)real + len - 1;	/* runs off the end */
+	default:
+		return real;
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+/* Puts the launch block or descriptor a packet names into a mapped HOST BO. */
+static void write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int desc)
+{
+	static const uint32_t pcs[] = {
+		RADIANCE_BUILTIN_FILL_U32, RADIANCE_BUILTIN_COPY_U32, RADIANCE_BUILTIN_VECADD_U32,
+		RADIANCE_BUILTIN_PRINTF_U32, RADIANCE_BUILTIN_START, RADIANCE_BUILTIN_SPIN, 0x1000,
+	};
+	uint8_t buf[256];
+	size_t len;
+
+	if (!bo || !bo->map || off >= bo->size)
+		return;
+	memset(buf, 0, sizeof(buf));
+	if (desc) {
+		struct radiance_launch_desc *d = (void *)buf;
+
+		d->start_pc = rng_one_in(r, 8) ? rng_next(r) : RADIANCE_BUILTIN_START;
+		d->kernel_pc = pcs[rng_below(r, 5)];
+		for (int i = 0; i < 3; i++) {
+			d->grid[i] = rng_one_in(r, 16) ? rng_next(r) : 1 + rng_below(r, 2);
+			d->block[i] = rng_one_in(r, 16) ? rng_next(r) : 1 + rng_below(r, 4);
+		}
+		d->regs_per_thread = rng_below(r, 4);
+		d->params_size = rng_one_in(r, 4) ? rng_next(r) : 4 * rng_below(r, 4);
+		d->params_offset = rng_one_in(r, 4) ? rng_next(r) : rng_below(r, 64);
+		d->stack_size = rng_below(r, 2) * 256;
+		len = sizeof(*d);
+	} else {
+		struct radiance_launch_block *b = (void *)buf;
+		uint32_t *params = (uint32_t *)(b + 1);
+
+		b->entry_pc = pcs[rng_below(r, sizeof(pcs) / sizeof(pcs[0]))];
+		if (b->entry_pc == RADIANCE_BUILTIN_SPIN && !rng_one_in(r, 4))
+			b->entry_pc = RADIANCE_BUILTIN_FILL_U32;
+		for (int i = 0; i < 3; i++) {
+			b->grid[i] = rng_one_in(r, 16) ? rng_next(r) : 1 + rng_below(r, 2);
+			b->block[i] = rng_one_in(r, 16) ? rng_next(r) : 1 + rng_below(r, 4);
+		}
+		b->regs_per_thread = rng_below(r, 3);
+		b->params_size = 4 * rng_below(r, 5);
+		b->binary_size = rng_one_in(r, 8) ? rng_next(r) : 0;
+		for (int i = 0; i < 4; i++)
+			params[i] = rng_one_in(r, 2) ? rng_below(r, 1 << 20) : rng_next(r);
+		len = sizeof(*b) + 16;
+	}
+	if (off + len > bo->size)
+		len = bo->size - off;
+	guarded_copy(bo->map + off, buf, len);
+}
+
+/* An offset and size within (or just off) a BO of `size` bytes. */
+static void pick_range(struct rng *r, uint64_t size, uint64_t *off, uint64_t *len)
+{
+	switch (rng_below(r, 6)) {
+	case 0:
+		*off = rng_value(r, NULL);
+		*len = rng_value(r, NULL);
+		break;
+	case 1:
+		*off = size;
+		*len = 4;
+		break;
+	case 2:
+		*off = size - 4;
+		*len = 8;		/* runs off the end */
+		break;
+	case 3:
+		*off = 4;
+		*len = ~0ull - 3;	/* off + len wraps */
+		break;
+	default:
+		*off = size ? rng_below(r, size) & ~3ull : 0;
+		*len = size - *off ? (1 + rng_below(r, size - *off)) & ~3ull : 4;
+		break;
+	}
+}
+
+/* One packet for queue `q`, naming the file's objects. */
+static void gen_packet(struct state *st, struct queue_res *q, struct rng *r, struct radiance_packet *out)
+{
+	static const uint8_t kinds[] = {
+		RADIANCE_PACKET_NOP, RADIANCE_PACKET_FENCE, RADIANCE_PACKET_FILL, RADIANCE_PACKET_FILL,
+		RADIANCE_PACKET_COPY, RADIANCE_PACKET_COPY, RADIANCE_PACKET_LAUNCH,
+		RADIANCE_PACKET_READ_COUNTER, RADIANCE_PACKET_TIMESTAMP,
+		RADIANCE_PACKET_WAIT_SEMAPHORE, RADIANCE_PACKET_SIGNAL_SEMAPHORE,
+		RADIANCE_PACKET_SIGNAL_SEMAPHORE, RADIANCE_PACKET_LAUNCH_DESC, 0, 11, 255,
+	};
+	struct bo_res *a = pick_bo(st, rng_below(r, 8)), *b = pick_bo(st, rng_below(r, 8));
+	struct sem_res *s = RES_GET(st->sems, rng_below(r, 8));
+	uint64_t off, len;
+
+	memset(out, 0, sizeof(*out));
+	out->header.kind = kinds[rng_below(r, sizeof(kinds))];
+	out->header.flags = rng_one_in(r, 16) ? rng_next(r) : rng_below(r, 4);
+	if (rng_one_in(r, 24))
+		out->header.reserved = rng_next(r);
+	if (rng_one_in(r, 24))
+		out->header.pad = rng_next(r);
+	(void)q;
+	switch (out->header.kind) {
+	case RADIANCE_PACKET_FILL: {
+		struct radiance_fill_packet *p = (void *)out;
+
+		p->dst = a ? a->handle : rng_next(r);
+		pick_range(r, a ? a->size : 4096, &off, &len);
+		p->dst_offset = off;
+		p->size = len;
+		p->pattern_size = rng_one_in(r, 8) ? rng_value(r, NULL) : 1u << rng_below(r, 3);
+		p->pattern = rng_next(r);
+		break;
+	}
+	case RADIANCE_PACKET_COPY: {
+		struct radiance_copy_packet *p = (void *)out;
+
+		p->src = a ? a->handle : rng_next(r);
+		p->dst = b ? b->handle : rng_next(r);
+		pick_range(r, a ? a->size : 4096, &off, &len);
+		p->src_offset = off;
+		p->size = len;
+		p->dst_offset = rng_one_in(r, 2) ? 0 : rng_value(r, NULL);
+		break;
+	}
+	case RADIANCE_PACKET_LAUNCH:
+	case RADIANCE_PACKET_LAUNCH_DESC: {
+		struct radiance_launch_packet *p = (void *)out;
+
+		p->block = a ? a->handle : rng_next(r);
+		p->block_offset = rng_one_in(r, 4) ? rng_value(r, NULL) : 0;
+		p->block_size = rng_one_in(r, 4) ? rng_value(r, NULL)
+			: out->header.kind == RADIANCE_PACKET_LAUNCH ? sizeof(struct radiance_launch_block) + 16
+								     : sizeof(struct radiance_launch_desc);
+		write_launch(a, p->block_offset, r, out->header.kind == RADIANCE_PACKET_LAUNCH_DESC);
+		if (rng_one_in(r, 3)) {
+			p->printf = b ? b->handle : rng_next(r);
+			p->printf_offset = rng_below(r, 2) * 64;
+			p->printf_size = rng_one_in(r, 2) ? 4 + 256 : rng_value(r, NULL);
+		}
+		break;
+	}
+	case RADIANCE_PACKET_READ_COUNTER:
+	case RADIANCE_PACKET_TIMESTAMP: {
+		struct radiance_counter_packet *p = (void *)out;
+
+		p->dst = a ? a->handle : rng_next(r);
+		p->counter = rng_one_in(r, 4) ? rng_next(r) : rng_below(r, 3);
+		p->dst_offset = rng_one_in(r, 4) ? rng_value(r, NULL) : 8 * rng_below(r, 8);
+		break;
+	}
+	case RADIANCE_PACKET_WAIT_SEMAPHORE:
+	case RADIANCE_PACKET_SIGNAL_SEMAPHORE: {
+		struct radiance_semaphore_packet *p = (void *)out;
+
+		p->handle = s ? s->handle : rng_next(r);
+		p->value = s && !rng_one_in(r, 4) ? s->value + rng_below(r, 3) : rng_value(r, NULL);
+		if (s && out->header.kind == RADIANCE_PACKET_SIGNAL_SEMAPHORE && p->value > s->value)
+			s->value = p->value;
+		p->skip = rng_one_in(r, 3) ? rng_below(r, 4) : 0;
+		break;
+	}
+	default:
+		if (rng_one_in(r, 4))
+			for (int i = 0; i < 7; i++)
+				out->body[i] = rng_next(r);
+		break;
+	}
+	if (rng_one_in(r, 32))
+		out->body[6] = rng_next(r);
+}
+
+static void queue_publish(struct queue_res *q, uint64_t mode, uint64_t raw)
+{
+	uint64_t wi = q->written;
+
+	if (mode == 6)
+		wi = q->written + q->packets + 1;	/* past what the ring holds */
+	else if (mode == 7)
+		wi = raw;
+	guarded_store64((uint64_t *)&q->ctl->write_index, wi);
+}
+
+static int submit(struct state *st, const struct call *c)
+{
+	struct queue_res *q = pick_queue(st, c->res[0]);
+	struct rng r;
+	uint32_t n = 1 + c->a[0] % 12;
+	uint64_t needs_kick = 1;
+	int faulted = 0;
+
+	if (!q || !q->ring || !q->ctl)
+		return -ENOENT;
+	rng_seed(&r, c->a[1]);
+	for (uint32_t i = 0; i < n; i++) {
+		struct radiance_packet p;
+		uint64_t done = 0;
+
+		faulted |= guarded_load(&q->ctl->read_index, 8, &done);
+		if (faulted || q->written - done >= q->packets)
+			break;		/* full: the wraparound is the stress test's */
+		gen_packet(st, q, &r, &p);
+		faulted |= guarded_copy(&q->ring[q->written % q->packets], &p, sizeof(p));
+		q->written++;
+	}
+	queue_publish(q, c->a[2] % 8, c->a[3]);
+	guarded_load(&q->ctl->needs_kick, 4, &needs_kick);
+	if (needs_kick || (c->a[2] & 8)) {
+		struct radiance_queue_kick k = { .queue_id = q->id };
+
+		return xioctl(q->fd, RADIANCE_IOCTL_QUEUE_KICK, &k);
+	}
+	return faulted ? -EFAULT : 0;
+}
+
+static int queue_wait(struct state *st, const struct call *c)
+{
+	struct queue_res *q = pick_queue(st, c->res[0]);
+	uint64_t deadline = now_ns() + (c->a[0] % 30) * 1000000ull;
+
+	if (!q || !q->ctl)
+		return -ENOENT;
+	do {
+		uint64_t done = 0;
+		uint64_t status = 0;
+
+		if (guarded_load(&q->ctl->read_index, 8, &done) || guarded_load(&q->ctl->status, 4, &status))
+			return -EFAULT;
+		if (done >= q->written || status != RADIANCE_QUEUE_ACTIVE)
+			return status;
+		usleep(500);
+	} while (now_ns() < deadline);
+	return -ETIME;
+}
+
+static int sem_wait(struct state *st, const struct call *c)
+{
+	struct radiance_sem_wait_point points[300];
+	struct radiance_sem_wait w = { 0 };
+	uint32_t count = c->a[0];
+	int dev = dev_fd(st, c, 0);
+
+	for (uint32_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+		struct sem_res *s = RES_GET(st->sems, c->res[1] + i);
+
+		points[i].handle = s ? s->handle : (uint32_t)c->a[5];
+		points[i].pad = 0;
+		points[i].value = s ? s->value + (i & 1) : i;
+	}
+	w.points = (uintptr_t)bogus_ptr(c->a[4], points, count <= 300 ? count * sizeof(points[0]) : 16);
+	w.count = count;
+	w.flags = c->a[1];
+	switch (c->a[2] % 5) {
+	case 0:
+		w.deadline_ns = 0;
+		break;
+	case 1:
+		w.deadline_ns = now_ns() - 1000;
+		break;
+	case 4:
+		w.deadline_ns = -1 - (int64_t)c->a[3];
+		break;
+	default:
+		w.deadline_ns = now_ns() + (c->a[3] % 20) * 1000000ull;
+		break;
+	}
+	return xioctl(dev, RADIANCE_IOCTL_SEM_WAIT, &w);
+}
+
+static int signal_wait(struct state *st, const struct call *c)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = (c->a[1] & 1) ? SA_RESTART : 0 };
+	struct itimerval t = { .it_value = { .tv_usec = 1000 + (c->a[3] % 5) * 1000 } };
+	struct call wait = *c;
+	int ret;
+
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &t, NULL);
+	wait.a[1] = 0;
+	wait.a[2] = 2;		/* a deadline ahead */
+	wait.a[3] = 10;
+	wait.a[4] = 4;
+	ret = sem_wait(st, &wait);
+	memset(&t, 0, sizeof(t));
+	setitimer(ITIMER_REAL, &t, NULL);
+	return ret;
+}
+
+static int do_mmap(struct state *st, const struct call *c)
+{
+	struct queue_res *q = pick_queue(st, c->res[1]);
+	struct bo_res *bo = pick_bo(st, c->res[1]);
+	static const int prots[] = {
+		PROT_READ, PROT_READ | PROT_WRITE, PROT_WRITE, PROT_READ | PROT_EXEC, PROT_NONE,
+		PROT_READ | PROT_WRITE, PROT_READ, PROT_READ | PROT_WRITE,
+	};
+	int dev = dev_fd(st, c, 0), prot = prots[c->a[3] % 8];
+	uint64_t off, len;
+	uint8_t *p, sink = 0;
+
+	switch (c->a[0] % 7) {
+	case 0:
+		off = bo ? bo->mmap_offset : 0;
+		len = bo ? bo->size : PAGE;
+		break;
+	case 1:
+		off = q ? q->ring_offset : 0;
+		len = q ? ((q->packets * 64ul + PAGE - 1) & ~(PAGE - 1)) : PAGE;
+		break;
+	case 2:
+		off = q ? q->control_offset : 0;
+		len = PAGE;
+		break;
+	case 3:
+		off = PAGE;		/* the semaphore page */
+		len = PAGE;
+		break;
+	case 4:
+		off = 0;
+		len = PAGE;
+		break;
+	default:
+		off = c->a[5] & ~(PAGE - 1);
+		len = PAGE;
+		break;
+	}
+	off += c->a[1] & ~(PAGE - 1);
+	if (c->a[2] % 6 == 5)
+		len += PAGE;
+	else if (c->a[2] % 6 == 4 && len > PAGE)
+		len -= PAGE;
+	if (!len || len > (64u << 20))
+		len = PAGE;
+	p = map(dev, len, prot, (c->a[3] & 8) ? MAP_PRIVATE : MAP_SHARED, off);
+	if (!p)
+		return -errno;
+	if (prot & PROT_READ)
+		guarded_copy(&sink, p + len - 1, 1);
+	if (prot & PROT_WRITE)
+		guarded_copy(p, &sink, 1);
+	*(void **)&RES_ADD(st->maps)->p = p;
+	st->maps.v[(st->maps.n - 1) % RES_MAX].len = len;
+	return 0;
+}
+
+static int raw_ioctl(struct state *st, const struct call *c)
+{
+	static const unsigned int sizes[] = { 0, 8, 16, 24, 32, 40, 56, 88, 96, 104, 120, 128 };
+	uint8_t buf[512];
+	struct rng r;
+	unsigned long cmd;
+	unsigned int nr = c->a[0] & 0xff, dir = c->a[1] % 4;
+	unsigned int size = c->a[2] < 128 ? sizes[c->a[2] % 12] : c->a[2] & 0x3fff;
+	int fd;
+
+	switch (c->a[1] % 5) {
+	case 3:
+		fd = SEL_FD(st->ctls, c->res[0], c->a[5]);
+		break;
+	case 4:
+		fd = SEL_FD(st->bufs, c->res[0], c->a[5]);
+		break;
+	default:
+		fd = dev_fd(st, c, 0);
+		break;
+	}
+	rng_seed(&r, c->a[3]);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = rng_one_in(&r, 2) ? 0 : rng_next(&r);
+	cmd = (c->a[0] >> 8) && (c->a[0] & 0x100) ? (unsigned long)c->a[0]
+						 : _IOC(dir, RADIANCE_IOCTL_TYPE, nr, size);
+	return xioctl(fd, cmd, bogus_ptr(c->a[4], buf, size < sizeof(buf) ? sizeof(buf) - size + 1 : 1));
+}
+
+/* The peer: takes an fd, does what a second process would with it, gives
+ * it back. Its coverage goes to the worker's maps. */
+static int send_fd(int sock, int fd, uint64_t word)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = &word, .iov_len = sizeof(word) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (fd >= 0) {
+		msg.msg_control = cbuf;
+		msg.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == sizeof(word) ? 0 : -1;
+}
+
+static int recv_fd(int sock, uint64_t *word)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = word, .iov_len = sizeof(*word) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int fd = -1;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != sizeof(*word))
+		return -2;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (cm && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* What the peer does with a received fd: as a device file, it makes
+ * objects in it and runs a queue; anything else it imports into its own
+ * device file. Objects it makes stay in the file it sends back. */
+static void peer_use(int fd, uint64_t word, int own_dev)
+{
+	struct radiance_bo_create bo = { .size = PAGE, .placement = RADIANCE_PLACEMENT_HOST,
+					 .flags = RADIANCE_BO_MAPPABLE };
+	struct radiance_queue_create qc = { .ring_packets = 16 };
+	struct radiance_bo_import imp = { .fd = fd };
+	struct radiance_sem_create sc = { .initial = word & 7 };
+	struct radiance_get_info info = { 0 };
+	struct radiance_sem_import_sync_file sif = { .fd = fd, .value = 1 };
+
+	if (xioctl(fd, RADIANCE_IOCTL_GET_INFO, &info)) {
+		xioctl(own_dev, RADIANCE_IOCTL_BO_IMPORT, &imp);
+		if (!xioctl(own_dev, RADIANCE_IOCTL_SEM_CREATE, &sc)) {
+			sif.handle = sc.handle;
+			xioctl(own_dev, RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE, &sif);
+		}
+		return;
+	}
+	if ((word & 1) && !xioctl(fd, RADIANCE_IOCTL_BO_CREATE, &bo)) {
+		uint8_t *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, bo.mmap_offset);
+
+		if (p != MAP_FAILED) {
+			static const uint8_t fill[PAGE] = { 0x5a };
+
+			guarded_copy(p, fill, PAGE);
+			munmap(p, PAGE);
+		}
+	}
+	if (word & 2)
+		xioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &sc);
+	if ((word & 4) && !xioctl(fd, RADIANCE_IOCTL_QUEUE_CREATE, &qc)) {
+		struct radiance_packet *ring = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+						    qc.ring_offset);
+		struct radiance_queue_control *ctl = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+							  fd, qc.control_offset);
+		struct radiance_queue_kick k = { .queue_id = qc.queue_id };
+
+		if (ring != MAP_FAILED && ctl != MAP_FAILED) {
+			ring[0].header.kind = RADIANCE_PACKET_NOP;
+			__atomic_store_n(&ctl->write_index, 1, __ATOMIC_RELEASE);
+			xioctl(fd, RADIANCE_IOCTL_QUEUE_KICK, &k);
+		}
+		if (ring != MAP_FAILED)
+			munmap(ring, PAGE);
+		if (ctl != MAP_FAILED)
+			munmap(ctl, PAGE);
+	}
+}
+
+static void peer_main(int sock, struct exec_env *env)
+{
+	struct kcov k;
+	int have_kcov = !kcov_open(&k);
+
+	for (;;) {
+		uint64_t word;
+		int fd = recv_fd(sock, &word);
+		uint32_t fresh = 0;
+
+		if (fd == -2)
+			_exit(0);
+		if (have_kcov)
+			kcov_start(&k, KCOV_TRACE_PC);
+		if (fd >= 0) {
+			int own_dev = open("/dev/radiance0", O_RDWR | O_CLOEXEC);
+
+			peer_use(fd, word, own_dev);
+			close(own_dev);
+		}
+		if (have_kcov) {
+			fresh = kcov_collect_pcs(&k, env->maps, env->nmaps);
+			kcov_stop(&k);
+		}
+		__atomic_add_fetch(env->remote_fresh, fresh, __ATOMIC_RELAXED);
+		send_fd(sock, fd, fresh);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+static int send_to_peer(struct exec_env *env, struct state *st, const struct call *c)
+{
+	uint64_t word = c->a[1];
+	int fd, back;
+
+	switch (c->a[0] % 4) {
+	case 1:
+		fd = SEL_FD(st->bufs, c->res[0], c->a[5]);
+		break;
+	case 2:
+		fd = SEL_FD(st->syncs, c->res[0], c->a[5]);
+		break;
+	default:
+		fd = dev_fd(st, c, 0);
+		break;
+	}
+	if (fd < 0 || env->peer < 0)
+		return -EBADF;
+	if (send_fd(env->peer, fd, word))
+		return -errno;
+	back = recv_fd(env->peer, &word);
+	if (back < 0)
+		return back == -2 ? -EPIPE : 0;
+	*RES_ADD(st->devs) = back;	/* the same file, under a new number */
+	return 0;
+}
+
+/* A child with every object and mapping of the program: it kicks the
+ * queues it inherited, signals a semaphore and makes a BO, then exits; its
+ * files close under the parent's feet only as far as they are its own. */
+static int do_fork(struct exec_env *env, struct state *st, const struct call *c)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		struct kcov k;
+		int have_kcov = !kcov_open(&k);
+		struct call sub = *c;
+
+		if (have_kcov)
+			kcov_start(&k, KCOV_TRACE_PC);
+		for (uint32_t i = 0; i < RES_COUNT(st->queues); i++) {
+			sub.res[0] = i;
+			sub.a[0] = 2;
+			sub.a[2] = 8;
+			submit(st, &sub);
+		}
+		for (uint32_t i = 0; i < RES_COUNT(st->sems); i++) {
+			struct radiance_sem_signal s = { .handle = st->sems.v[i].handle,
+							 .value = st->sems.v[i].value + 1 };
+
+			xioctl(st->sems.v[i].fd, RADIANCE_IOCTL_SEM_SIGNAL, &s);
+		}
+		if (RES_COUNT(st->devs)) {
+			struct radiance_bo_create bo = { .size = PAGE, .placement = RADIANCE_PLACEMENT_HOST };
+
+			xioctl(st->devs.v[0], RADIANCE_IOCTL_BO_CREATE, &bo);
+		}
+		if (have_kcov)
+			__atomic_add_fetch(env->remote_fresh, kcov_collect_pcs(&k, env->maps, env->nmaps),
+					   __ATOMIC_RELAXED);
+		_exit(0);
+	}
+	for (int i = 0; i < 400; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? 0 : -ECHILD;
+		usleep(5000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -ETIME;
+}
+
+static int user_declare(struct state *st, const struct call *c)
+{
+	struct radiance_user_declare d = {
+		.flags = c->a[5] >> 32, .dialect = c->a[0], .streams = c->a[1], .stream_depth = c->a[2],
+		.cores = c->a[3] & 0xff, .warps_per_core = (c->a[3] >> 8) & 0xff,
+		.threads_per_warp = (c->a[3] >> 16) & 0xff, .builtins = c->a[3] >> 24 & 0x3f,
+		.vram_size = c->a[4], .caps = c->a[5] & 0xff, .pad = c->a[3] >> 48,
+	};
+	int fd = SEL_FD(st->ctls, c->res[0], -1);
+
+	memcpy(d.name, "fuzz", 5);
+	return xioctl(fd, RADIANCE_IOCTL_USER_DECLARE, &d);
+}
+
+static int user_host_access(struct state *st, const struct call *c)
+{
+	uint8_t buf[256];
+	struct radiance_user_host_access a = {
+		.addr = c->a[1], .len = c->a[3], .flags = c->a[4],
+	};
+	int fd = SEL_FD(st->ctls, c->res[0], -1);
+
+	a.user_ptr = (uintptr_t)bogus_ptr(c->a[2], buf, a.len <= sizeof(buf) ? sizeof(buf) - a.len + 1 : 1);
+	return xioctl(fd, (c->a[0] & 1) ? RADIANCE_IOCTL_USER_HOST_WRITE : RADIANCE_IOCTL_USER_HOST_READ, &a);
+}
+
+static int udmabuf(struct state *st, const struct call *c)
+{
+	/* A source of dma-bufs, not a target: udmabuf WARNs on sizes past
+	 * INT_MAX pages itself, so the size stays that of the memfd. */
+	uint64_t size = (c->a[0] % (64u << 20) + PAGE - 1) & ~(PAGE - 1);
+	struct udmabuf_create u = { .flags = c->a[1] & 1 ? UDMABUF_FLAGS_CLOEXEC : 0, .size = size };
+	int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC), ret, memfd;
+
+	if (dev < 0)
+		return -errno;
+	memfd = memfd_create("fuzz", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	u.memfd = memfd;
+	if (memfd < 0 || ftruncate(memfd, size) ||
+	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		ret = -errno;
+		goto out;
+	}
+	ret = ioctl(dev, UDMABUF_CREATE, &u);
+	if (ret >= 0) {
+		*RES_ADD(st->bufs) = ret;
+		ret = 0;
+	} else {
+		ret = -errno;
+	}
+out:
+	if (memfd >= 0)
+		close(memfd);
+	close(dev);
+	return ret;
+}
+
+static int control_rw(struct state *st, const struct call *c, int write_it)
+{
+	uint8_t buf[512];
+	size_t len = c->a[0] % (sizeof(buf) + 1);
+	int fd = SEL_FD(st->ctls, c->res[0], -1);
+	ssize_t n;
+
+	for (size_t i = 0; i < sizeof(buf); i += 8)
+		memcpy(buf + i, &c->a[1 + (i / 8) % 4], 8);
+	n = write_it ? write(fd, buf, len) : read(fd, buf, len);
+	return n < 0 ? -errno : 0;
+}
+
+static int do_poll(struct state *st, const struct call *c)
+{
+	struct pollfd p[3] = {
+		{ .fd = SEL_FD(st->ctls, c->res[0], -1), .events = POLLIN | POLLPRI | POLLOUT },
+		{ .fd = SEL_FD(st->syncs, c->res[1], -1), .events = POLLIN },
+		{ .fd = dev_fd(st, c, 2), .events = POLLIN },
+	};
+
+	return poll(p, 3, 0) < 0 ? -errno : 0;
+}
+
+/* Runs one call; returns its result (0, a count, or -errno). */
+static int call_exec(struct exec_env *env, struct state *st, const struct call *c)
+{
+	int dev = dev_fd(st, c, 0);
+
+	switch (c->op) {
+	case OP_OPEN_DEVICE: {
+		char path[32];
+		int flags = O_CLOEXEC | (c->a[1] & 1 ? O_NONBLOCK : 0) | (c->a[1] & 2 ? O_RDONLY : O_RDWR);
+		int fd;
+
+		snprintf(path, sizeof(path), "/dev/radiance%u", (unsigned int)(c->a[0] % 8));
+		fd = open(path, flags);
+		if (fd < 0)
+			return -errno;
+		*RES_ADD(st->devs) = fd;
+		return 0;
+	}
+	case OP_CLOSE:
+		switch (c->a[0] % 4) {
+		case 1:
+			return close(SEL_FD(st->bufs, c->res[0], c->a[5])) ? -errno : 0;
+		case 2:
+			return close(SEL_FD(st->syncs, c->res[0], c->a[5])) ? -errno : 0;
+		case 3:
+			return close(SEL_FD(st->ctls, c->res[0], c->a[5])) ? -errno : 0;
+		default:
+			return close(dev) ? -errno : 0;
+		}
+	case OP_DUP: {
+		int fd = fcntl(dev, F_DUPFD_CLOEXEC, env->fd_base);
+
+		if (fd < 0)
+			return -errno;
+		*RES_ADD(st->devs) = fd;
+		return 0;
+	}
+	case OP_GET_INFO: {
+		static const unsigned int sizes[] = { 96, 104, 120, 120, 112, 8 };
+		uint8_t buf[256] = { 0 };
+		unsigned int size = sizes[c->a[0] % 6];
+		uint32_t in[2] = { c->a[2], c->a[3] };
+
+		memcpy(buf, in, sizeof(in));
+		return xioctl(dev, _IOC(_IOC_READ | _IOC_WRITE, RADIANCE_IOCTL_TYPE, 0x00, size), buf);
+	}
+	case OP_BO_CREATE: {
+		struct radiance_bo_create a = {
+			.size = c->a[0], .placement = c->a[1], .flags = c->a[2], .pad = c->a[3],
+			.device_address = c->a[4],
+		};
+		struct bo_res *bo;
+		int ret = xioctl(dev, RADIANCE_IOCTL_BO_CREATE, &a);
+
+		if (ret)
+			return ret;
+		bo = RES_ADD(st->bos);
+		*bo = (struct bo_res){ .fd = dev, .handle = a.handle, .placement = a.placement,
+				       .flags = a.flags, .size = a.size, .mmap_offset = a.mmap_offset };
+		if ((a.flags & RADIANCE_BO_MAPPABLE) && a.size <= (64u << 20))
+			bo->map = map(dev, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, a.mmap_offset);
+		return 0;
+	}
+	case OP_BO_DESTROY: {
+		struct radiance_bo_destroy a = { .handle = bo_handle(st, c, 1), .pad = c->a[0] };
+
+		return xioctl(dev, RADIANCE_IOCTL_BO_DESTROY, &a);
+	}
+	case OP_BO_INFO: {
+		struct radiance_bo_info a = { .handle = bo_handle(st, c, 1), .pad = c->a[0] };
+
+		return xioctl(dev, RADIANCE_IOCTL_BO_INFO, &a);
+	}
+	case OP_BO_EXPORT: {
+		struct radiance_bo_export a = { .handle = bo_handle(st, c, 1), .flags = c->a[0],
+						.pad = c->a[1] };
+		int ret = xioctl(dev, RADIANCE_IOCTL_BO_EXPORT, &a);
+
+		if (!ret)
+			*RES_ADD(st->bufs) = a.fd;
+		return ret;
+	}
+	case OP_BO_IMPORT: {
+		struct radiance_bo_import a = { .fd = SEL_FD(st->bufs, c->res[1], c->a[5]),
+						.flags = c->a[0] & ~1ull, .pad = c->a[1] };
+		int ret = xioctl(dev, RADIANCE_IOCTL_BO_IMPORT, &a);
+
+		if (!ret)
+			*RES_ADD(st->bos) = (struct bo_res){ .fd = dev, .handle = a.handle,
+							     .placement = RADIANCE_PLACEMENT_HOST,
+							     .size = a.size };
+		return ret;
+	}
+	case OP_SEM_CREATE: {
+		struct radiance_sem_create a = { .initial = c->a[0], .flags = c->a[1] };
+		int ret = xioctl(dev, RADIANCE_IOCTL_SEM_CREATE, &a);
+
+		if (!ret)
+			*RES_ADD(st->sems) = (struct sem_res){ .fd = dev, .handle = a.handle,
+							       .value = a.initial };
+		return ret;
+	}
+	case OP_SEM_DESTROY: {
+		struct radiance_sem_destroy a = { .handle = sem_handle(st, c, 1), .pad = c->a[0] };
+
+		return xioctl(dev, RADIANCE_IOCTL_SEM_DESTROY, &a);
+	}
+	case OP_SEM_SIGNAL: {
+		struct sem_res *s = RES_GET(st->sems, c->res[1]);
+		struct radiance_sem_signal a = { .handle = sem_handle(st, c, 1), .pad = c->a[3] };
+
+		a.value = (c->a[1] & 1) || !s ? c->a[2] : s->value + c->a[0];
+		if (s && a.value > s->value && !xioctl(dev, RADIANCE_IOCTL_SEM_SIGNAL, &a)) {
+			s->value = a.value;
+			return 0;
+		}
+		return xioctl(dev, RADIANCE_IOCTL_SEM_SIGNAL, &a);
+	}
+	case OP_SEM_QUERY: {
+		struct radiance_sem_query a = { .handle = sem_handle(st, c, 1), .pad = c->a[0] };
+
+		return xioctl(dev, RADIANCE_IOCTL_SEM_QUERY, &a);
+	}
+	case OP_SEM_FAIL: {
+		struct radiance_sem_fail a = { .handle = sem_handle(st, c, 1), .error = c->a[0] };
+
+		return xioctl(dev, RADIANCE_IOCTL_SEM_FAIL, &a);
+	}
+	case OP_SEM_WAIT:
+		return sem_wait(st, c);
+	case OP_SEM_EXPORT_SYNC_FILE: {
+		struct sem_res *s = RES_GET(st->sems, c->res[1]);
+		struct radiance_sem_export_sync_file a = {
+			.handle = sem_handle(st, c, 1), .flags = c->a[1] >> 1 & 3, .pad = c->a[3],
+			.value = (c->a[1] & 1) || !s ? c->a[2] : s->value + c->a[0],
+		};
+		int ret = xioctl(dev, RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE, &a);
+
+		if (!ret)
+			*RES_ADD(st->syncs) = a.fd;
+		return ret;
+	}
+	case OP_SEM_IMPORT_SYNC_FILE: {
+		struct radiance_sem_import_sync_file a = {
+			.handle = sem_handle(st, c, 1), .fd = SEL_FD(st->syncs, c->res[2], c->a[5]),
+			.value = c->a[2], .flags = c->a[0] & ~1ull, .pad = c->a[1],
+		};
+
+		return xioctl(dev, RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE, &a);
+	}
+	case OP_SEM_IMPORT_HANDLE: {
+		/* A semaphore of another file (or this one, or none) into this one:
+		 * the alias joins this file's semaphores for later calls and packets. */
+		struct sem_res *src = RES_GET(st->sems, c->res[1]);
+		struct radiance_sem_import_handle a = {
+			.fd = src && c->res[2] != RES_RAW ? src->fd : dev_fd(st, c, 2),
+			.handle = sem_handle(st, c, 1), .flags = c->a[0],
+		};
+		int ret = xioctl(dev, RADIANCE_IOCTL_SEM_IMPORT_HANDLE, &a);
+
+		if (!ret)
+			*RES_ADD(st->sems) = (struct sem_res){ .fd = dev, .handle = a.new_handle,
+							       .value = src ? src->value : 0 };
+		return ret;
+	}
+	case OP_QUEUE_CREATE: {
+		struct radiance_queue_create a = { .ring_packets = c->a[0], .priority = c->a[1],
+						   .flags = c->a[2] };
+		struct queue_res *q;
+		size_t ring_len;
+		int ret = xioctl(dev, RADIANCE_IOCTL_QUEUE_CREATE, &a);
+
+		if (ret)
+			return ret;
+		q = RES_ADD(st->queues);
+		*q = (struct queue_res){ .fd = dev, .id = a.queue_id, .packets = a.ring_packets,
+					 .ring_offset = a.ring_offset, .control_offset = a.control_offset };
+		ring_len = ((size_t)a.ring_packets * RADIANCE_PACKET_SIZE + PAGE - 1) & ~(PAGE - 1);
+		q->ring = map(dev, ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, a.ring_offset);
+		q->ctl = map(dev, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, a.control_offset);
+		return 0;
+	}
+	case OP_QUEUE_DESTROY: {
+		struct queue_res *q = pick_queue(st, c->res[1]);
+		struct radiance_queue_destroy a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
+
+		return xioctl(dev, RADIANCE_IOCTL_QUEUE_DESTROY, &a);
+	}
+	case OP_QUEUE_QUERY: {
+		struct queue_res *q = pick_queue(st, c->res[1]);
+		struct radiance_queue_query a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
+
+		return xioctl(dev, RADIANCE_IOCTL_QUEUE_QUERY, &a);
+	}
+	case OP_QUEUE_KICK: {
+		struct queue_res *q = pick_queue(st, c->res[1]);
+		struct radiance_queue_kick a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
+
+		return xioctl(dev, RADIANCE_IOCTL_QUEUE_KICK, &a);
+	}
+	case OP_SUBMIT:
+		return submit(st, c);
+	case OP_QUEUE_WAIT:
+		return queue_wait(st, c);
+	case OP_MMAP:
+		return do_mmap(st, c);
+	case OP_MUNMAP: {
+		void **p = (void **)RES_GET(st->maps, c->res[0]);
+
+		if (!p || !*p)
+			return -ENOENT;
+		map_drop(*p);
+		*p = NULL;
+		return 0;
+	}
+	case OP_RAW_IOCTL:
+		return raw_ioctl(st, c);
+	case OP_SEND_TO_PEER:
+		return send_to_peer(env, st, c);
+	case OP_FORK:
+		return do_fork(env, st, c);
+	case OP_SIGNAL_WAIT:
+		return signal_wait(st, c);
+	case OP_UDMABUF:
+		return udmabuf(st, c);
+	case OP_SW_SYNC_FENCE: {
+		int *tl = RES_GET(st->timelines, c->res[0]);
+		struct sw_sync_create_fence_data a = { .value = c->a[0] };
+
+		if (!tl || (c->a[0] & 4)) {
+			int fd = open("/sys/kernel/debug/sync/sw_sync", O_RDWR | O_CLOEXEC);
+
+			if (fd < 0)
+				return -errno;
+			tl = RES_ADD(st->timelines);
+			*tl = fd;
+		}
+		strcpy(a.name, "fuzz");
+		if (ioctl(*tl, SW_SYNC_IOC_CREATE_FENCE, &a))
+			return -errno;
+		*RES_ADD(st->syncs) = a.fence;
+		return 0;
+	}
+	case OP_SW_SYNC_INC: {
+		int *tl = RES_GET(st->timelines, c->res[0]);
+		uint32_t inc = c->a[0];
+
+		return tl ? xioctl(*tl, SW_SYNC_IOC_INC, &inc) : -ENOENT;
+	}
+	case OP_CONTROL_OPEN: {
+		int fd = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+
+		if (fd < 0)
+			return -errno;
+		*RES_ADD(st->ctls) = fd;
+		return 0;
+	}
+	case OP_USER_DECLARE:
+		return user_declare(st, c);
+	case OP_USER_HOST_ACCESS:
+		return user_host_access(st, c);
+	case OP_USER_RESET: {
+		struct radiance_user_reset a = { .flags = c->a[0], .pad = c->a[1] };
+
+		return xioctl(SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_RESET, &a);
+	}
+	case OP_CONTROL_READ:
+		return control_rw(st, c, 0);
+	case OP_CONTROL_WRITE:
+		return control_rw(st, c, 1);
+	case OP_POLL:
+		return do_poll(st, c);
+	default:
+		return -ENOSYS;
+	}
+}
+
+static void *thread_main(void *arg)
+{
+	struct exec_env *env = arg;
+	struct kcov k;
+	int have_kcov = !kcov_open(&k);
+	sigset_t alarm;
+
+	/* The timer's signal is for the main thread's waits. */
+	sigemptyset(&alarm);
+	sigaddset(&alarm, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &alarm, NULL);
+	pthread_mutex_lock(&env->lock);
+	env->busy = 0;		/* ready: its KCOV fd is open */
+	pthread_cond_broadcast(&env->cond);
+	for (;;) {
+		struct async_job *job;
+
+		while (!env->job && !env->stop)
+			pthread_cond_wait(&env->cond, &env->lock);
+		if (env->stop)
+			break;
+		job = env->job;
+		env->job = NULL;
+		pthread_mutex_unlock(&env->lock);
+		if (have_kcov)
+			kcov_start(&k, KCOV_TRACE_PC);
+		call_exec(env, &job->st, &job->call);
+		if (have_kcov) {
+			uint32_t fresh = kcov_collect_pcs(&k, env->maps, env->nmaps);
+
+			__atomic_add_fetch(&env->thread_fresh, fresh, __ATOMIC_RELAXED);
+		}
+		free(job);
+		pthread_mutex_lock(&env->lock);
+		env->busy = 0;
+		pthread_cond_broadcast(&env->cond);
+	}
+	pthread_mutex_unlock(&env->lock);
+	if (have_kcov)
+		kcov_close(&k);
+	return NULL;
+}
+
+/* Hands a call to the thread, waiting while it still runs the last one. */
+static void run_async(struct exec_env *env, const struct state *st, const struct call *c)
+{
+	struct async_job *job = malloc(sizeof(*job));
+
+	if (!job)
+		return;
+	job->call = *c;
+	job->st = *st;
+	pthread_mutex_lock(&env->lock);
+	while (env->busy)
+		pthread_cond_wait(&env->cond, &env->lock);
+	env->job = job;
+	env->busy = 1;
+	pthread_cond_broadcast(&env->cond);
+	pthread_mutex_unlock(&env->lock);
+}
+
+static void wait_async(struct exec_env *env)
+{
+	pthread_mutex_lock(&env->lock);
+	while (env->busy)
+		pthread_cond_wait(&env->cond, &env->lock);
+	pthread_mutex_unlock(&env->lock);
+}
+
+int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, const struct module_text *text)
+{
+	struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_NODEFER };
+	int sv[2];
+
+	memset(env, 0, sizeof(*env));
+	env->maps = maps;
+	env->nmaps = nmaps;
+	env->text = text;
+	env->kcov.fd = -1;
+	env->peer = -1;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	env->remote_fresh = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (env->remote_fresh == MAP_FAILED)
+		return -errno;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	env->peer_pid = fork();
+	if (env->peer_pid < 0)
+		return -errno;
+	if (!env->peer_pid) {
+		close(sv[0]);
+		peer_main(sv[1], env);
+	}
+	close(sv[1]);
+	env->peer = sv[0];
+	if (kcov_open(&env->kcov))
+		env->kcov.fd = -1;
+	pthread_mutex_init(&env->lock, NULL);
+	pthread_cond_init(&env->cond, NULL);
+	env->busy = 1;
+	if (pthread_create(&env->thread, NULL, thread_main, env))
+		return -EAGAIN;
+	wait_async(env);
+	/* Everything above stays; a program's own fds come after. */
+	env->fd_base = fcntl(0, F_DUPFD_CLOEXEC, 3);
+	if (env->fd_base < 0)
+		return -errno;
+	close(env->fd_base);
+	fd_floor = env->fd_base;
+	return 0;
+}
+
+void exec_env_fini(struct exec_env *env)
+{
+	pthread_mutex_lock(&env->lock);
+	env->stop = 1;
+	pthread_cond_broadcast(&env->cond);
+	pthread_mutex_unlock(&env->lock);
+	pthread_join(env->thread, NULL);
+	if (env->peer >= 0) {
+		close(env->peer);
+		waitpid(env->peer_pid, NULL, 0);
+	}
+	kcov_close(&env->kcov);
+}
+
+uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
+{
+	struct state *st = calloc(1, sizeof(*st));
+	uint32_t fresh = 0;
+
+	if (!st)
+		return 0;
+	__atomic_store_n(env->remote_fresh, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&env->thread_fresh, 0, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct call *c = &p->c[i];
+		int ret;
+
+		if (c->async && c->op != OP_FORK && c->op != OP_SEND_TO_PEER) {
+			if (trace)
+				printf("# %2u: %s (async)\n", i, op_name(c->op));
+			run_async(env, st, c);
+			continue;
+		}
+		if (env->kcov.fd >= 0)
+			kcov_start(&env->kcov, KCOV_TRACE_PC);
+		ret = call_exec(env, st, c);
+		if (env->kcov.fd >= 0)
+			fresh += kcov_collect_pcs(&env->kcov, env->maps, env->nmaps);
+		if (trace)
+			printf("# %2u: %s = %d (%s)\n", i, op_name(c->op), ret, ret < 0 ? strerror(-ret) : "ok");
+	}
+	wait_async(env);
+	/* The cleanup's coverage (release, teardown of what is left) counts too. */
+	if (env->kcov.fd >= 0)
+		kcov_start(&env->kcov, KCOV_TRACE_PC);
+	maps_drop_all();
+	close_range(env->fd_base, ~0u, 0);
+	if (env->kcov.fd >= 0)
+		fresh += kcov_collect_pcs(&env->kcov, env->maps, env->nmaps);
+	free(st);
+	return fresh + __atomic_load_n(&env->thread_fresh, __ATOMIC_RELAXED) +
+	       __atomic_load_n(env->remote_fresh, __ATOMIC_RELAXED);
+}
+
+void prog_collect_hints(struct exec_env *env, const struct prog *p, struct hints *h)
+{
+	struct state *st = calloc(1, sizeof(*st));
+
+	if (!st || env->kcov.fd < 0) {
+		free(st);
+		return;
+	}
+	for (uint32_t i = 0; i < p->n; i++) {
+		if (p->c[i].op == OP_FORK || p->c[i].op == OP_SEND_TO_PEER)
+			continue;
+		kcov_start(&env->kcov, KCOV_TRACE_CMP);
+		call_exec(env, st, &p->c[i]);
+		kcov_collect_hints(&env->kcov, env->text, h);
+	}
+	kcov_stop(&env->kcov);
+	maps_drop_all();
+	close_range(env->fd_base, ~0u, 0);
+	free(st);
+}

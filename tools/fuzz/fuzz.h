@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The coverage-guided fuzzing loop (fuzz.c) and the fail-nth sweep
+ * (fail_nth.c) of radiance-fuzz. */
+#ifndef RADIANCE_FUZZ_FUZZ_H
+#define RADIANCE_FUZZ_FUZZ_H
+
+#include <stdint.h>
+
+#include "cover.h"
+
+#define FUZZ_MAX_PROCS 16
+
+struct fuzz_opts {
+	uint64_t seed;
+	uint64_t execs;		/* all workers together; 0: no bound */
+	double seconds;		/* 0: no bound */
+	int procs;
+	const char *corpus_in;	/* directory to start from, or NULL */
+	const char *corpus_out;	/* directory new entries go to, or NULL */
+	int print_corpus;	/* also print them on stdout, as hex */
+	double status_every;
+};
+
+/* Runs the workers to their budget. 0, or -ECHILD if one died or hung. */
+int fuzz_run(const struct fuzz_opts *o, const struct module_text *text, uint32_t *edges,
+	     uint64_t *execs, double *seconds);
+
+/* Sweeps fail-nth over every step (or only the step named `only`) of a
+ * program that makes and uses every kind of object; prints a KTAP test per
+ * step. Returns the number of failed tests; *sites gets how many faults
+ * were injected. */
+int fail_nth_sweep(const struct module_text *text, const char *only, uint32_t *sites);
+
+#endif
