@@ -379,36 +379,40 @@ impl Context {
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let ring_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let control_node = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let queue = {
+        // Scheduled before the file lists it: a listed queue is one that
+        // QUEUE_DESTROY or the file's release takes out of the scheduler.
+        // Listed first, a destroy from another thread guessing its id could
+        // come before the scheduler has it, and the queue, scheduled for
+        // ever, would hold the file open for ever.
+        let (queue, ring_pgoff, control_pgoff) = {
             let mut objects = self.objects.lock();
-            let id = objects.next_queue_id;
-            let queue = Queue::new(self.clone(), self.tgid, id, n)?;
+            let queue = Queue::new(self.clone(), self.tgid, objects.next_queue_id, n)?;
             let ring_pgoff = objects.take_pgoff(ring_pages)?;
             let control_pgoff = objects.take_pgoff(1)?;
             objects.next_queue_id += 1;
-            objects
-                .mmap
-                .insert(ring_node.into_node(ring_pgoff, MapTarget::Ring(id)));
-            objects
-                .mmap
-                .insert(control_node.into_node(control_pgoff, MapTarget::Control(id)));
-            objects.queues.insert(node.into_node(
-                id,
-                QueueEntry {
-                    queue: queue.clone(),
-                    ring_pgoff,
-                    control_pgoff,
-                },
-            ));
-            args.queue_id = id;
-            args.ring_offset = ring_pgoff * PAGE_SIZE as u64;
-            args.control_offset = control_pgoff * PAGE_SIZE as u64;
-            queue
+            (queue, ring_pgoff, control_pgoff)
         };
+        Scheduler::add(self.device.scheduler(), queue.clone())?;
         let id = queue.id;
-        Scheduler::add(self.device.scheduler(), queue).inspect_err(|_| {
-            let _ = self.remove_queue(id);
-        })
+        let mut objects = self.objects.lock();
+        objects
+            .mmap
+            .insert(ring_node.into_node(ring_pgoff, MapTarget::Ring(id)));
+        objects
+            .mmap
+            .insert(control_node.into_node(control_pgoff, MapTarget::Control(id)));
+        objects.queues.insert(node.into_node(
+            id,
+            QueueEntry {
+                queue,
+                ring_pgoff,
+                control_pgoff,
+            },
+        ));
+        args.queue_id = id;
+        args.ring_offset = ring_pgoff * PAGE_SIZE as u64;
+        args.control_offset = control_pgoff * PAGE_SIZE as u64;
+        Ok(())
     }
 
     /// Takes a queue out of the file and the scheduler.

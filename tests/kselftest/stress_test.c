@@ -207,6 +207,62 @@ TEST(close_races_ioctl_and_mmap_on_other_threads)
 	expect_nothing_left(_metadata);
 }
 
+struct guesser {
+	int fd;
+	atomic_uint next_id;	/* the id the next QUEUE_CREATE will give */
+	atomic_int stop;
+	long destroyed;
+};
+
+/* Destroys the queue QUEUE_CREATE is making on another thread, by its
+ * id guessed ahead of time, as early as it can. */
+static void *destroy_guessed(void *arg)
+{
+	struct guesser *g = arg;
+
+	while (!atomic_load(&g->stop)) {
+		struct radiance_queue_destroy d = { .queue_id = atomic_load(&g->next_id) };
+
+		if (!radiance_ioctl(g->fd, RADIANCE_IOCTL_QUEUE_DESTROY, &d))
+			g->destroyed++;
+	}
+	return NULL;
+}
+
+/* Regression: QUEUE_CREATE listed the queue in its file before handing it
+ * to the scheduler, so a destroy in between left it scheduled, holding its
+ * file open for ever (found by close_races_ioctl_and_mmap_on_other_threads,
+ * where a closed and reopened number gave one thread's destroy the id of
+ * another thread's new queue). Every queue, destroyed by whichever thread
+ * got there first, must be gone once the file closes. */
+TEST(queue_destroyed_while_being_created_is_not_left_scheduled)
+{
+	struct guesser g = { .fd = radiance_open(0), .next_id = 1 };
+	pthread_t t;
+	long created = 0;
+
+	ASSERT_LE(0, g.fd);
+	ASSERT_EQ(0, pthread_create(&t, NULL, destroy_guessed, &g));
+	for (int i = 0; i < 3000; i++) {
+		struct radiance_queue_create qc = { .ring_packets = 16 };
+		struct radiance_queue_destroy d;
+
+		if (radiance_ioctl(g.fd, RADIANCE_IOCTL_QUEUE_CREATE, &qc))
+			continue;
+		created++;
+		atomic_store(&g.next_id, qc.queue_id + 1);
+		d = (struct radiance_queue_destroy){ .queue_id = qc.queue_id };
+		radiance_ioctl(g.fd, RADIANCE_IOCTL_QUEUE_DESTROY, &d);
+	}
+	atomic_store(&g.stop, 1);
+	pthread_join(t, NULL);
+	TH_LOG("%ld queues, %ld destroyed by the guessing thread", created, g.destroyed);
+	EXPECT_LT(0, created);
+	EXPECT_EQ(0, radiance_mem_stat("queues")) TH_LOG("every queue destroyed, the file still open");
+	close(g.fd);
+	expect_nothing_left(_metadata);
+}
+
 /* A child inherits the file, its mapped ring and semaphores: it submits on
  * the parent's queue and exits (or is killed); the parent's queue, objects
  * and values are as they should be either way. */
