@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Stress in the manner of IGT and KFDTest, for a guest with two CPUs or
- * more: signals into the blocking ioctl (SEM_WAIT) while it sleeps, close
- * racing ioctls and mmap on other threads, fork with live objects and
+ * more: signals into the blocking ioctl (SEM_WAIT) while it sleeps and
+ * into the others while they run, close racing ioctls and mmap on other
+ * threads, a destroy racing its queue's create, fork with live objects and
  * queues, more queues than the device has streams, and rings wrapping many
  * times under load. Every test ends by checking the device's counters are
  * back to zero: nothing leaked, nothing left in flight.
@@ -110,6 +111,83 @@ TEST(signals_interrupt_or_restart_sem_wait)
 	}
 	signal(SIGUSR1, SIG_DFL);
 	close(fd);
+	expect_nothing_left(_metadata);
+}
+
+struct caller {
+	int fd;
+	atomic_int stop;
+	long rounds, failures;
+	pthread_t thread;
+};
+
+/* One of each call that does not sleep, over and over: each must succeed. */
+static void *call_everything(void *arg)
+{
+	struct caller *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		struct radiance_queue_create qc = { .ring_packets = 16 };
+		struct radiance_bo_export ex = { .flags = RADIANCE_EXPORT_CLOEXEC };
+		struct radiance_sem_export_sync_file sf = { .value = 1, .flags = RADIANCE_EXPORT_CLOEXEC };
+		int bo = radiance_bo_create(c->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
+		int sem = radiance_sem_create(c->fd, 0);
+		int failed = bo <= 0 || sem <= 0;
+
+		if (!failed) {
+			struct radiance_sem_signal sig = { .handle = sem, .value = 1 };
+			struct radiance_sem_query q = { .handle = sem };
+			struct radiance_sem_destroy d = { .handle = sem };
+
+			ex.handle = bo;
+			sf.handle = sem;
+			failed |= radiance_ioctl(c->fd, RADIANCE_IOCTL_BO_EXPORT, &ex) != 0;
+			failed |= radiance_ioctl(c->fd, RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE, &sf) != 0;
+			failed |= radiance_ioctl(c->fd, RADIANCE_IOCTL_SEM_SIGNAL, &sig) != 0;
+			failed |= radiance_ioctl(c->fd, RADIANCE_IOCTL_SEM_QUERY, &q) != 0 || q.value != 1;
+			failed |= radiance_ioctl(c->fd, RADIANCE_IOCTL_SEM_DESTROY, &d) != 0;
+			failed |= radiance_bo_destroy(c->fd, bo) != 0;
+			if (!failed) {
+				close(ex.fd);
+				close(sf.fd);
+			}
+		}
+		if (radiance_ioctl(c->fd, RADIANCE_IOCTL_QUEUE_CREATE, &qc)) {
+			failed = 1;
+		} else {
+			struct radiance_queue_kick k = { .queue_id = qc.queue_id };
+			struct radiance_queue_destroy d = { .queue_id = qc.queue_id };
+
+			failed |= radiance_ioctl(c->fd, RADIANCE_IOCTL_QUEUE_KICK, &k) != 0;
+			failed |= radiance_ioctl(c->fd, RADIANCE_IOCTL_QUEUE_DESTROY, &d) != 0;
+		}
+		c->failures += failed;
+		c->rounds++;
+	}
+	return NULL;
+}
+
+/* SEM_WAIT is the one ioctl that sleeps interruptibly; a storm of signals
+ * (no SA_RESTART) must not make any other fail, not even with EINTR. */
+TEST(signals_never_fail_the_calls_that_do_not_sleep)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct caller c = { .fd = radiance_open(0) };
+
+	ASSERT_LE(0, c.fd);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	ASSERT_EQ(0, pthread_create(&c.thread, NULL, call_everything, &c));
+	for (int i = 0; i < 3000; i++) {
+		pthread_kill(c.thread, SIGUSR1);
+		usleep(200);
+	}
+	atomic_store(&c.stop, 1);
+	pthread_join(c.thread, NULL);
+	signal(SIGUSR1, SIG_DFL);
+	TH_LOG("%ld rounds under 3000 signals", c.rounds);
+	EXPECT_LT(0, c.rounds);
+	EXPECT_EQ(0, c.failures);
+	close(c.fd);
 	expect_nothing_left(_metadata);
 }
 
