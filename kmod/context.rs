@@ -484,16 +484,13 @@ impl Context {
     /// reset), then its semaphores cancel their waiters. Memory goes with
     /// the last reference, after in-flight commands.
     fn shutdown(&self) {
-        let ids: KVec<u32> = {
-            let objects = self.objects.lock();
-            let mut ids = KVec::new();
-            for id in objects.queues.keys() {
-                // Out of memory here only leaves the queue to the drop below.
-                let _ = ids.push(*id, GFP_KERNEL);
-            }
-            ids
-        };
-        for id in ids {
+        // One at a time, allocating nothing: a queue left here would keep
+        // the file's context, and with it the device, alive for good.
+        loop {
+            let first = self.objects.lock().queues.keys().next().copied();
+            let Some(id) = first else {
+                break;
+            };
             let _ = self.remove_queue(id);
         }
         self.device.count_sems(-(self.sems.count() as i64));

@@ -28,6 +28,7 @@ use crate::{
         DeviceNode,
         Registry, //
     },
+    gluon::RESPONSE_SIZE,
     hw::{
         user::{
             self,
@@ -135,8 +136,17 @@ impl NodeFile for ControlFile {
     /// Whole responses.
     fn write(this: ArcBorrow<'_, Self>, src: &mut IovIterSource<'_>) -> Result<usize> {
         let user = this.user()?;
-        let mut bytes = KVec::from_elem(0u8, src.len().min(MAX_WRITE), GFP_KERNEL)?;
-        let n = src.copy_from_iter(&mut bytes);
+        let want = src.len().min(MAX_WRITE);
+        let mut bytes = KVec::from_elem(0u8, want, GFP_KERNEL)?;
+        let mut n = src.copy_from_iter(&mut bytes);
+        if n < want {
+            // The caller's buffer faulted: the whole responses before the
+            // fault count, and none is EFAULT, as for any write(2).
+            n -= n % RESPONSE_SIZE;
+            if n == 0 {
+                return Err(EFAULT);
+            }
+        }
         let taken = user.write_responses(bytes.get(..n).ok_or(EFAULT)?)?;
         // What was not taken goes back to the caller, who sees a short write.
         if taken < n {

@@ -16,7 +16,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/dma-buf.h>
 #include <linux/udmabuf.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,11 @@ struct scen {
 	struct radiance_packet *ring;
 	struct radiance_queue_control *qctl;
 	int vram_mappable;
+	/* The device the control node serves, and its client's queue. */
+	int user_fd;
+	uint32_t user_index, user_queue;
+	struct radiance_packet *user_ring;
+	struct radiance_queue_control *user_qctl;
 };
 
 static int s_open(struct scen *s)
@@ -102,6 +109,25 @@ static int s_export(struct scen *s)
 	int ret = xioctl(s->fd, RADIANCE_IOCTL_BO_EXPORT, &a);
 
 	s->dmabuf = ret ? -1 : a.fd;
+	return ret;
+}
+
+/* The exported buffer through its own fd, with the CPU access brackets. */
+static int s_mmap_dma_buf(struct scen *s)
+{
+	struct dma_buf_sync start = { .flags = DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW };
+	struct dma_buf_sync end = { .flags = DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW };
+	uint8_t *p = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, s->dmabuf, 0);
+	int ret = 0;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	if (ioctl(s->dmabuf, DMA_BUF_IOCTL_SYNC, &start))
+		ret = -errno;
+	memset(p, 0x5a, 4 * PAGE);
+	if (!ret && ioctl(s->dmabuf, DMA_BUF_IOCTL_SYNC, &end))
+		ret = -errno;
+	munmap(p, 4 * PAGE);
 	return ret;
 }
 
@@ -368,10 +394,106 @@ static int s_control_declare(struct scen *s)
 {
 	struct radiance_user_declare d = small_user_device;
 
+	int ret;
+
 	s->ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (s->ctl < 0)
 		return -errno;
-	return xioctl(s->ctl, RADIANCE_IOCTL_USER_DECLARE, &d);
+	ret = xioctl(s->ctl, RADIANCE_IOCTL_USER_DECLARE, &d);
+	s->user_index = d.device_index;
+	return ret;
+}
+
+/* A client of the served device: a host BO copied into a VRAM BO. */
+static int s_user_submit(struct scen *s)
+{
+	struct radiance_bo_create host = { .size = PAGE, .placement = RADIANCE_PLACEMENT_HOST };
+	struct radiance_bo_create vram = { .size = PAGE, .placement = RADIANCE_PLACEMENT_VRAM };
+	struct radiance_queue_create q = { .ring_packets = 16 };
+	struct radiance_queue_kick k;
+	struct radiance_copy_packet *copy;
+	char path[32];
+	void *r, *c;
+	int ret;
+
+	snprintf(path, sizeof(path), "/dev/radiance%u", s->user_index);
+	s->user_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (s->user_fd < 0)
+		return -errno;
+	ret = xioctl(s->user_fd, RADIANCE_IOCTL_BO_CREATE, &host);
+	ret = ret ? ret : xioctl(s->user_fd, RADIANCE_IOCTL_BO_CREATE, &vram);
+	ret = ret ? ret : xioctl(s->user_fd, RADIANCE_IOCTL_QUEUE_CREATE, &q);
+	if (ret)
+		return ret;
+	s->user_queue = q.queue_id;
+	r = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, s->user_fd, q.ring_offset);
+	c = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, s->user_fd, q.control_offset);
+	if (r != MAP_FAILED)
+		s->user_ring = r;
+	if (c != MAP_FAILED)
+		s->user_qctl = c;
+	if (r == MAP_FAILED || c == MAP_FAILED)
+		return -errno;
+	copy = (struct radiance_copy_packet *)&s->user_ring[0];
+	*copy = (struct radiance_copy_packet){ .header.kind = RADIANCE_PACKET_COPY, .src = host.handle,
+					       .dst = vram.handle, .size = PAGE };
+	__atomic_store_n(&s->user_qctl->write_index, 1, __ATOMIC_RELEASE);
+	k = (struct radiance_queue_kick){ .queue_id = s->user_queue };
+	return xioctl(s->user_fd, RADIANCE_IOCTL_QUEUE_KICK, &k);
+}
+
+/* The server's side: poll, read the frames (VRAM scrubs, the copy), read
+ * the host memory each names at its first address word (a copy's source),
+ * and answer each done. A kernel reset (the launch timeout passed while the
+ * guest was slow) is acknowledged: the kernel's answer to a slow server,
+ * not to a fault. */
+static int s_control_serve(struct scen *s)
+{
+	struct pollfd p = { .fd = s->ctl, .events = POLLIN };
+	uint8_t frames[16 * 16], data[PAGE];
+	ssize_t n;
+
+	if (poll(&p, 1, 2000) < 0)
+		return -errno;
+	n = read(s->ctl, frames, sizeof(frames));
+	if (n < 0 && errno == ECONNRESET) {
+		struct radiance_user_reset ack = { 0 };
+
+		return xioctl(s->ctl, RADIANCE_IOCTL_USER_RESET, &ack);
+	}
+	if (n < 0)
+		return -errno;
+	for (ssize_t i = 0; i + 16 <= n; i += 16) {
+		uint8_t done[16] = { frames[i] };
+		uint32_t addr;
+		struct radiance_user_host_access a = { .user_ptr = (uintptr_t)data, .len = sizeof(data) };
+		int ret;
+
+		memcpy(&addr, frames + i + 3, 4);
+		a.addr = addr;
+		/* EFAULT: a scrub's word is VRAM, not host memory. */
+		ret = xioctl(s->ctl, RADIANCE_IOCTL_USER_HOST_READ, &a);
+		if (ret && ret != -EFAULT)
+			return ret;
+		if (write(s->ctl, done, sizeof(done)) != sizeof(done))
+			return -errno;
+	}
+	return 0;
+}
+
+static int s_user_close(struct scen *s)
+{
+	int ret;
+
+	if (s->user_ring)
+		munmap(s->user_ring, PAGE);
+	if (s->user_qctl)
+		munmap(s->user_qctl, PAGE);
+	s->user_ring = NULL;
+	s->user_qctl = NULL;
+	ret = close(s->user_fd) ? -errno : 0;
+	s->user_fd = -1;
+	return ret;
 }
 
 static int s_control_close(struct scen *s)
@@ -393,6 +515,7 @@ static const struct step {
 	{ "bo_info", s_bo_info },
 	{ "mmap_bo", s_mmap_host },
 	{ "bo_export", s_export },
+	{ "mmap_dma_buf", s_mmap_dma_buf },
 	{ "bo_import", s_import },
 	{ "bo_import_udmabuf", s_import_udmabuf },
 	{ "sem_create", s_sem_create },
@@ -415,6 +538,9 @@ static const struct step {
 	{ "close_dma_buf_sync_file", s_close_fds },
 	{ "close", s_close },
 	{ "user_declare", s_control_declare },
+	{ "user_device_submit", s_user_submit },
+	{ "control_serve", s_control_serve },
+	{ "user_device_close", s_user_close },
 	{ "control_close", s_control_close },
 };
 #define N_STEPS (sizeof(steps) / sizeof(steps[0]))
@@ -603,6 +729,10 @@ static void scen_teardown(struct scen *s)
 		munmap(s->ring, PAGE);
 	if (s->qctl)
 		munmap(s->qctl, PAGE);
+	if (s->user_ring)
+		munmap(s->user_ring, PAGE);
+	if (s->user_qctl)
+		munmap(s->user_qctl, PAGE);
 	for (int fd = 3; fd < 1024; fd++)
 		if (fd != fail_nth_fd)
 			close(fd);
@@ -713,6 +843,58 @@ static const char *a_device_failing_after_its_scheduler_frees_both(char *why, si
 	return "more sites than the sweep's bound";
 }
 
+/* Closing a file with a queue collected the queue ids into a vector first:
+ * with that allocation failed, the queue stayed, holding the file's
+ * context and device for good (kmemleak saw both). */
+static const char *a_file_closing_without_memory_frees_its_queues(char *why, size_t len)
+{
+	long long base[N_COUNTERS], now[N_COUNTERS];
+
+	read_counters(base);
+	for (unsigned int n = 1; n <= MAX_NTH; n++) {
+		struct radiance_queue_create q = { .ring_packets = 16 };
+		int fd = open("/dev/radiance0", O_RDWR | O_CLOEXEC), left, i;
+
+		if (fd < 0 || xioctl(fd, RADIANCE_IOCTL_QUEUE_CREATE, &q) ||
+		    xioctl(fd, RADIANCE_IOCTL_QUEUE_CREATE, &q))
+			return "cannot open the device or create its queues";
+		fail_nth_arm(n);
+		close(fd);
+		left = fail_nth_left();
+		fail_nth_arm(0);
+		i = counters_back(base, now);
+		if (i >= 0) {
+			snprintf(why, len, "site %u: %s is %lld, was %lld", n, counter_keys[i], now[i], base[i]);
+			return why;
+		}
+		if (left)
+			return NULL;
+	}
+	return "more sites than the sweep's bound";
+}
+
+/* A server's write from a buffer that faults answered EINVAL (the kernel
+ * judged the zero bytes it could copy as a short response): EFAULT, as
+ * for any write(2), and the responses before the fault count. */
+static const char *a_server_write_from_a_faulting_buffer_says_efault(char *why, size_t len)
+{
+	struct radiance_user_declare d = small_user_device;
+	int ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC | O_NONBLOCK), err;
+	void *none = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ssize_t n;
+
+	if (ctl < 0 || none == MAP_FAILED || xioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d))
+		return "cannot declare a device";
+	n = write(ctl, none, 16);
+	err = n < 0 ? errno : 0;
+	munmap(none, PAGE);
+	close(ctl);
+	if (err == EFAULT)
+		return NULL;
+	snprintf(why, len, "write from an inaccessible page: %zd (%s)", n, err ? strerror(err) : "no error");
+	return why;
+}
+
 static const struct regression {
 	const char *name;
 	const char *(*run)(char *why, size_t len);
@@ -721,6 +903,8 @@ static const struct regression {
 	REGRESSION(import_failing_past_its_mapping_puts_the_dma_buf),
 	REGRESSION(user_declare_failing_allocation_says_enomem),
 	REGRESSION(a_device_failing_after_its_scheduler_frees_both),
+	REGRESSION(a_file_closing_without_memory_frees_its_queues),
+	REGRESSION(a_server_write_from_a_faulting_buffer_says_efault),
 };
 #define N_REGRESSIONS (sizeof(regressions) / sizeof(regressions[0]))
 
@@ -736,7 +920,7 @@ static const char *sweep_step(size_t k, const long long *base, unsigned int *inj
 	long long now[N_COUNTERS];
 
 	for (unsigned int n = 1; n <= MAX_NTH; n++) {
-		struct scen s = { .fd = -1, .ctl = -1, .dmabuf = -1, .sync_fd = -1, .other = -1 };
+		struct scen s = { .fd = -1, .ctl = -1, .dmabuf = -1, .sync_fd = -1, .other = -1, .user_fd = -1 };
 		int ret = 0, left, i;
 
 		s.udmabuf = make_udmabuf();
