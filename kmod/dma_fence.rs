@@ -278,6 +278,6 @@ impl<T: OnSignal> WorkItem for FenceCallback<T> {
 
     fn run(this: Arc<Self>) {
         let error = this.fence.error();
-        T::signalled(this, error);
+        crate::kcov::work(|| T::signalled(this, error));
     }
 }

@@ -175,6 +175,7 @@ impl<F: NodeFile> MiscDevice for Files<F> {
     }
 
     fn ioctl(this: ArcBorrow<'_, F>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        crate::kcov::note_caller();
         F::ioctl(this, cmd, arg)
     }
 
@@ -183,10 +184,12 @@ impl<F: NodeFile> MiscDevice for Files<F> {
     }
 
     fn read_iter(kiocb: Kiocb<'_, Arc<F>>, out: &mut IovIterDest<'_>) -> Result<usize> {
+        crate::kcov::note_caller();
         F::read(kiocb.file(), out)
     }
 
     fn write_iter(kiocb: Kiocb<'_, Arc<F>>, src: &mut IovIterSource<'_>) -> Result<usize> {
+        crate::kcov::note_caller();
         F::write(kiocb.file(), src)
     }
 

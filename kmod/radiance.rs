@@ -20,6 +20,7 @@ mod fifo;
 mod host_mem;
 mod hw;
 mod ioctl;
+mod kcov;
 mod misc_node;
 mod queue;
 mod raw;

@@ -747,7 +747,7 @@ impl WorkItem<1> for Scheduler {
     type Pointer = Arc<Self>;
 
     fn run(this: Arc<Self>) {
-        Self::check_overdue(&this);
+        crate::kcov::work(|| Self::check_overdue(&this));
     }
 }
 
@@ -755,6 +755,13 @@ impl WorkItem for Scheduler {
     type Pointer = Arc<Self>;
 
     fn run(this: Arc<Self>) {
+        crate::kcov::work(|| Self::pass(&this));
+    }
+}
+
+impl Scheduler {
+    /// One pass of the work item.
+    fn pass(this: &Arc<Self>) {
         let mut state = this.state.lock();
         if state.lost {
             return;
@@ -773,7 +780,7 @@ impl WorkItem for Scheduler {
             if state.sent > 0 {
                 // The interrupt brings the scheduler back; the watchdog
                 // makes sure it does.
-                Self::watchdog(&this, &mut state);
+                Self::watchdog(this, &mut state);
                 return;
             }
             // Idle: ask for kicks, then look once more (a packet published

@@ -310,15 +310,22 @@ impl WorkItem for Engine {
     type Pointer = Arc<Self>;
 
     fn run(this: Arc<Self>) {
-        while let Some(frame) = this.next_command() {
-            if this.aborted() {
+        crate::kcov::work(|| this.serve());
+    }
+}
+
+impl Engine {
+    /// Runs the commands there are, until a reset.
+    fn serve(&self) {
+        while let Some(frame) = self.next_command() {
+            if self.aborted() {
                 break;
             }
-            let Some(response) = this.model.lock().run(&*this, frame.as_bytes()) else {
+            let Some(response) = self.model.lock().run(self, frame.as_bytes()) else {
                 // Reset while it ran: it never completed.
                 break;
             };
-            this.post(response);
+            self.post(response);
         }
     }
 }

@@ -74,6 +74,7 @@ struct state {
 	RES_LIST(struct sem_res, sems);
 	RES_LIST(struct queue_res, queues);
 	RES_LIST(struct { void *p; size_t len; }, maps);
+	uint32_t user_frame;	/* frame bytes of the device declared last */
 };
 
 #define RES_ADD(list) (&(list).v[(list).n++ % RES_MAX])
@@ -209,7 +210,7 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_SW_SYNC_INC] = "sw_sync_inc", [OP_CONTROL_OPEN] = "control_open",
 	[OP_USER_DECLARE] = "user_declare", [OP_USER_HOST_ACCESS] = "user_host_access",
 	[OP_USER_RESET] = "user_reset", [OP_CONTROL_READ] = "control_read",
-	[OP_CONTROL_WRITE] = "control_write", [OP_POLL] = "poll",
+	[OP_CONTROL_WRITE] = "control_write", [OP_POLL] = "poll", [OP_USER_SERVE] = "user_serve",
 };
 
 const char *op_name(enum op op)
@@ -228,8 +229,9 @@ static const uint8_t op_weight[OP_COUNT] = {
 	[OP_QUEUE_QUERY] = 2, [OP_QUEUE_KICK] = 3, [OP_SUBMIT] = 16, [OP_QUEUE_WAIT] = 4,
 	[OP_MMAP] = 5, [OP_MUNMAP] = 2, [OP_RAW_IOCTL] = 4, [OP_SEND_TO_PEER] = 2, [OP_FORK] = 1,
 	[OP_SIGNAL_WAIT] = 1, [OP_UDMABUF] = 2, [OP_SW_SYNC_FENCE] = 2, [OP_SW_SYNC_INC] = 2,
-	[OP_CONTROL_OPEN] = 1, [OP_USER_DECLARE] = 1, [OP_USER_HOST_ACCESS] = 1,
+	[OP_CONTROL_OPEN] = 1, [OP_USER_DECLARE] = 2, [OP_USER_HOST_ACCESS] = 1,
 	[OP_USER_RESET] = 1, [OP_CONTROL_READ] = 1, [OP_CONTROL_WRITE] = 1, [OP_POLL] = 1,
+	[OP_USER_SERVE] = 4,
 };
 
 enum op call_pick_op(struct rng *r)
@@ -376,6 +378,12 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 	case OP_CONTROL_READ:
 	case OP_CONTROL_WRITE:
 		c->a[0] = rng_one_in(r, 2) ? 16 * rng_below(r, 8) : rng_value(r, h);
+		break;
+	case OP_USER_SERVE:
+		/* Mostly answered as a server would. */
+		c->a[1] = rng_one_in(r, 3) ? rng_next(r) : 0;
+		c->a[2] = rng_one_in(r, 2) ? rng_below(r, 4) : rng_value(r, h);
+		c->a[4] = rng_below(r, 4);
 		break;
 	default:
 		break;
@@ -1025,6 +1033,9 @@ static int do_fork(struct exec_env *env, struct state *st, const struct call *c)
 	return -ETIME;
 }
 
+/* Declares a device on a control node (opening one if the program has
+ * none) and opens the device it makes, which the calls after it then use
+ * like any other. */
 static int user_declare(struct state *st, const struct call *c)
 {
 	struct radiance_user_declare d = {
@@ -1033,10 +1044,65 @@ static int user_declare(struct state *st, const struct call *c)
 		.threads_per_warp = (c->a[3] >> 16) & 0xff, .builtins = c->a[3] >> 24 & 0x3f,
 		.vram_size = c->a[4], .caps = c->a[5] & 0xff, .pad = c->a[3] >> 48,
 	};
-	int fd = SEL_FD(st->ctls, c->res[0], -1);
+	int fd = SEL_FD(st->ctls, c->res[0], -1), ret, dev;
+	char path[32];
 
+	if (fd < 0 && c->res[0] != RES_RAW) {
+		fd = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			return -errno;
+		*RES_ADD(st->ctls) = fd;
+	}
 	memcpy(d.name, "fuzz", 5);
-	return xioctl(fd, RADIANCE_IOCTL_USER_DECLARE, &d);
+	ret = xioctl(fd, RADIANCE_IOCTL_USER_DECLARE, &d);
+	if (ret)
+		return ret;
+	st->user_frame = d.dialect == RADIANCE_DIALECT_GLUON_24 ? 24 : 16;
+	snprintf(path, sizeof(path), "/dev/radiance%u", d.device_index);
+	dev = open(path, O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return -errno;
+	*RES_ADD(st->devs) = dev;
+	return 0;
+}
+
+/* The program as the server of the devices it declared: reads the frames
+ * there are and answers each on its own stream, the way a server does, or
+ * not quite (per frame, 4 bits of a[1]): done, failed with status a[2] at
+ * PC a[3], on another stream, or never. Before answering, a host access
+ * at a frame's first address word (a copy's source in both dialects). */
+static int user_serve(struct state *st, const struct call *c)
+{
+	uint8_t frames[16 * 24], data[256];
+	size_t size = st->user_frame ? st->user_frame : 16;
+	int fd = SEL_FD(st->ctls, c->res[0], -1);
+	ssize_t n = read(fd, frames, sizeof(frames));
+
+	if (n < 0)
+		return -errno;
+	for (ssize_t i = 0; i + (ssize_t)size <= n; i += size) {
+		const uint8_t *f = frames + i;
+		uint8_t r[16] = { f[0] };
+		uint32_t way = (c->a[1] >> (i / size * 4 % 64)) & 15, addr;
+		struct radiance_user_host_access a = { .user_ptr = (uintptr_t)data, .len = sizeof(data) };
+
+		if (c->a[4] & 1) {
+			memcpy(&addr, f + 3, 4);
+			a.addr = addr;
+			xioctl(fd, (c->a[4] & 2) ? RADIANCE_IOCTL_USER_HOST_WRITE : RADIANCE_IOCTL_USER_HOST_READ, &a);
+		}
+		if (way == 15)
+			continue;
+		if (way >= 12) {
+			r[1] = c->a[2];
+			memcpy(r + 2, &c->a[3], 4);
+		} else if (way >= 10) {
+			r[0] = c->a[2];
+		}
+		if (write(fd, r, sizeof(r)) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
 static int user_host_access(struct state *st, const struct call *c)
@@ -1378,6 +1444,8 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 		return control_rw(st, c, 1);
 	case OP_POLL:
 		return do_poll(st, c);
+	case OP_USER_SERVE:
+		return user_serve(st, c);
 	default:
 		return -ENOSYS;
 	}
@@ -1452,7 +1520,8 @@ static void wait_async(struct exec_env *env)
 	pthread_mutex_unlock(&env->lock);
 }
 
-int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, const struct module_text *text)
+int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, int task_maps,
+		  const struct module_text *text)
 {
 	struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_NODEFER };
 	int sv[2];
@@ -1460,8 +1529,10 @@ int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, const
 	memset(env, 0, sizeof(*env));
 	env->maps = maps;
 	env->nmaps = nmaps;
+	env->remote_nmaps = nmaps - task_maps;
 	env->text = text;
 	env->kcov.fd = -1;
+	env->remote.fd = -1;
 	env->peer = -1;
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
@@ -1469,6 +1540,9 @@ int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, const
 	env->remote_fresh = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (env->remote_fresh == MAP_FAILED)
 		return -errno;
+	/* Before the peer and the thread: they inherit its handle. */
+	if (kcov_open_remote(&env->remote, getpid()))
+		env->remote.fd = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
 	env->peer_pid = fork();
@@ -1509,6 +1583,7 @@ void exec_env_fini(struct exec_env *env)
 		waitpid(env->peer_pid, NULL, 0);
 	}
 	kcov_close(&env->kcov);
+	kcov_close(&env->remote);
 }
 
 uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
@@ -1546,6 +1621,8 @@ uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
 	close_range(env->fd_base, ~0u, 0);
 	if (env->kcov.fd >= 0)
 		fresh += kcov_collect_pcs(&env->kcov, env->maps, env->nmaps);
+	/* What the work items did for the program, as far as they got. */
+	fresh += kcov_collect_pcs(&env->remote, env->maps, env->remote_nmaps);
 	free(st);
 	return fresh + __atomic_load_n(&env->thread_fresh, __ATOMIC_RELAXED) +
 	       __atomic_load_n(env->remote_fresh, __ATOMIC_RELAXED);

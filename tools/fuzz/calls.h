@@ -4,7 +4,8 @@
  * of the control node, with typed arguments; packets written into mapped
  * rings; mmap at real and bogus offsets; dma-bufs and sync_files from the
  * driver, udmabuf and sw_sync; fds passed to another process; fork with
- * live objects; signals into blocking waits.
+ * live objects; signals into blocking waits; serving the devices a program
+ * declares on the control node.
  */
 #ifndef RADIANCE_FUZZ_CALLS_H
 #define RADIANCE_FUZZ_CALLS_H
@@ -55,6 +56,7 @@ enum op {
 	OP_CONTROL_READ,
 	OP_CONTROL_WRITE,
 	OP_POLL,
+	OP_USER_SERVE,
 	OP_COUNT
 };
 
@@ -64,13 +66,15 @@ enum op call_pick_op(struct rng *r);
 void call_generate(struct call *c, enum op op, struct rng *r, const struct hints *h);
 
 /* What a worker keeps between programs: its coverage maps (shared with the
- * processes it forks) and its KCOV, the peer process that takes fds over a
+ * processes it forks), its KCOV and the remote one of its work items, the peer process that takes fds over a
  * socket, the second thread that runs a program's async calls. */
 struct exec_env {
 	struct cover_map *maps;	/* maps[0]: the worker's own, judges new edges */
 	int nmaps;
+	int remote_nmaps;	/* maps the work items' coverage goes to: the first ones */
 	const struct module_text *text;
 	struct kcov kcov;
+	struct kcov remote;	/* the work items' coverage for this worker's tasks */
 	int peer;		/* unix socket to the peer process */
 	pid_t peer_pid;
 	int fd_base;		/* fds from here up belong to the running program */
@@ -84,8 +88,11 @@ struct exec_env {
 	uint32_t thread_fresh;
 };
 
-/* Forks the peer, starts the thread. 0 or -errno. */
-int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, const struct module_text *text);
+/* Forks the peer, starts the thread. The last `task_maps` of `maps` count
+ * only what the program's own tasks reached, not its work items. 0 or
+ * -errno. */
+int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, int task_maps,
+		  const struct module_text *text);
 void exec_env_fini(struct exec_env *env);
 
 /* Runs `p`, then closes and unmaps everything it made. Returns the edges

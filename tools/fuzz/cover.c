@@ -184,6 +184,25 @@ fail:
 	return -errno;
 }
 
+int kcov_open_remote(struct kcov *k, uint32_t instance)
+{
+	struct kcov_remote_arg arg = {
+		.trace_mode = KCOV_TRACE_PC, .area_size = KCOV_WORDS,
+		.common_handle = kcov_remote_handle(KCOV_SUBSYSTEM_COMMON, instance),
+	};
+	int ret = kcov_open(k);
+
+	if (ret)
+		return ret;
+	if (ioctl(k->fd, KCOV_REMOTE_ENABLE, &arg)) {
+		ret = -errno;
+		kcov_close(k);
+		return ret;
+	}
+	k->mode = KCOV_TRACE_PC;
+	return 0;
+}
+
 void kcov_close(struct kcov *k)
 {
 	if (k->fd < 0)
@@ -217,11 +236,12 @@ void kcov_stop(struct kcov *k)
 
 uint32_t kcov_collect_pcs(struct kcov *k, struct cover_map *maps, int n)
 {
-	uint64_t count = __atomic_load_n(&k->area[0], __ATOMIC_RELAXED);
+	uint64_t count;
 	uint32_t fresh = 0;
 
 	if (k->fd < 0 || k->mode != KCOV_TRACE_PC)
 		return 0;
+	count = __atomic_load_n(&k->area[0], __ATOMIC_RELAXED);
 	if (count > k->words - 1)
 		count = k->words - 1;
 	for (uint64_t i = 1; i <= count; i++) {
@@ -235,10 +255,11 @@ uint32_t kcov_collect_pcs(struct kcov *k, struct cover_map *maps, int n)
 
 void kcov_collect_hints(struct kcov *k, const struct module_text *text, struct hints *h)
 {
-	uint64_t count = __atomic_load_n(&k->area[0], __ATOMIC_RELAXED);
+	uint64_t count;
 
 	if (k->fd < 0 || k->mode != KCOV_TRACE_CMP)
 		return;
+	count = __atomic_load_n(&k->area[0], __ATOMIC_RELAXED);
 	/* Four words a record: type, operand 1, operand 2, PC. */
 	if (count > (k->words - 1) / 4)
 		count = (k->words - 1) / 4;

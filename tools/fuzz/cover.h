@@ -44,6 +44,11 @@ struct kcov {
 
 /* Opens /sys/kernel/debug/kcov for the calling thread. 0 or -errno. */
 int kcov_open(struct kcov *k);
+/* Opens a KCOV that collects what the module's work items do for the
+ * tasks the caller creates from now on (a common handle, `instance`
+ * unique on the system): collect it with kcov_collect_pcs, never start
+ * or stop it but by closing it, from the calling thread. */
+int kcov_open_remote(struct kcov *k, uint32_t instance);
 void kcov_close(struct kcov *k);
 /* Starts collecting (PC or CMP mode) from zero; the thread must call
  * kcov_stop before switching modes. */

@@ -4,7 +4,9 @@
  * programs that reached edges of radiance.ko new to them, and run mutants
  * of it (or fresh programs). A worker's choices depend only on its seed and
  * on what the kernel did, never on the other workers: its own coverage map
- * judges what is new, a shared one counts the edges of all of them.
+ * judges what is new, a shared one counts the edges of all of them, and
+ * another the edges their tasks reached themselves: the difference is what
+ * only the module's work items reached (remote KCOV).
  */
 #define _GNU_SOURCE
 #include "fuzz.h"
@@ -73,17 +75,17 @@ static uint32_t corpus_load(const char *dir, struct prog *corpus)
 	return loaded;
 }
 
-static void worker(const struct fuzz_opts *o, int id, struct cover_map *global,
+static void worker(const struct fuzz_opts *o, int id, struct cover_map *global, struct cover_map *tasks,
 		   const struct module_text *text, struct shared *sh, uint64_t budget, double until)
 {
-	struct cover_map maps[2] = { { .text = text }, *global };
+	struct cover_map maps[3] = { { .text = text }, *global, *tasks };
 	struct prog *corpus = calloc(CORPUS_MAX, sizeof(*corpus));
 	struct hints hints = { 0 };
 	struct exec_env env;
 	struct rng r;
 	uint32_t n_corpus = 0;
 
-	if (!corpus || cover_map_init(&maps[0], text) || exec_env_init(&env, maps, 2, text)) {
+	if (!corpus || cover_map_init(&maps[0], text) || exec_env_init(&env, maps, 3, 1, text)) {
 		printf("# fuzz: worker %d could not start: %s\n", id, strerror(errno));
 		_exit(2);
 	}
@@ -129,16 +131,16 @@ static void worker(const struct fuzz_opts *o, int id, struct cover_map *global,
 	_exit(0);
 }
 
-int fuzz_run(const struct fuzz_opts *o, const struct module_text *text, uint32_t *edges,
+int fuzz_run(const struct fuzz_opts *o, const struct module_text *text, uint32_t *edges, uint32_t *remote_only,
 	     uint64_t *execs, double *seconds)
 {
-	struct cover_map global;
+	struct cover_map global, tasks;
 	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	double start = now_s(), until = o->seconds ? start + o->seconds : 1e300, last = start;
 	pid_t pids[FUZZ_MAX_PROCS];
 	int failed = 0, running;
 
-	if (sh == MAP_FAILED || cover_map_init(&global, text))
+	if (sh == MAP_FAILED || cover_map_init(&global, text) || cover_map_init(&tasks, text))
 		return -ENOMEM;
 	for (int i = 0; i < o->procs; i++) {
 		uint64_t budget = o->execs ? o->execs / o->procs + (i < (int)(o->execs % o->procs)) : UINT64_MAX;
@@ -148,7 +150,7 @@ int fuzz_run(const struct fuzz_opts *o, const struct module_text *text, uint32_t
 		if (pids[i] < 0)
 			return -errno;
 		if (!pids[i])
-			worker(o, i, &global, text, sh, budget, until);
+			worker(o, i, &global, &tasks, text, sh, budget, until);
 	}
 	running = o->procs;
 	while (running) {
@@ -186,6 +188,7 @@ int fuzz_run(const struct fuzz_opts *o, const struct module_text *text, uint32_t
 		usleep(100000);
 	}
 	*edges = cover_map_count(&global);
+	*remote_only = *edges - cover_map_count(&tasks);
 	*execs = sh->execs;
 	*seconds = now_s() - start;
 	return failed ? -ECHILD : 0;

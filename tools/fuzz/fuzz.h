@@ -21,9 +21,11 @@ struct fuzz_opts {
 	double status_every;
 };
 
-/* Runs the workers to their budget. 0, or -ECHILD if one died or hung. */
+/* Runs the workers to their budget: the edges they reached, and how many
+ * of those only the module's work items reached. 0, or -ECHILD if one died
+ * or hung. */
 int fuzz_run(const struct fuzz_opts *o, const struct module_text *text, uint32_t *edges,
-	     uint64_t *execs, double *seconds);
+	     uint32_t *remote_only, uint64_t *execs, double *seconds);
 
 /* Sweeps fail-nth over every step (or only the step named `only`) of a
  * program that makes and uses every kind of object; prints a KTAP test per

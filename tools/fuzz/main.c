@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 
 		printf("1..1\n");
 		if (!arg || prog_parse_hex(&p, arg) || cover_map_init(&map, &text) ||
-		    exec_env_init(&env, &map, 1, &text)) {
+		    exec_env_init(&env, &map, 1, 0, &text)) {
 			printf("not ok 1 radiance_fuzz_replay\n");
 			return 1;
 		}
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "fuzz")) {
-		uint32_t edges;
+		uint32_t edges, remote_only;
 		uint64_t execs;
 		double seconds;
 		int freed;
@@ -157,10 +157,11 @@ int main(int argc, char **argv)
 		printf("1..2\n");
 		printf("# fuzz: seed %llu, %d workers, budget %llu execs, %.0f s\n", (unsigned long long)o.seed,
 		       o.procs, (unsigned long long)o.execs, o.seconds);
-		ret = fuzz_run(&o, &text, &edges, &execs, &seconds);
-		printf("# fuzz: %llu execs in %.1f s (%.1f execs/s), %u of %u edges (%.1f%%)\n",
+		ret = fuzz_run(&o, &text, &edges, &remote_only, &execs, &seconds);
+		printf("# fuzz: %llu execs in %.1f s (%.1f execs/s), %u of %u edges (%.1f%%), "
+		       "%u of them reached only in work items\n",
 		       (unsigned long long)execs, seconds, execs / seconds, edges, text.edges,
-		       100.0 * edges / text.edges);
+		       100.0 * edges / text.edges, remote_only);
 		printf("%s 1 fuzz_seed_%llu\n", ret ? "not ok" : "ok", (unsigned long long)o.seed);
 		freed = objects_freed();
 		printf("%s 2 fuzz_objects_freed\n", freed ? "ok" : "not ok");
