@@ -1033,6 +1033,20 @@ static int do_fork(struct exec_env *env, struct state *st, const struct call *c)
 	return -ETIME;
 }
 
+/* Opens /dev/radianceN as a resource of the program. */
+static int open_device(struct state *st, unsigned int index, int flags)
+{
+	char path[32];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/radiance%u", index);
+	fd = open(path, flags);
+	if (fd < 0)
+		return -errno;
+	*RES_ADD(st->devs) = fd;
+	return 0;
+}
+
 /* Declares a device on a control node (opening one if the program has
  * none) and opens the device it makes, which the calls after it then use
  * like any other. */
@@ -1044,8 +1058,7 @@ static int user_declare(struct state *st, const struct call *c)
 		.threads_per_warp = (c->a[3] >> 16) & 0xff, .builtins = c->a[3] >> 24 & 0x3f,
 		.vram_size = c->a[4], .caps = c->a[5] & 0xff, .pad = c->a[3] >> 48,
 	};
-	int fd = SEL_FD(st->ctls, c->res[0], -1), ret, dev;
-	char path[32];
+	int fd = SEL_FD(st->ctls, c->res[0], -1), ret;
 
 	if (fd < 0 && c->res[0] != RES_RAW) {
 		fd = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC | O_NONBLOCK);
@@ -1058,12 +1071,7 @@ static int user_declare(struct state *st, const struct call *c)
 	if (ret)
 		return ret;
 	st->user_frame = d.dialect == RADIANCE_DIALECT_GLUON_24 ? 24 : 16;
-	snprintf(path, sizeof(path), "/dev/radiance%u", d.device_index);
-	dev = open(path, O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return -errno;
-	*RES_ADD(st->devs) = dev;
-	return 0;
+	return open_device(st, d.device_index, O_RDWR | O_CLOEXEC);
 }
 
 /* The program as the server of the devices it declared: reads the frames
@@ -1179,16 +1187,9 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 
 	switch (c->op) {
 	case OP_OPEN_DEVICE: {
-		char path[32];
 		int flags = O_CLOEXEC | (c->a[1] & 1 ? O_NONBLOCK : 0) | (c->a[1] & 2 ? O_RDONLY : O_RDWR);
-		int fd;
 
-		snprintf(path, sizeof(path), "/dev/radiance%u", (unsigned int)(c->a[0] % 8));
-		fd = open(path, flags);
-		if (fd < 0)
-			return -errno;
-		*RES_ADD(st->devs) = fd;
-		return 0;
+		return open_device(st, c->a[0] % 8, flags);
 	}
 	case OP_CLOSE:
 		switch (c->a[0] % 4) {
