@@ -33,10 +33,10 @@ mod sync_file;
 mod translate;
 mod vram;
 
-// Gluon's wire formats, shared with userspace tools and tested on the host
-// (kmod/gluon): a `no_std` crate included as a module, like the uapi.
+// Gluon's wire formats and the shared device model: the top-level `gluon`
+// crate (`no_std`, tested on the host), included as a module like the uapi.
 #[allow(unreachable_pub, dead_code, unused_attributes)]
-#[path = "gluon/src/lib.rs"]
+#[path = "../gluon/src/lib.rs"]
 mod gluon;
 
 // The ABI shared with userspace: the kernel cannot take crates.io crates, so

@@ -148,7 +148,7 @@ mod tests {
     };
 
     /// The shared dialect code, built for the kernel, says what the host
-    /// tests (kmod/gluon/tests) checked byte by byte.
+    /// tests (gluon/tests) checked byte by byte.
     #[test]
     fn every_dialect_round_trips_in_the_kernel() {
         let commands = [
