@@ -38,7 +38,17 @@ fn build(clang: &str, lld: &str, source: &str, out: &Path, target: &str) -> Resu
         }
     };
     run(Command::new(clang)
-        .args(["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", "-mcode-object-version=4", "-nogpulib", "-O2", "-c"])
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-mcode-object-version=4",
+            "-nogpulib",
+            "-O2",
+            "-c",
+        ])
         .arg(format!("-mcpu={target}"))
         .arg(source)
         .arg("-o")
@@ -68,7 +78,9 @@ fn main() {
     }
     if let Some(why) = &missing {
         println!("cargo::warning=hsa built-in kernels not built (hsa:N will not open): {why}");
-        table = String::from("/// No code objects: see `CODE_OBJECTS_MISSING`.\npub(super) const CODE_OBJECTS: &[(&str, &[u8])] = &[\n");
+        table = String::from(
+            "/// No code objects: see `CODE_OBJECTS_MISSING`.\npub(super) const CODE_OBJECTS: &[(&str, &[u8])] = &[\n",
+        );
     }
     table.push_str("];\n");
     writeln!(

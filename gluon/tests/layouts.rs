@@ -37,11 +37,20 @@ fn check(d: &dyn Dialect, stream: u8, cmd: Command, rows: &[Row]) -> Result<(), 
     assert_eq!(bytes.len(), d.frame_size(), "{cmd:?}");
     let mut covered = vec![false; bytes.len()];
     for &(name, at, width, value) in rows {
-        assert_eq!(field(bytes, at, width), value, "{} {cmd:?}: field {name} at {at}", d.name());
+        assert_eq!(
+            field(bytes, at, width),
+            value,
+            "{} {cmd:?}: field {name} at {at}",
+            d.name()
+        );
         covered[at..at + width].iter_mut().for_each(|c| *c = true);
     }
     for (i, b) in bytes.iter().enumerate() {
-        assert!(covered[i] || *b == 0, "{} {cmd:?}: byte {i} is {b:#x}, in no field", d.name());
+        assert!(
+            covered[i] || *b == 0,
+            "{} {cmd:?}: byte {i} is {b:#x}, in no field",
+            d.name()
+        );
     }
     assert_eq!(d.decode(bytes), Ok((stream, cmd)), "{}", d.name());
     Ok(())
@@ -50,107 +59,238 @@ fn check(d: &dyn Dialect, stream: u8, cmd: Command, rows: &[Row]) -> Result<(), 
 #[test]
 fn gluon_sim_16_frames() -> Result<(), Error> {
     let d = &Sim16;
-    check(d, 3, Command::Kernel { host_addr: 0x1122_3344, size: 0x60, gpu_addr: 0x5566_7788 }, &[
-        ("stream", 0, 1, 3),
-        ("opcode KERNEL", 1, 1, 0),
-        ("host address", 2, 4, 0x1122_3344),
-        ("size", 6, 4, 0x60),
-        ("GPU address", 10, 4, 0x5566_7788),
-    ])?;
-    check(d, 1, Command::Copy { src: 0x1000, dst: 0x2000_0000, len: 0x300, dir: CopyDir::HostToDevice }, &[
-        ("stream", 0, 1, 1),
-        ("opcode MEM", 1, 1, 1),
-        ("sub-op COPY", 2, 1, 0),
-        ("src", 3, 4, 0x1000),
-        ("dst", 7, 4, 0x2000_0000),
-        ("len", 11, 4, 0x300),
-        ("flags", 15, 1, 0),
-    ])?;
-    check(d, 2, Command::Copy { src: 0x2000_0000, dst: 0x8000, len: 4, dir: CopyDir::DeviceToHost }, &[
-        ("stream", 0, 1, 2),
-        ("opcode MEM", 1, 1, 1),
-        ("sub-op COPY", 2, 1, 0),
-        ("src", 3, 4, 0x2000_0000),
-        ("dst", 7, 4, 0x8000),
-        ("len", 11, 4, 4),
-        ("flags: device to host", 15, 1, 1),
-    ])?;
-    check(d, 0, Command::Copy { src: 0x100, dst: 0x200, len: 8, dir: CopyDir::DeviceToDevice }, &[
-        ("opcode MEM", 1, 1, 1),
-        ("src", 3, 4, 0x100),
-        ("dst", 7, 4, 0x200),
-        ("len", 11, 4, 8),
-        ("flags: device to device (ours)", 15, 1, 2),
-    ])?;
-    check(d, 0, Command::Set { dst: 0x4000, value: 0xdead_beef, len: 64 }, &[
-        ("opcode MEM", 1, 1, 1),
-        ("sub-op SET", 2, 1, 1),
-        ("dst", 3, 4, 0x4000),
-        ("value", 7, 4, 0xdead_beef),
-        ("len", 11, 4, 64),
-    ])?;
-    check(d, 3, Command::Fence, &[("stream", 0, 1, 3), ("opcode FENCE", 1, 1, 3)])?;
-    check(d, 0, Command::ReadCounter { counter: 2, dst: 0x1_0008 }, &[
-        ("opcode CSR", 1, 1, 2),
-        ("counter (ours)", 2, 4, 2),
-        ("dst (ours)", 6, 4, 0x1_0008),
-    ])?;
+    check(
+        d,
+        3,
+        Command::Kernel {
+            host_addr: 0x1122_3344,
+            size: 0x60,
+            gpu_addr: 0x5566_7788,
+        },
+        &[
+            ("stream", 0, 1, 3),
+            ("opcode KERNEL", 1, 1, 0),
+            ("host address", 2, 4, 0x1122_3344),
+            ("size", 6, 4, 0x60),
+            ("GPU address", 10, 4, 0x5566_7788),
+        ],
+    )?;
+    check(
+        d,
+        1,
+        Command::Copy {
+            src: 0x1000,
+            dst: 0x2000_0000,
+            len: 0x300,
+            dir: CopyDir::HostToDevice,
+        },
+        &[
+            ("stream", 0, 1, 1),
+            ("opcode MEM", 1, 1, 1),
+            ("sub-op COPY", 2, 1, 0),
+            ("src", 3, 4, 0x1000),
+            ("dst", 7, 4, 0x2000_0000),
+            ("len", 11, 4, 0x300),
+            ("flags", 15, 1, 0),
+        ],
+    )?;
+    check(
+        d,
+        2,
+        Command::Copy {
+            src: 0x2000_0000,
+            dst: 0x8000,
+            len: 4,
+            dir: CopyDir::DeviceToHost,
+        },
+        &[
+            ("stream", 0, 1, 2),
+            ("opcode MEM", 1, 1, 1),
+            ("sub-op COPY", 2, 1, 0),
+            ("src", 3, 4, 0x2000_0000),
+            ("dst", 7, 4, 0x8000),
+            ("len", 11, 4, 4),
+            ("flags: device to host", 15, 1, 1),
+        ],
+    )?;
+    check(
+        d,
+        0,
+        Command::Copy {
+            src: 0x100,
+            dst: 0x200,
+            len: 8,
+            dir: CopyDir::DeviceToDevice,
+        },
+        &[
+            ("opcode MEM", 1, 1, 1),
+            ("src", 3, 4, 0x100),
+            ("dst", 7, 4, 0x200),
+            ("len", 11, 4, 8),
+            ("flags: device to device (ours)", 15, 1, 2),
+        ],
+    )?;
+    check(
+        d,
+        0,
+        Command::Set {
+            dst: 0x4000,
+            value: 0xdead_beef,
+            len: 64,
+        },
+        &[
+            ("opcode MEM", 1, 1, 1),
+            ("sub-op SET", 2, 1, 1),
+            ("dst", 3, 4, 0x4000),
+            ("value", 7, 4, 0xdead_beef),
+            ("len", 11, 4, 64),
+        ],
+    )?;
+    check(
+        d,
+        3,
+        Command::Fence,
+        &[("stream", 0, 1, 3), ("opcode FENCE", 1, 1, 3)],
+    )?;
+    check(
+        d,
+        0,
+        Command::ReadCounter {
+            counter: 2,
+            dst: 0x1_0008,
+        },
+        &[
+            ("opcode CSR", 1, 1, 2),
+            ("counter (ours)", 2, 4, 2),
+            ("dst (ours)", 6, 4, 0x1_0008),
+        ],
+    )?;
     Ok(())
 }
 
 #[test]
 fn gluon_24_frames() -> Result<(), Error> {
     let d = &Gluon24;
-    check(d, 5, Command::Kernel { host_addr: 0x1_2233_4455, size: 0x80, gpu_addr: 0x6677_8899 }, &[
-        ("stream", 0, 1, 5),
-        ("type KERNEL", 1, 1, 0),
-        ("host address", 2, 8, 0x1_2233_4455),
-        ("size", 10, 4, 0x80),
-        ("GPU address", 14, 4, 0x6677_8899),
-    ])?;
-    check(d, 1, Command::Copy { src: 0x7_0000_1000, dst: 0x2000, len: 0x400, dir: CopyDir::HostToDevice }, &[
-        ("stream", 0, 1, 1),
-        ("type MEM", 1, 1, 1),
-        ("sub-op COPY", 2, 1, 0),
-        ("src", 3, 8, 0x7_0000_1000),
-        ("dst", 11, 8, 0x2000),
-        ("len", 19, 4, 0x400),
-        ("flags", 23, 1, 0),
-    ])?;
-    check(d, 1, Command::Copy { src: 0x2000, dst: 0x9_0000_0000, len: 12, dir: CopyDir::DeviceToHost }, &[
-        ("stream", 0, 1, 1),
-        ("type MEM", 1, 1, 1),
-        ("src", 3, 8, 0x2000),
-        ("dst", 11, 8, 0x9_0000_0000),
-        ("len", 19, 4, 12),
-        ("flags: device to host", 23, 1, 1),
-    ])?;
-    check(d, 0, Command::Set { dst: 0x4000, value: 0x0102_0304, len: 16 }, &[
-        ("type MEM", 1, 1, 1),
-        ("sub-op SET", 2, 1, 1),
-        ("dst (ours)", 3, 8, 0x4000),
-        ("value (ours)", 11, 8, 0x0102_0304),
-        ("len (ours)", 19, 4, 16),
-    ])?;
-    check(d, 7, Command::Wait { stream: 2, count: 0x0a0b_0c0d }, &[
-        ("stream", 0, 1, 7),
-        ("type WAIT", 1, 1, 3),
-        ("stream waited on (ours)", 2, 1, 2),
-        ("count (ours)", 3, 4, 0x0a0b_0c0d),
-    ])?;
-    check(d, 0, Command::ReadCounter { counter: 1, dst: 0x1_0000 }, &[
-        ("type CSR", 1, 1, 2),
-        ("counter (ours)", 2, 4, 1),
-        ("dst (ours)", 6, 4, 0x1_0000),
-    ])?;
+    check(
+        d,
+        5,
+        Command::Kernel {
+            host_addr: 0x1_2233_4455,
+            size: 0x80,
+            gpu_addr: 0x6677_8899,
+        },
+        &[
+            ("stream", 0, 1, 5),
+            ("type KERNEL", 1, 1, 0),
+            ("host address", 2, 8, 0x1_2233_4455),
+            ("size", 10, 4, 0x80),
+            ("GPU address", 14, 4, 0x6677_8899),
+        ],
+    )?;
+    check(
+        d,
+        1,
+        Command::Copy {
+            src: 0x7_0000_1000,
+            dst: 0x2000,
+            len: 0x400,
+            dir: CopyDir::HostToDevice,
+        },
+        &[
+            ("stream", 0, 1, 1),
+            ("type MEM", 1, 1, 1),
+            ("sub-op COPY", 2, 1, 0),
+            ("src", 3, 8, 0x7_0000_1000),
+            ("dst", 11, 8, 0x2000),
+            ("len", 19, 4, 0x400),
+            ("flags", 23, 1, 0),
+        ],
+    )?;
+    check(
+        d,
+        1,
+        Command::Copy {
+            src: 0x2000,
+            dst: 0x9_0000_0000,
+            len: 12,
+            dir: CopyDir::DeviceToHost,
+        },
+        &[
+            ("stream", 0, 1, 1),
+            ("type MEM", 1, 1, 1),
+            ("src", 3, 8, 0x2000),
+            ("dst", 11, 8, 0x9_0000_0000),
+            ("len", 19, 4, 12),
+            ("flags: device to host", 23, 1, 1),
+        ],
+    )?;
+    check(
+        d,
+        0,
+        Command::Set {
+            dst: 0x4000,
+            value: 0x0102_0304,
+            len: 16,
+        },
+        &[
+            ("type MEM", 1, 1, 1),
+            ("sub-op SET", 2, 1, 1),
+            ("dst (ours)", 3, 8, 0x4000),
+            ("value (ours)", 11, 8, 0x0102_0304),
+            ("len (ours)", 19, 4, 16),
+        ],
+    )?;
+    check(
+        d,
+        7,
+        Command::Wait {
+            stream: 2,
+            count: 0x0a0b_0c0d,
+        },
+        &[
+            ("stream", 0, 1, 7),
+            ("type WAIT", 1, 1, 3),
+            ("stream waited on (ours)", 2, 1, 2),
+            ("count (ours)", 3, 4, 0x0a0b_0c0d),
+        ],
+    )?;
+    check(
+        d,
+        0,
+        Command::ReadCounter {
+            counter: 1,
+            dst: 0x1_0000,
+        },
+        &[
+            ("type CSR", 1, 1, 2),
+            ("counter (ours)", 2, 4, 1),
+            ("dst (ours)", 6, 4, 0x1_0000),
+        ],
+    )?;
     Ok(())
 }
 
 #[test]
 fn what_a_dialect_cannot_say_is_refused() {
-    assert_eq!(Sim16.encode(0, &Command::Wait { stream: 1, count: 1 }), Err(Error::Unrepresentable));
-    assert_eq!(Gluon24.encode(0, &Command::Fence), Err(Error::Unrepresentable));
-    let far = Command::Kernel { host_addr: 1 << 32, size: 64, gpu_addr: 0 };
+    assert_eq!(
+        Sim16.encode(
+            0,
+            &Command::Wait {
+                stream: 1,
+                count: 1
+            }
+        ),
+        Err(Error::Unrepresentable)
+    );
+    assert_eq!(
+        Gluon24.encode(0, &Command::Fence),
+        Err(Error::Unrepresentable)
+    );
+    let far = Command::Kernel {
+        host_addr: 1 << 32,
+        size: 64,
+        gpu_addr: 0,
+    };
     assert_eq!(Sim16.encode(0, &far), Err(Error::OutOfRange));
     assert!(Gluon24.encode(0, &far).is_ok());
 }
@@ -158,17 +298,45 @@ fn what_a_dialect_cannot_say_is_refused() {
 #[test]
 fn malformed_frames_are_refused() -> Result<(), Error> {
     for d in DIALECTS {
-        let good = d.encode(0, &Command::Copy { src: 0, dst: 0, len: 4, dir: CopyDir::HostToDevice })?;
+        let good = d.encode(
+            0,
+            &Command::Copy {
+                src: 0,
+                dst: 0,
+                len: 4,
+                dir: CopyDir::HostToDevice,
+            },
+        )?;
         let mut bytes = good.as_bytes().to_vec();
-        assert_eq!(d.decode(&bytes[..bytes.len() - 1]), Err(Error::Malformed), "{}: short", d.name());
+        assert_eq!(
+            d.decode(&bytes[..bytes.len() - 1]),
+            Err(Error::Malformed),
+            "{}: short",
+            d.name()
+        );
         bytes[2] = 7;
-        assert_eq!(d.decode(&bytes), Err(Error::Malformed), "{}: sub-op", d.name());
+        assert_eq!(
+            d.decode(&bytes),
+            Err(Error::Malformed),
+            "{}: sub-op",
+            d.name()
+        );
         bytes[2] = 0;
         let flags = bytes.len() - 1;
         bytes[flags] = 3;
-        assert_eq!(d.decode(&bytes), Err(Error::Malformed), "{}: flags", d.name());
+        assert_eq!(
+            d.decode(&bytes),
+            Err(Error::Malformed),
+            "{}: flags",
+            d.name()
+        );
         bytes[1] = 9;
-        assert_eq!(d.decode(&bytes), Err(Error::Malformed), "{}: opcode", d.name());
+        assert_eq!(
+            d.decode(&bytes),
+            Err(Error::Malformed),
+            "{}: opcode",
+            d.name()
+        );
     }
     Ok(())
 }
@@ -176,10 +344,19 @@ fn malformed_frames_are_refused() -> Result<(), Error> {
 #[test]
 fn responses() {
     for d in DIALECTS {
-        let r = Response { stream: 3, status: 1, pc: 0x8000_0040, warp: 0x0506_0708 };
+        let r = Response {
+            stream: 3,
+            status: 1,
+            pc: 0x8000_0040,
+            warp: 0x0506_0708,
+        };
         let b = d.encode_response(&r);
-        let rows: [Row; 4] =
-            [("stream", 0, 1, 3), ("status EXECUTION", 1, 1, 1), ("PC", 2, 4, 0x8000_0040), ("warp", 6, 4, 0x0506_0708)];
+        let rows: [Row; 4] = [
+            ("stream", 0, 1, 3),
+            ("status EXECUTION", 1, 1, 1),
+            ("PC", 2, 4, 0x8000_0040),
+            ("warp", 6, 4, 0x0506_0708),
+        ];
         for (name, at, width, value) in rows {
             assert_eq!(field(&b, at, width), value, "{}: response {name}", d.name());
         }
@@ -231,13 +408,23 @@ fn launch_blocks() -> Result<(), Error> {
         for (name, at, width, value) in rows {
             assert_eq!(field(&b, at, width), value, "{}: launch {name}", d.name());
         }
-        assert!(b[64..].iter().all(|&x| x == 0xff), "{}: the header writes only its own 64 bytes", d.name());
+        assert!(
+            b[64..].iter().all(|&x| x == 0xff),
+            "{}: the header writes only its own 64 bytes",
+            d.name()
+        );
         assert_eq!(d.decode_launch(&b), Ok(l));
         assert_eq!(d.decode_launch(&b[..63]), Err(Error::Malformed));
         assert_eq!(d.encode_launch(&l, &mut [0u8; 63]), Err(Error::OutOfRange));
         // No shared memory is encoded as the least there is: gluon-sim
         // divides by the field.
-        d.encode_launch(&Launch { shmem_per_block: 0, ..l }, &mut b)?;
+        d.encode_launch(
+            &Launch {
+                shmem_per_block: 0,
+                ..l
+            },
+            &mut b,
+        )?;
         assert_eq!(field(&b, 53, 4), 1, "{}: shmem_per_block 0", d.name());
     }
     Ok(())
@@ -246,7 +433,10 @@ fn launch_blocks() -> Result<(), Error> {
 #[test]
 fn dialects_are_found_by_name_and_by_the_uapi_id() {
     use radiance_uapi::dialect;
-    assert_eq!(by_name("gluon-sim-16").map(|d| d.id()), Some(dialect::GLUON_SIM_16));
+    assert_eq!(
+        by_name("gluon-sim-16").map(|d| d.id()),
+        Some(dialect::GLUON_SIM_16)
+    );
     assert_eq!(by_name("gluon-24").map(|d| d.id()), Some(dialect::GLUON_24));
     assert!(by_name("gluon-sim").is_none());
     for d in DIALECTS {

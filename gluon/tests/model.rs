@@ -153,11 +153,19 @@ impl Dev {
 }
 
 fn ok(stream: u8) -> Response {
-    Response { stream, ..Default::default() }
+    Response {
+        stream,
+        ..Default::default()
+    }
 }
 
 fn fault(status: u8, pc: u32, warp: u32) -> Response {
-    Response { stream: 0, status, pc, warp }
+    Response {
+        stream: 0,
+        status,
+        pc,
+        warp,
+    }
 }
 
 fn word(b: &[u8]) -> u32 {
@@ -167,16 +175,40 @@ fn word(b: &[u8]) -> u32 {
 #[test]
 fn set_fills_in_phase_with_its_destination() -> Result<(), Error> {
     let mut dev = Dev::new(&Sim16, FULL);
-    assert_eq!(dev.cmd(Command::Set { dst: 0x101, value: 0x4433_2211, len: 7 })?, ok(0));
-    assert_eq!(dev.mem.vram(0x100, 9), [0, 0x11, 0x22, 0x33, 0x44, 0x11, 0x22, 0x33, 0]);
+    assert_eq!(
+        dev.cmd(Command::Set {
+            dst: 0x101,
+            value: 0x4433_2211,
+            len: 7
+        })?,
+        ok(0)
+    );
+    assert_eq!(
+        dev.mem.vram(0x100, 9),
+        [0, 0x11, 0x22, 0x33, 0x44, 0x11, 0x22, 0x33, 0]
+    );
     // Longer than a chunk: the pattern goes on across chunks.
-    assert_eq!(dev.cmd(Command::Set { dst: 0x1000, value: 0xdead_beef, len: 1000 })?, ok(0));
+    assert_eq!(
+        dev.cmd(Command::Set {
+            dst: 0x1000,
+            value: 0xdead_beef,
+            len: 1000
+        })?,
+        ok(0)
+    );
     let filled = dev.mem.vram(0x1000, 1004);
     assert!(filled[..1000].chunks(4).all(|w| word(w) == 0xdead_beef));
     assert_eq!(filled[1000..], [0; 4]);
     // Past the end of VRAM: a fault, and nothing written.
     let end = VRAM as u32 - 256;
-    assert_eq!(dev.cmd(Command::Set { dst: end, value: 1, len: 512 })?, fault(err::BAD_ADDRESS, 0, 0));
+    assert_eq!(
+        dev.cmd(Command::Set {
+            dst: end,
+            value: 1,
+            len: 512
+        })?,
+        fault(err::BAD_ADDRESS, 0, 0)
+    );
     assert_eq!(dev.mem.vram(end.into(), 256), [0; 256]);
     Ok(())
 }
@@ -187,21 +219,51 @@ fn copies_each_way() -> Result<(), Error> {
         let mut dev = Dev::new(d, FULL);
         let data: Vec<u8> = (0..600u32).map(|i| i as u8).collect();
         dev.mem.put_host(HOST + 8, &data);
-        let h2d = Command::Copy { src: HOST + 8, dst: 0x200, len: 600, dir: CopyDir::HostToDevice };
+        let h2d = Command::Copy {
+            src: HOST + 8,
+            dst: 0x200,
+            len: 600,
+            dir: CopyDir::HostToDevice,
+        };
         assert_eq!(dev.cmd(h2d)?, ok(0));
         assert_eq!(dev.mem.vram(0x200, 600), data);
-        let d2d = Command::Copy { src: 0x200, dst: 0x1003, len: 600, dir: CopyDir::DeviceToDevice };
+        let d2d = Command::Copy {
+            src: 0x200,
+            dst: 0x1003,
+            len: 600,
+            dir: CopyDir::DeviceToDevice,
+        };
         assert_eq!(dev.cmd(d2d)?, ok(0));
         assert_eq!(dev.mem.vram(0x1003, 600), data);
-        let d2h = Command::Copy { src: 0x1003, dst: HOST + 0x1001, len: 600, dir: CopyDir::DeviceToHost };
+        let d2h = Command::Copy {
+            src: 0x1003,
+            dst: HOST + 0x1001,
+            len: 600,
+            dir: CopyDir::DeviceToHost,
+        };
         assert_eq!(dev.cmd(d2h)?, ok(0));
         assert_eq!(dev.mem.host(HOST + 0x1001, 600), data);
         // The host side failing is the DMA's fault, the VRAM side an address.
-        let bad_host = Command::Copy { src: 8, dst: 0, len: 4, dir: CopyDir::HostToDevice };
+        let bad_host = Command::Copy {
+            src: 8,
+            dst: 0,
+            len: 4,
+            dir: CopyDir::HostToDevice,
+        };
         assert_eq!(dev.cmd(bad_host)?, fault(err::DMA, 0, 0));
-        let bad_vram = Command::Copy { src: HOST, dst: VRAM as u64, len: 4, dir: CopyDir::HostToDevice };
+        let bad_vram = Command::Copy {
+            src: HOST,
+            dst: VRAM as u64,
+            len: 4,
+            dir: CopyDir::HostToDevice,
+        };
         assert_eq!(dev.cmd(bad_vram)?, fault(err::BAD_ADDRESS, 0, 0));
-        let bad_d2d = Command::Copy { src: 0, dst: VRAM as u64 - 2, len: 4, dir: CopyDir::DeviceToDevice };
+        let bad_d2d = Command::Copy {
+            src: 0,
+            dst: VRAM as u64 - 2,
+            len: 4,
+            dir: CopyDir::DeviceToDevice,
+        };
         assert_eq!(dev.cmd(bad_d2d)?, fault(err::BAD_ADDRESS, 0, 0));
     }
     Ok(())
@@ -212,14 +274,28 @@ fn without_subword_unaligned_accesses_fault() -> Result<(), Error> {
     let mut dev = Dev::new(&Sim16, GLUON_SIM);
     dev.mem.put_host(HOST, &[7; 8]);
     for (src, dst, len) in [(HOST + 2, 0, 4), (HOST, 2, 4), (HOST, 0, 6)] {
-        let c = Command::Copy { src, dst, len, dir: CopyDir::HostToDevice };
+        let c = Command::Copy {
+            src,
+            dst,
+            len,
+            dir: CopyDir::HostToDevice,
+        };
         assert_eq!(dev.cmd(c)?, fault(err::BAD_ADDRESS, 0, 0), "{c:?}");
     }
     assert_eq!(dev.mem.vram(0, 8), [0; 8]);
-    let c = Command::Copy { src: HOST, dst: 4, len: 8, dir: CopyDir::HostToDevice };
+    let c = Command::Copy {
+        src: HOST,
+        dst: 4,
+        len: 8,
+        dir: CopyDir::HostToDevice,
+    };
     assert_eq!(dev.cmd(c)?, ok(0));
     assert_eq!(dev.mem.vram(4, 8), [7; 8]);
-    let k = Command::Kernel { host_addr: HOST, size: 66, gpu_addr: 0 };
+    let k = Command::Kernel {
+        host_addr: HOST,
+        size: 66,
+        gpu_addr: 0,
+    };
     assert_eq!(dev.cmd(k)?, fault(err::BAD_ADDRESS, 0, 0));
     Ok(())
 }
@@ -227,11 +303,26 @@ fn without_subword_unaligned_accesses_fault() -> Result<(), Error> {
 #[test]
 fn missing_caps_are_bad_commands() -> Result<(), Error> {
     let commands = [
-        Command::Set { dst: 0, value: 1, len: 4 },
-        Command::Copy { src: 0, dst: 4, len: 4, dir: CopyDir::DeviceToDevice },
-        Command::ReadCounter { counter: counter::COMMANDS, dst: 0 },
+        Command::Set {
+            dst: 0,
+            value: 1,
+            len: 4,
+        },
+        Command::Copy {
+            src: 0,
+            dst: 4,
+            len: 4,
+            dir: CopyDir::DeviceToDevice,
+        },
+        Command::ReadCounter {
+            counter: counter::COMMANDS,
+            dst: 0,
+        },
         Command::Fence,
-        Command::Wait { stream: 0, count: 0 },
+        Command::Wait {
+            stream: 0,
+            count: 0,
+        },
     ];
     for d in [&Sim16 as &'static dyn Dialect, &Gluon24] {
         let mut dev = Dev::new(d, GLUON_SIM);
@@ -246,14 +337,27 @@ fn missing_caps_are_bad_commands() -> Result<(), Error> {
     let mut sim = Dev::new(&Sim16, FULL | caps::FENCE);
     assert_eq!(sim.cmd(Command::Fence)?, ok(0));
     let mut g24 = Dev::new(&Gluon24, FULL | caps::WAIT);
-    assert_eq!(g24.cmd(Command::Wait { stream: 0, count: 0 })?, ok(0));
+    assert_eq!(
+        g24.cmd(Command::Wait {
+            stream: 0,
+            count: 0
+        })?,
+        ok(0)
+    );
     Ok(())
 }
 
 #[test]
 fn frames_on_missing_streams_or_malformed_are_bad_commands() -> Result<(), Error> {
     let mut dev = Dev::new(&Gluon24, FULL);
-    let mut r = dev.on(4, Command::Set { dst: 0, value: 1, len: 4 })?;
+    let mut r = dev.on(
+        4,
+        Command::Set {
+            dst: 0,
+            value: 1,
+            len: 4,
+        },
+    )?;
     assert_eq!((r.stream, r.status), (4, err::BAD_COMMAND));
     assert_eq!(dev.mem.vram(0, 4), [0; 4]);
     let garbage = dev.model.run(&dev.mem, &[2, 0xee, 0, 0]);
@@ -271,11 +375,21 @@ const RING_LIMIT: u32 = 256;
 
 /// Writes a launch block (header, `params`, an empty printf ring of
 /// [`RING_LIMIT`] bytes) to host memory; its KERNEL command.
-fn launch_block(dev: &Dev, start_pc: u32, kernel_pc: u32, threads: u32, params: &[u32], printf: bool) -> Command {
+fn launch_block(
+    dev: &Dev,
+    start_pc: u32,
+    kernel_pc: u32,
+    threads: u32,
+    params: &[u32],
+    printf: bool,
+) -> Command {
     let d = dev.d;
     let head = d.launch_header_size();
     let params: Vec<u8> = params.iter().flat_map(|p| p.to_le_bytes()).collect();
-    let ring = PrintfRing { limit: RING_LIMIT, ..Default::default() };
+    let ring = PrintfRing {
+        limit: RING_LIMIT,
+        ..Default::default()
+    };
     let size = head + params.len() + size_of::<PrintfRing>() + RING_LIMIT as usize;
     let mut block = vec![0u8; size];
     let l = Launch {
@@ -291,11 +405,18 @@ fn launch_block(dev: &Dev, start_pc: u32, kernel_pc: u32, threads: u32, params: 
     assert_eq!(d.encode_launch(&l, &mut block), Ok(()));
     block[head..head + params.len()].copy_from_slice(&params);
     let r = head + params.len();
-    for (i, v) in [ring.lock, ring.head, ring.tail, ring.limit].into_iter().enumerate() {
+    for (i, v) in [ring.lock, ring.head, ring.tail, ring.limit]
+        .into_iter()
+        .enumerate()
+    {
         block[r + 4 * i..r + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
     }
     dev.mem.put_host(BLOCK_HOST, &block);
-    Command::Kernel { host_addr: BLOCK_HOST, size: size as u32, gpu_addr: BLOCK_VRAM }
+    Command::Kernel {
+        host_addr: BLOCK_HOST,
+        size: size as u32,
+        gpu_addr: BLOCK_VRAM,
+    }
 }
 
 #[test]
@@ -311,14 +432,34 @@ fn built_in_launches() -> Result<(), Error> {
             // VECADD through the start code, which calls the kernel at `kernel_pc`.
             let b: Vec<u8> = (0..6u32).flat_map(|i| (i * 10).to_le_bytes()).collect();
             dev.mem.put_vram(0x200, &b);
-            let add = launch_block(&dev, builtin::START, builtin::VECADD_U32, 6, &[0x100, 0x200, 0x300, 6], false);
+            let add = launch_block(
+                &dev,
+                builtin::START,
+                builtin::VECADD_U32,
+                6,
+                &[0x100, 0x200, 0x300, 6],
+                false,
+            );
             assert_eq!(dev.cmd(add)?, ok(0));
             let c: Vec<u32> = dev.mem.vram(0x300, 24).chunks(4).map(word).collect();
-            assert_eq!(c, [0xabcd, 0xabcd + 10, 0xabcd + 20, 0xabcd + 30, 0xabcd + 40, 0xabcd + 50]);
+            assert_eq!(
+                c,
+                [
+                    0xabcd,
+                    0xabcd + 10,
+                    0xabcd + 20,
+                    0xabcd + 30,
+                    0xabcd + 40,
+                    0xabcd + 50
+                ]
+            );
             // A thread past VRAM faults at the kernel's PC, naming the thread.
             let past = VRAM as u32 - 8;
             let fill = launch_block(&dev, builtin::FILL_U32, 0, 4, &[past, 1, 4], false);
-            assert_eq!(dev.cmd(fill)?, fault(err::BAD_ADDRESS, builtin::FILL_U32, 2));
+            assert_eq!(
+                dev.cmd(fill)?,
+                fault(err::BAD_ADDRESS, builtin::FILL_U32, 2)
+            );
             // Too few params.
             let fill = launch_block(&dev, builtin::FILL_U32, 0, 4, &[0x100, 1], false);
             assert_eq!(dev.cmd(fill)?, fault(err::BAD_LAUNCH, builtin::FILL_U32, 0));
@@ -355,11 +496,23 @@ fn printf_reaches_the_host() -> Result<(), Error> {
 #[test]
 fn launch_block_limits() -> Result<(), Error> {
     let mut dev = Dev::new(&Sim16, FULL);
-    let short = Command::Kernel { host_addr: BLOCK_HOST, size: 60, gpu_addr: BLOCK_VRAM };
+    let short = Command::Kernel {
+        host_addr: BLOCK_HOST,
+        size: 60,
+        gpu_addr: BLOCK_VRAM,
+    };
     assert_eq!(dev.cmd(short)?, fault(err::BAD_LAUNCH, 0, 0));
-    let long = Command::Kernel { host_addr: BLOCK_HOST, size: MAX_LAUNCH_BLOCK + 4, gpu_addr: BLOCK_VRAM };
+    let long = Command::Kernel {
+        host_addr: BLOCK_HOST,
+        size: MAX_LAUNCH_BLOCK + 4,
+        gpu_addr: BLOCK_VRAM,
+    };
     assert_eq!(dev.cmd(long)?, fault(err::BAD_LAUNCH, 0, 0));
-    let off_host = Command::Kernel { host_addr: 0x100, size: 64, gpu_addr: BLOCK_VRAM };
+    let off_host = Command::Kernel {
+        host_addr: 0x100,
+        size: 64,
+        gpu_addr: BLOCK_VRAM,
+    };
     assert_eq!(dev.cmd(off_host)?, fault(err::DMA, 0, 0));
     Ok(())
 }
@@ -367,18 +520,89 @@ fn launch_block_limits() -> Result<(), Error> {
 #[test]
 fn wait_counts_completed_commands_since_reset() -> Result<(), Error> {
     let mut dev = Dev::new(&Gluon24, FULL | caps::WAIT);
-    let set = Command::Set { dst: 0, value: 1, len: 4 };
+    let set = Command::Set {
+        dst: 0,
+        value: 1,
+        len: 4,
+    };
     assert_eq!(dev.on(1, set)?, ok(1));
     // A failed command completes too.
-    assert_eq!(dev.on(1, Command::ReadCounter { counter: 99, dst: 0 })?.status, err::BAD_COMMAND);
-    assert_eq!(dev.on(2, Command::Wait { stream: 1, count: 2 })?, ok(2));
-    assert_eq!(dev.on(2, Command::Wait { stream: 1, count: 3 })?.status, err::BAD_COMMAND);
+    assert_eq!(
+        dev.on(
+            1,
+            Command::ReadCounter {
+                counter: 99,
+                dst: 0
+            }
+        )?
+        .status,
+        err::BAD_COMMAND
+    );
+    assert_eq!(
+        dev.on(
+            2,
+            Command::Wait {
+                stream: 1,
+                count: 2
+            }
+        )?,
+        ok(2)
+    );
+    assert_eq!(
+        dev.on(
+            2,
+            Command::Wait {
+                stream: 1,
+                count: 3
+            }
+        )?
+        .status,
+        err::BAD_COMMAND
+    );
     // Counts wrap: a count behind the stream's is met.
-    assert_eq!(dev.on(2, Command::Wait { stream: 1, count: 0 })?, ok(2));
-    assert_eq!(dev.on(0, Command::Wait { stream: 4, count: 0 })?.status, err::BAD_COMMAND);
+    assert_eq!(
+        dev.on(
+            2,
+            Command::Wait {
+                stream: 1,
+                count: 0
+            }
+        )?,
+        ok(2)
+    );
+    assert_eq!(
+        dev.on(
+            0,
+            Command::Wait {
+                stream: 4,
+                count: 0
+            }
+        )?
+        .status,
+        err::BAD_COMMAND
+    );
     dev.model.reset();
-    assert_eq!(dev.on(2, Command::Wait { stream: 1, count: 1 })?.status, err::BAD_COMMAND);
-    assert_eq!(dev.on(2, Command::Wait { stream: 1, count: 0 })?, ok(2));
+    assert_eq!(
+        dev.on(
+            2,
+            Command::Wait {
+                stream: 1,
+                count: 1
+            }
+        )?
+        .status,
+        err::BAD_COMMAND
+    );
+    assert_eq!(
+        dev.on(
+            2,
+            Command::Wait {
+                stream: 1,
+                count: 0
+            }
+        )?,
+        ok(2)
+    );
     Ok(())
 }
 
@@ -397,8 +621,20 @@ fn read_counter() -> Result<(), Error> {
     let k = launch_block(&dev, builtin::FILL_U32, 0, 8, &[0x100, 1, 8], false);
     assert_eq!(dev.cmd(k)?, ok(0));
     assert_eq!(read(&mut dev, counter::THREADS, 0x20)?, 8);
-    assert_eq!(dev.cmd(Command::ReadCounter { counter: counter::COMMANDS, dst: 0x14 })?, fault(err::BAD_ADDRESS, 0, 0));
-    assert_eq!(dev.cmd(Command::ReadCounter { counter: counter::COUNT, dst: 0x10 })?, fault(err::BAD_COMMAND, 0, 0));
+    assert_eq!(
+        dev.cmd(Command::ReadCounter {
+            counter: counter::COMMANDS,
+            dst: 0x14
+        })?,
+        fault(err::BAD_ADDRESS, 0, 0)
+    );
+    assert_eq!(
+        dev.cmd(Command::ReadCounter {
+            counter: counter::COUNT,
+            dst: 0x10
+        })?,
+        fault(err::BAD_COMMAND, 0, 0)
+    );
     Ok(())
 }
 
@@ -407,6 +643,9 @@ fn an_aborted_command_gets_no_response() -> Result<(), Error> {
     let mut dev = Dev::new(&Sim16, GLUON_SIM);
     let spin = launch_block(&dev, builtin::SPIN, 0, 1, &[], false);
     let frame = dev.d.encode(0, &spin)?;
-    assert_eq!(dev.model.run(&dev.mem, frame.as_bytes()), None::<[u8; RESPONSE_SIZE]>);
+    assert_eq!(
+        dev.model.run(&dev.mem, frame.as_bytes()),
+        None::<[u8; RESPONSE_SIZE]>
+    );
     Ok(())
 }

@@ -40,14 +40,19 @@ fn run(uri: &str) -> radiance::Result<()> {
 
     // 1. Empty launches on one queue, each signalling the next value.
     let s = device.create_semaphore(0)?;
-    let empty = Launch { entry_pc: builtin::FILL_U32, grid: [1; 3], block: [1; 3], params: vec![0; 12], ..Default::default() };
+    let empty =
+        Launch { entry_pc: builtin::FILL_U32, grid: [1; 3], block: [1; 3], params: vec![0; 12], ..Default::default() };
     let start = Instant::now();
     for v in 1..=LAUNCHES {
         q0.dispatch(&[], &[(&s, v)], empty.clone())?;
     }
     let submitted = start.elapsed();
     wait(&s, LAUNCHES)?;
-    println!("empty launch: submit {} per launch, all done after {:.2} ms", per(submitted, LAUNCHES), start.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "empty launch: submit {} per launch, all done after {:.2} ms",
+        per(submitted, LAUNCHES),
+        start.elapsed().as_secs_f64() * 1e3
+    );
 
     // 2. A chain alternating between the queues: edge k waits on k - 1.
     let chain = device.create_semaphore(0)?;

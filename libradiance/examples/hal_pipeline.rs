@@ -29,8 +29,13 @@ fn run(uri: &str) -> radiance::Result<bool> {
     let device = Device::open(uri)?;
     println!("{}: {} (backend {})", uri, device.info().name, device.info().backend);
     let bytes = u64::from(N) * 4;
-    let device_memory = BufferParams { size: bytes, memory: MemoryType::Device, usage: BufferUsage::TRANSFER | BufferUsage::DISPATCH };
-    let (a, b, c) = (device.allocate_buffer(device_memory)?, device.allocate_buffer(device_memory)?, device.allocate_buffer(device_memory)?);
+    let device_memory =
+        BufferParams { size: bytes, memory: MemoryType::Device, usage: BufferUsage::TRANSFER | BufferUsage::DISPATCH };
+    let (a, b, c) = (
+        device.allocate_buffer(device_memory)?,
+        device.allocate_buffer(device_memory)?,
+        device.allocate_buffer(device_memory)?,
+    );
     let readback = device.allocate_buffer(BufferParams {
         size: bytes,
         memory: MemoryType::HostVisible,

@@ -24,7 +24,11 @@ fn run(name: &str) -> radiance::Result<()> {
 
     let dmabuf = vram.export_dma_buf()?;
     let imported = dev.import_dma_buf(dmabuf.as_fd())?;
-    println!("exported as a dma-buf, imported back as a {:?} buffer of {} bytes", imported.placement(), imported.size());
+    println!(
+        "exported as a dma-buf, imported back as a {:?} buffer of {} bytes",
+        imported.placement(),
+        imported.size()
+    );
 
     let seen = map_dma_buf(dmabuf.as_fd())?;
     let same = seen.iter().zip(map.iter()).all(|(a, b)| a == b);

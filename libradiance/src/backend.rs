@@ -94,7 +94,12 @@ pub trait BackendSemaphore: Send + Sync {
     /// Raises the payload to `value` when `sync_file` signals, or fails the
     /// semaphore when it fails: then `origin`, the semaphore the sync_file
     /// came from, says with what error (where [`Interop::sync_file`]).
-    fn import_sync_file(&self, _sync_file: BorrowedFd<'_>, _value: u64, _origin: Arc<dyn BackendSemaphore>) -> Result<()> {
+    fn import_sync_file(
+        &self,
+        _sync_file: BorrowedFd<'_>,
+        _value: u64,
+        _origin: Arc<dyn BackendSemaphore>,
+    ) -> Result<()> {
         Err(Error::Unsupported("this backend's semaphores do not import sync_files".into()))
     }
 

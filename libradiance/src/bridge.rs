@@ -26,16 +26,7 @@
 use crate::{
     device_group::{edge, BufferRoute, SemaphoreRoute},
     lock::lock,
-    Buffer,
-    BufferParams,
-    BufferUsage,
-    Device,
-    Error,
-    MemoryType,
-    Result,
-    Semaphore,
-    Timeout,
-    WaitMode,
+    Buffer, BufferParams, BufferUsage, Device, Error, MemoryType, Result, Semaphore, Timeout, WaitMode,
 };
 use std::{
     borrow::Cow,
@@ -267,7 +258,12 @@ pub(crate) struct Link {
 /// by asking `semaphore`, and `semaphore` by asking the proxy that its
 /// signaller failed. Otherwise a mirror starts at the payload, a proxy at 0
 /// (it only leads).
-pub(crate) fn new_link(device: &Device, direction: Direction, semaphore: &Semaphore, route: SemaphoreRoute) -> Result<Link> {
+pub(crate) fn new_link(
+    device: &Device,
+    direction: Direction,
+    semaphore: &Semaphore,
+    route: SemaphoreRoute,
+) -> Result<Link> {
     if route == SemaphoreRoute::KernelAlias {
         let alias = Semaphore::new(device.clone(), device.backend().alias_semaphore(semaphore.backend())?);
         match direction {

@@ -111,9 +111,24 @@ pub struct Command(pub(crate) Op);
 /// What a command does. Ranges are inside their buffers, fills are aligned to
 /// their pattern, and copies do not overlap.
 pub(crate) enum Op {
-    Fill { target: Buffer, offset: u64, length: u64, pattern: Pattern },
-    Copy { source: Buffer, source_offset: u64, target: Buffer, target_offset: u64, length: u64 },
-    Update { data: Box<[u8]>, target: Buffer, offset: u64 },
+    Fill {
+        target: Buffer,
+        offset: u64,
+        length: u64,
+        pattern: Pattern,
+    },
+    Copy {
+        source: Buffer,
+        source_offset: u64,
+        target: Buffer,
+        target_offset: u64,
+        length: u64,
+    },
+    Update {
+        data: Box<[u8]>,
+        target: Buffer,
+        offset: u64,
+    },
     Dispatch(Launch),
     /// Commands after it start only when those before it have finished.
     Barrier,
@@ -142,7 +157,10 @@ impl Command {
         source.buffer.device().check_same(target.buffer.device(), "the copy target")?;
         source.buffer.check_range(source.offset, length)?;
         target.buffer.check_range(target.offset, length)?;
-        if source.buffer.is(target.buffer) && source.offset < target.offset + length && target.offset < source.offset + length {
+        if source.buffer.is(target.buffer)
+            && source.offset < target.offset + length
+            && target.offset < source.offset + length
+        {
             return Err(Error::InvalidArgument("copy source and target overlap".into()));
         }
         Ok(Self(Op::Copy {

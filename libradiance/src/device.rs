@@ -164,7 +164,12 @@ impl Device {
     /// Blocks until all (or any) of `points` are reached. A failed semaphore
     /// among them returns its error; a passed deadline returns
     /// [`Error::DeadlineExceeded`]. An empty list is reached at once.
-    pub fn wait_semaphores(&self, mode: WaitMode, points: &[(&Semaphore, u64)], timeout: impl Into<Timeout>) -> Result<()> {
+    pub fn wait_semaphores(
+        &self,
+        mode: WaitMode,
+        points: &[(&Semaphore, u64)],
+        timeout: impl Into<Timeout>,
+    ) -> Result<()> {
         let deadline = timeout.into().deadline();
         self.backend().wait_semaphores(mode, &owned_list(self, points)?, deadline)
     }

@@ -371,19 +371,32 @@ impl Device {
 mod tests {
     use super::*;
 
-    const KMOD: Interop =
-        Interop { sync_file: true, semaphore_aliases: true, dma_buf_export: true, dma_buf_import: true, host_queues: false };
+    const KMOD: Interop = Interop {
+        sync_file: true,
+        semaphore_aliases: true,
+        dma_buf_export: true,
+        dma_buf_import: true,
+        host_queues: false,
+    };
     /// A kmod device of a module older than ABI 1.10.
     const OLD_KMOD: Interop = Interop { semaphore_aliases: false, ..KMOD };
-    const NOTHING: Interop =
-        Interop { sync_file: false, semaphore_aliases: false, dma_buf_export: false, dma_buf_import: false, host_queues: false };
+    const NOTHING: Interop = Interop {
+        sync_file: false,
+        semaphore_aliases: false,
+        dma_buf_export: false,
+        dma_buf_import: false,
+        host_queues: false,
+    };
     const HOST: Interop = Interop { host_queues: true, ..NOTHING };
     const CUDA: Interop = Interop { dma_buf_export: true, ..NOTHING };
 
     #[test]
     fn routes_follow_what_both_ends_can_do() {
         let e = Edge::between(KMOD, KMOD);
-        assert_eq!((e.semaphore, e.buffer, e.link), (SemaphoreRoute::KernelAlias, BufferRoute::DmaBuf, LinkClass::Driver));
+        assert_eq!(
+            (e.semaphore, e.buffer, e.link),
+            (SemaphoreRoute::KernelAlias, BufferRoute::DmaBuf, LinkClass::Driver)
+        );
         let e = Edge::between(KMOD, OLD_KMOD);
         assert_eq!((e.semaphore, e.buffer, e.link), (SemaphoreRoute::SyncFile, BufferRoute::DmaBuf, LinkClass::Driver));
         assert_eq!(Edge::between(OLD_KMOD, KMOD).semaphore, SemaphoreRoute::SyncFile);

@@ -143,7 +143,10 @@ pub enum Error {
     #[error("invalid device name {0:?}: expected kmod:N, /dev/radianceN or N")]
     BadDeviceName(String),
     /// The module speaks an ABI this library cannot use.
-    #[error("{path}: kernel ABI {major}.{minor} is not supported (this library speaks {}.x)", radiance_uapi::ABI_MAJOR)]
+    #[error(
+        "{path}: kernel ABI {major}.{minor} is not supported (this library speaks {}.x)",
+        radiance_uapi::ABI_MAJOR
+    )]
     AbiMismatch { path: PathBuf, major: u16, minor: u16 },
     /// A system call failed.
     #[error("{what}: {source}")]

@@ -61,7 +61,9 @@ pub(crate) fn check_raise(failure: &Failure, payload: impl FnOnce() -> Result<u6
     }
     let payload = payload()?;
     if value <= payload {
-        return Err(Error::OutOfRange(format!("semaphore payload {payload} cannot be signalled to {value}: it only goes up")));
+        return Err(Error::OutOfRange(format!(
+            "semaphore payload {payload} cannot be signalled to {value}: it only goes up"
+        )));
     }
     Ok(())
 }

@@ -61,7 +61,9 @@ impl<T> AddressSpace<T> {
                 let end = b.saturating_add(size);
                 end <= LAST_ADDRESS && ranges.range(..end).next_back().is_none_or(|(s, (l, _))| s + l <= b)
             })
-            .ok_or_else(|| Error::ResourceExhausted(format!("no {size}-byte range left in the 32-bit device address space")))?;
+            .ok_or_else(|| {
+                Error::ResourceExhausted(format!("no {size}-byte range left in the 32-bit device address space"))
+            })?;
         ranges.insert(base, (size, Weak::new()));
         Ok(base)
     }
@@ -153,7 +155,9 @@ impl<B: Addressed> Translator<'_, B> {
     fn params<const N: usize>(&self) -> Result<[u32; N]> {
         let p = &self.launch.params;
         if p.len() < N * 4 {
-            return Err(self.fault(0, format!("the parameter block has {} bytes; this built-in reads {}", p.len(), N * 4)));
+            return Err(
+                self.fault(0, format!("the parameter block has {} bytes; this built-in reads {}", p.len(), N * 4))
+            );
         }
         let mut words = [0; N];
         for (w, b) in words.iter_mut().zip(p.chunks_exact(4)) {
@@ -178,8 +182,10 @@ impl<B: Addressed> Translator<'_, B> {
         if address % 4 != 0 {
             return Err(self.fault(0, format!("misaligned u32 address {address:#x}")));
         }
-        let (buffer, offset) =
-            self.space.resolve(address.into()).ok_or_else(|| self.fault(0, format!("address {address:#x} is in no buffer")))?;
+        let (buffer, offset) = self
+            .space
+            .resolve(address.into())
+            .ok_or_else(|| self.fault(0, format!("address {address:#x} is in no buffer")))?;
         let fit = (buffer.size() - offset) / 4;
         if u64::from(n) > fit {
             let bad = u64::from(address) + fit * 4;

@@ -20,14 +20,7 @@ use crate::{
     backend::{BackendQueue, Commands, Submission},
     bridge::local_buffer,
     semaphore::{owned_list, signal_list},
-    BufferRef,
-    Command,
-    CommandBuffer,
-    Device,
-    Launch,
-    Pattern,
-    Result,
-    Semaphore,
+    BufferRef, Command, CommandBuffer, Device, Launch, Pattern, Result, Semaphore,
 };
 use std::sync::Arc;
 
@@ -61,14 +54,28 @@ impl Queue {
     }
 
     /// Fills `length` bytes at `target` with `pattern`.
-    pub fn fill(&self, waits: Points<'_>, signals: Points<'_>, target: BufferRef<'_>, length: u64, pattern: Pattern) -> Result<()> {
+    pub fn fill(
+        &self,
+        waits: Points<'_>,
+        signals: Points<'_>,
+        target: BufferRef<'_>,
+        length: u64,
+        pattern: Pattern,
+    ) -> Result<()> {
         self.submit_command(waits, signals, Command::fill(target, length, pattern)?)
     }
 
     /// Copies `length` bytes from `source` to `target` (non-overlapping).
     /// Either may be a buffer of another device of the queue's group, where
     /// the group's topology has a buffer route from it to this device.
-    pub fn copy(&self, waits: Points<'_>, signals: Points<'_>, source: BufferRef<'_>, target: BufferRef<'_>, length: u64) -> Result<()> {
+    pub fn copy(
+        &self,
+        waits: Points<'_>,
+        signals: Points<'_>,
+        source: BufferRef<'_>,
+        target: BufferRef<'_>,
+        length: u64,
+    ) -> Result<()> {
         let (from, to) = (local_buffer(&self.device, source.buffer)?, local_buffer(&self.device, target.buffer)?);
         self.submit_command(waits, signals, Command::copy(from.at(source.offset), to.at(target.offset), length)?)
     }

@@ -9,9 +9,7 @@ use crate::{
     bridge::{self, Direction, Link, Outbound},
     device_group::SemaphoreRoute,
     lock::lock,
-    Device,
-    Error,
-    Result,
+    Device, Error, Result,
 };
 use std::{
     sync::{Arc, Mutex},

@@ -91,7 +91,8 @@ impl Transport {
     /// Allocates `bytes` of device memory; its device address.
     pub fn alloc_device(&mut self, bytes: u32) -> Result<u64> {
         let usage = BufferUsage::TRANSFER | BufferUsage::DISPATCH;
-        let buffer = self.device.allocate_buffer(BufferParams { size: bytes.into(), memory: MemoryType::Device, usage })?;
+        let buffer =
+            self.device.allocate_buffer(BufferParams { size: bytes.into(), memory: MemoryType::Device, usage })?;
         let address = buffer.device_address();
         self.allocations.push(Allocation { address, buffer });
         Ok(address)
@@ -123,7 +124,11 @@ impl Transport {
 
     /// Queues `op` on stream `id`, after its last operation; counts it if
     /// it was queued.
-    fn queued(&mut self, id: u8, op: impl FnOnce(&Queue, &[(&Semaphore, u64)], &[(&Semaphore, u64)]) -> Result<()>) -> Result<()> {
+    fn queued(
+        &mut self,
+        id: u8,
+        op: impl FnOnce(&Queue, &[(&Semaphore, u64)], &[(&Semaphore, u64)]) -> Result<()>,
+    ) -> Result<()> {
         let s = self.stream(id)?;
         op(&s.queue, &[(&s.semaphore, s.value)], &[(&s.semaphore, s.value + 1)])?;
         s.value += 1;
@@ -144,7 +149,9 @@ impl Transport {
         let usage = BufferUsage::TRANSFER | BufferUsage::MAPPING;
         let params = BufferParams { size: length.into(), memory: MemoryType::HostVisible, usage };
         let staging = self.device.allocate_buffer(params)?;
-        self.queued(stream, |q, waits, signals| q.copy(waits, signals, buffer.at(offset), staging.at(0), length.into()))?;
+        self.queued(stream, |q, waits, signals| {
+            q.copy(waits, signals, buffer.at(offset), staging.at(0), length.into())
+        })?;
         self.stream(stream)?.pending.push(Pending { staging, host });
         Ok(())
     }

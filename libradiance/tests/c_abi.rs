@@ -17,7 +17,8 @@ fn staticlib() -> PathBuf {
 
 #[test]
 fn header_declares_exactly_the_exported_functions() {
-    let header = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include/libradiance.h")).unwrap();
+    let header =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include/libradiance.h")).unwrap();
     // Every `radiance_*` identifier right before a `(` (declarations, and
     // calls in comments, which name functions too).
     let declared: BTreeSet<&str> = header
@@ -25,7 +26,8 @@ fn header_declares_exactly_the_exported_functions() {
         .filter_map(|before| before.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next())
         .filter(|name| name.starts_with("radiance_"))
         .collect();
-    let nm = Command::new("nm").args(["--defined-only", "--format=posix"]).arg(staticlib()).output().expect("running nm");
+    let nm =
+        Command::new("nm").args(["--defined-only", "--format=posix"]).arg(staticlib()).output().expect("running nm");
     assert!(nm.status.success());
     let nm = String::from_utf8_lossy(&nm.stdout);
     // POSIX format: `name type value size`, one symbol a line.

@@ -36,7 +36,14 @@ macro_rules! layout {
 
 fn probes() -> Vec<Probe> {
     let mut p = Vec::new();
-    for handle in ["hsa_agent_t", "hsa_signal_t", "hsa_isa_t", "hsa_amd_memory_pool_t", "hsa_executable_t", "hsa_executable_symbol_t"] {
+    for handle in [
+        "hsa_agent_t",
+        "hsa_signal_t",
+        "hsa_isa_t",
+        "hsa_amd_memory_pool_t",
+        "hsa_executable_t",
+        "hsa_executable_symbol_t",
+    ] {
         p.push((format!("sizeof({handle})"), 8));
     }
     layout!(p, hsa_queue_t, "hsa_queue_t", [
@@ -57,7 +64,9 @@ fn probes() -> Vec<Probe> {
             header => "header", reserved0 => "reserved0", reserved1 => "reserved1", dep_signal => "dep_signal",
             reserved2 => "reserved2", completion_signal => "completion_signal",
         ]);
-        p.extend(q.into_iter().map(|(expr, v)| (expr.replace("(T", &format!("({c}")).replace("((T", &format!("(({c}")), v)));
+        p.extend(
+            q.into_iter().map(|(expr, v)| (expr.replace("(T", &format!("({c}")).replace("((T", &format!("(({c}")), v)),
+        );
     }
     layout!(p, hsa_amd_barrier_value_packet_t, "hsa_amd_barrier_value_packet_t", [
         header => "header.header", amd_format => "header.AmdFormat", reserved => "header.reserved", reserved0 => "reserved0",
@@ -106,9 +115,18 @@ fn probes() -> Vec<Probe> {
         ("HSA_WAIT_STATE_BLOCKED", HSA_WAIT_STATE_BLOCKED.into()),
         ("HSA_PROFILE_FULL", HSA_PROFILE_FULL.into()),
         ("HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT", HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT.into()),
-        ("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE", HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE.into()),
-        ("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE", HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE.into()),
-        ("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE", HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE.into()),
+        (
+            "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE",
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE.into(),
+        ),
+        (
+            "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE",
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE.into(),
+        ),
+        (
+            "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE",
+            HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE.into(),
+        ),
         ("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT", HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT.into()),
         ("HSA_PACKET_TYPE_VENDOR_SPECIFIC", HSA_PACKET_TYPE_VENDOR_SPECIFIC.into()),
         ("HSA_PACKET_TYPE_INVALID", HSA_PACKET_TYPE_INVALID.into()),
@@ -164,8 +182,12 @@ fn sys_rs_matches_rocr_headers() {
     let probes = probes();
     let c = c_values(&probes);
     assert_eq!(c.len(), probes.len());
-    let wrong: Vec<_> =
-        probes.iter().zip(&c).filter(|((_, rust), c)| rust != *c).map(|((expr, rust), c)| format!("{expr}: rust {rust}, C {c}")).collect();
+    let wrong: Vec<_> = probes
+        .iter()
+        .zip(&c)
+        .filter(|((_, rust), c)| rust != *c)
+        .map(|((expr, rust), c)| format!("{expr}: rust {rust}, C {c}"))
+        .collect();
     assert!(wrong.is_empty(), "sys.rs and ROCr's headers disagree:\n{}", wrong.join("\n"));
 }
 
@@ -173,8 +195,13 @@ fn sys_rs_matches_rocr_headers() {
 /// (Debian's `libhsa-runtime64.so.1`); the optional ones are reported.
 #[test]
 fn every_required_entry_point_resolves_in_the_installed_rocr() {
-    let runtime = sys::Runtime::get().unwrap_or_else(|why| panic!("loading ROCr (apt install libhsa-runtime64-1): {why}"));
+    let runtime =
+        sys::Runtime::get().unwrap_or_else(|why| panic!("loading ROCr (apt install libhsa-runtime64-1): {why}"));
     assert!(sys::Runtime::REQUIRED.len() >= 25);
-    let export = if runtime.portable_export_dmabuf.is_some() { "present" } else { "absent: dma-buf export reports UNIMPLEMENTED" };
+    let export = if runtime.portable_export_dmabuf.is_some() {
+        "present"
+    } else {
+        "absent: dma-buf export reports UNIMPLEMENTED"
+    };
     println!("optional {:?}: {export}", sys::Runtime::OPTIONAL);
 }

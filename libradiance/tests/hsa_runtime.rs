@@ -48,7 +48,11 @@ fn open_through_c(uri: &CStr) -> (u32, String) {
 #[test]
 fn hsa_0_without_kfd_fails_cleanly_and_leaks_nothing() {
     if Path::new(radiance::hsa::KFD).exists() {
-        let _ = writeln!(std::io::stderr(), "skipping: {} exists; run the conformance suite against hsa:0", radiance::hsa::KFD);
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipping: {} exists; run the conformance suite against hsa:0",
+            radiance::hsa::KFD
+        );
         return;
     }
     let (fds, threads) = (count("/proc/self/fd"), count("/proc/self/task"));
@@ -59,7 +63,12 @@ fn hsa_0_without_kfd_fails_cleanly_and_leaks_nothing() {
         // One line: the URI, ROCr's call and status string, and the node.
         assert!(!text.contains('\n'), "{text}");
         assert!(text.starts_with("hsa:0: ROCr could not start: hsa_init: HSA_STATUS_ERROR_OUT_OF_RESOURCES"), "{text}");
-        assert!(text.ends_with("/dev/kfd is missing: no AMD GPU with the amdgpu kernel driver's compute interface (KFD) here"), "{text}");
+        assert!(
+            text.ends_with(
+                "/dev/kfd is missing: no AMD GPU with the amdgpu kernel driver's compute interface (KFD) here"
+            ),
+            "{text}"
+        );
     }
     assert_eq!(Device::open("hsa:7").unwrap_err().status(), StatusCode::Unavailable);
     let (code, message) = open_through_c(c"hsa:0");
@@ -68,5 +77,9 @@ fn hsa_0_without_kfd_fails_cleanly_and_leaks_nothing() {
     let (code, message) = open_through_c(c"hsa:zero");
     assert_eq!(code, StatusCode::InvalidArgument as u32, "{message}");
     assert!(Device::enumerate().iter().all(|uri| !uri.starts_with("hsa:")));
-    assert_eq!((count("/proc/self/fd"), count("/proc/self/task")), (fds, threads), "file descriptors or threads left behind");
+    assert_eq!(
+        (count("/proc/self/fd"), count("/proc/self/task")),
+        (fds, threads),
+        "file descriptors or threads left behind"
+    );
 }

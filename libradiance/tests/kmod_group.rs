@@ -12,8 +12,8 @@
 
 use radiance::{
     kmod::{self, MemStats, QueueStats, SemStats},
-    BufferParams, BufferRoute, BufferUsage, Device, DeviceGroup, DeviceGroupBuilder, Launch, MemoryType, SemaphoreRoute,
-    StatusCode,
+    BufferParams, BufferRoute, BufferUsage, Device, DeviceGroup, DeviceGroupBuilder, Launch, MemoryType,
+    SemaphoreRoute, StatusCode,
 };
 use radiance_uapi::{builtin, caps};
 use std::{sync::Mutex, time::Duration};
@@ -89,7 +89,8 @@ fn fill_then_vector_add(route: SemaphoreRoute) {
     let (a, b, _group, buffers) = pair(route);
     // x on A is host-visible (it exports as a dma-buf); y and z on B.
     let x = buffer(&a, MemoryType::HostVisible);
-    let (y, z, staged) = (buffer(&b, MemoryType::Device), buffer(&b, MemoryType::Device), buffer(&b, MemoryType::Device));
+    let (y, z, staged) =
+        (buffer(&b, MemoryType::Device), buffer(&b, MemoryType::Device), buffer(&b, MemoryType::Device));
     let (qa, qb) = (a.create_queue().unwrap(), b.create_queue().unwrap());
     let (filled, done) = (a.create_semaphore(0).unwrap(), b.create_semaphore(0).unwrap());
     let (b_local, b_done) = (b.create_semaphore(0).unwrap(), b.create_semaphore(0).unwrap());

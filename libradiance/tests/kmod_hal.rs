@@ -132,7 +132,8 @@ fn four_threads_submit_one_timeline_across_four_queues() {
             scope.spawn(move || {
                 let q = device.create_queue().unwrap();
                 for i in (t..OPS).step_by(THREADS as usize) {
-                    q.fill(&[(timeline, i)], &[(timeline, i + 1)], words.at(4 * i), 4, Pattern::U32(i as u32 + 1)).unwrap();
+                    q.fill(&[(timeline, i)], &[(timeline, i + 1)], words.at(4 * i), 4, Pattern::U32(i as u32 + 1))
+                        .unwrap();
                 }
                 reach(timeline, OPS);
             });
@@ -158,7 +159,14 @@ fn host_visible_memory_round_trips_through_the_device() {
     // writes into the copy by device address.
     q.copy(&[], &[(&s, 1)], a.at(0), b.at(0), LEN).unwrap();
     let params = [b.device_address() as u32 + 8, 0xC0FF_EE00, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
-    let launch = Launch { entry_pc: builtin::FILL_U32, grid: [1; 3], block: [4, 1, 1], regs_per_thread: 1, params, ..Default::default() };
+    let launch = Launch {
+        entry_pc: builtin::FILL_U32,
+        grid: [1; 3],
+        block: [4, 1, 1],
+        regs_per_thread: 1,
+        params,
+        ..Default::default()
+    };
     q.dispatch(&[(&s, 1)], &[(&s, 2)], launch).unwrap();
     reach(&s, 2);
     // The host sees what the device wrote, from the first byte to the last.

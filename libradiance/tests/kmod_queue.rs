@@ -130,8 +130,14 @@ fn device_printf_reaches_the_caller() {
     let dev = Device::open("kmod:0").unwrap();
     let mut q = dev.create_queue(16).unwrap();
     let params = [100u32, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
-    let launch =
-        Launch { entry_pc: builtin::PRINTF_U32, grid: [1; 3], block: [8, 1, 1], regs_per_thread: 1, params, ..Default::default() };
+    let launch = Launch {
+        entry_pc: builtin::PRINTF_U32,
+        grid: [1; 3],
+        block: [8, 1, 1],
+        regs_per_thread: 1,
+        params,
+        ..Default::default()
+    };
     let printf = q.launch_with_printf(&dev, &launch, 256).unwrap();
     q.finish(None).unwrap();
     assert_eq!(printf.text().unwrap(), "thread 0: 100\nthread 1: 101\nthread 2: 102\n");

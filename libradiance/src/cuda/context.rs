@@ -2,7 +2,10 @@
 
 //! The device's primary context, and making it current around driver calls.
 
-use super::{result::Api, sys::{CUcontext, CUdevice}};
+use super::{
+    result::Api,
+    sys::{CUcontext, CUdevice},
+};
 use crate::Result;
 
 /// A retained primary context: the one every CUDA user of this process

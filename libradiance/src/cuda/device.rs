@@ -16,12 +16,7 @@ use crate::{
     device_group::Interop,
     host_waits::Hub,
     native_launch::AddressSpace,
-    BufferParams,
-    DeviceInfo,
-    Error,
-    Result,
-    SemaphoreList,
-    WaitMode,
+    BufferParams, DeviceInfo, Error, Result, SemaphoreList, WaitMode,
 };
 use std::{
     os::fd::BorrowedFd,

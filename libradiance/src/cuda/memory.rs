@@ -236,7 +236,8 @@ impl BackendBuffer for CudaBuffer {
             ));
         };
         // The driver exports whole host pages.
-        let size = usize::try_from(self.size.next_multiple_of(4096)).map_err(|_| Error::OutOfRange("buffer size".into()))?;
+        let size =
+            usize::try_from(self.size.next_multiple_of(4096)).map_err(|_| Error::OutOfRange("buffer size".into()))?;
         let _current = self.shared.ctx.enter()?;
         // SAFETY: a live allocation of ours.
         unsafe { self.shared.ctx.api().dma_buf_export(ptr, size) }.map_err(|e| match e.status() {

@@ -15,9 +15,7 @@ use super::{
 };
 use crate::{
     native_launch::{NativeLaunch, SPIN},
-    Error,
-    Launch,
-    Result,
+    Error, Launch, Result,
 };
 use radiance_uapi::builtin;
 use std::{
@@ -50,7 +48,8 @@ unsafe impl Sync for Module {}
 impl Module {
     /// Loads the built-ins into the current context.
     pub(super) fn load(api: Api) -> Result<Self> {
-        let ptx = CStr::from_bytes_with_nul(BUILTINS_PTX.as_bytes()).map_err(|e| Error::Unsupported(format!("builtins.ptx: {e}")))?;
+        let ptx = CStr::from_bytes_with_nul(BUILTINS_PTX.as_bytes())
+            .map_err(|e| Error::Unsupported(format!("builtins.ptx: {e}")))?;
         let module = api.module_load_ptx(ptx)?;
         let mut functions = [std::ptr::null_mut(); 4];
         for (f, (_, name)) in functions.iter_mut().zip(BUILTIN_KERNELS) {

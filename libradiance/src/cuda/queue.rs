@@ -36,9 +36,7 @@ use crate::{
     backend::{BackendQueue, Submission},
     command_buffer::Op,
     lock::lock,
-    Error,
-    Result,
-    SemaphoreList,
+    Error, Result, SemaphoreList,
 };
 use std::{
     collections::VecDeque,
@@ -248,13 +246,16 @@ impl QueueShared {
                     }
                 }
                 Op::Copy { source, source_offset, target, target_offset, length } if *length > 0 => {
-                    let (src, dst) = (cuda_buffer(source)?.ptr(*source_offset), cuda_buffer(target)?.ptr(*target_offset));
+                    let (src, dst) =
+                        (cuda_buffer(source)?.ptr(*source_offset), cuda_buffer(target)?.ptr(*target_offset));
                     unsafe { api.memcpy_async(stream, dst, src, *length as usize)? };
                 }
                 Op::Update { data, target, offset } if !data.is_empty() => {
                     let staging = Pinned::new(shared, data.len())?;
                     staging.write(0, data);
-                    unsafe { api.memcpy_async(stream, cuda_buffer(target)?.ptr(*offset), staging.device(), data.len())? };
+                    unsafe {
+                        api.memcpy_async(stream, cuda_buffer(target)?.ptr(*offset), staging.device(), data.len())?
+                    };
                     uses.staged.push(staging);
                 }
                 Op::Dispatch(launch) => {
@@ -332,7 +333,13 @@ impl CudaQueue {
             let _current = shared.ctx.enter()?;
             shared.ctx.api().stream_create()?
         };
-        let state = Mutex::new(QueueState { next: 1, fault: None, closed: false, in_flight: VecDeque::new(), marks: VecDeque::new() });
+        let state = Mutex::new(QueueState {
+            next: 1,
+            fault: None,
+            closed: false,
+            in_flight: VecDeque::new(),
+            marks: VecDeque::new(),
+        });
         Ok(Self { queue: Arc::new(QueueShared { shared: Arc::clone(shared), stream, closing, state }) })
     }
 }
@@ -359,7 +366,8 @@ impl Drop for CudaQueue {
         let shared = &self.queue.shared;
         let mut scheduler = lock(&shared.scheduler);
         // Work held on the host never reaches the device.
-        let (mine, others) = std::mem::take(&mut scheduler.held).into_iter().partition(|h| Arc::ptr_eq(&h.queue, &self.queue));
+        let (mine, others) =
+            std::mem::take(&mut scheduler.held).into_iter().partition(|h| Arc::ptr_eq(&h.queue, &self.queue));
         scheduler.held = others;
         let cancelled = Error::Cancelled("the queue was destroyed before this work ran".into());
         for held in mine {

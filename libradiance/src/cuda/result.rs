@@ -110,7 +110,9 @@ impl Api {
     pub(super) fn device_name(self, device: CUdevice) -> Result<String> {
         let mut name = [0u8; 256];
         // SAFETY: the buffer's length is passed with it.
-        self.check("cuDeviceGetName", unsafe { (self.0.cuDeviceGetName)(name.as_mut_ptr().cast(), name.len() as c_int, device) })?;
+        self.check("cuDeviceGetName", unsafe {
+            (self.0.cuDeviceGetName)(name.as_mut_ptr().cast(), name.len() as c_int, device)
+        })?;
         let name = CStr::from_bytes_until_nul(&name).map(|s| s.to_string_lossy().into_owned());
         Ok(name.unwrap_or_default())
     }
@@ -236,7 +238,8 @@ impl Api {
         // SAFETY: plain out-parameter.
         self.check("cuMemHostAlloc", unsafe { (self.0.cuMemHostAlloc)(&mut host, size, flags) })?;
         // SAFETY: `host` is the mapped allocation just made.
-        let device = self.out("cuMemHostGetDevicePointer_v2", |p| unsafe { (self.0.cuMemHostGetDevicePointer)(p, host, 0) });
+        let device =
+            self.out("cuMemHostGetDevicePointer_v2", |p| unsafe { (self.0.cuMemHostGetDevicePointer)(p, host, 0) });
         match device {
             Ok(device) => Ok((host.cast(), device)),
             Err(e) => {
@@ -256,7 +259,13 @@ impl Api {
     /// # Safety
     /// `stream` is live; the range is device-accessible memory that stays
     /// valid until the fill is done; `count` counts elements of the width.
-    pub(super) unsafe fn memset_async(self, stream: CUstream, dst: CUdeviceptr, pattern: crate::Pattern, count: usize) -> Result<()> {
+    pub(super) unsafe fn memset_async(
+        self,
+        stream: CUstream,
+        dst: CUdeviceptr,
+        pattern: crate::Pattern,
+        count: usize,
+    ) -> Result<()> {
         use crate::Pattern::*;
         let (call, r) = match pattern {
             U8(v) => ("cuMemsetD8Async", (self.0.cuMemsetD8Async)(dst, v, count, stream)),
@@ -269,7 +278,13 @@ impl Api {
     /// # Safety
     /// `stream` is live; both ranges are device-accessible and stay valid
     /// until the copy is done.
-    pub(super) unsafe fn memcpy_async(self, stream: CUstream, dst: CUdeviceptr, src: CUdeviceptr, len: usize) -> Result<()> {
+    pub(super) unsafe fn memcpy_async(
+        self,
+        stream: CUstream,
+        dst: CUdeviceptr,
+        src: CUdeviceptr,
+        len: usize,
+    ) -> Result<()> {
         Ok(self.check("cuMemcpyAsync", (self.0.cuMemcpyAsync)(dst, src, len, stream))?)
     }
 
@@ -279,7 +294,13 @@ impl Api {
     /// The range is a live device allocation.
     pub(super) unsafe fn dma_buf_export(self, ptr: CUdeviceptr, size: usize) -> Result<OwnedFd> {
         let mut fd: c_int = -1;
-        let r = (self.0.cuMemGetHandleForAddressRange)((&mut fd as *mut c_int).cast(), ptr, size, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+        let r = (self.0.cuMemGetHandleForAddressRange)(
+            (&mut fd as *mut c_int).cast(),
+            ptr,
+            size,
+            CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+            0,
+        );
         self.check("cuMemGetHandleForAddressRange", r)?;
         // SAFETY: the driver made a new fd for us.
         Ok(OwnedFd::from_raw_fd(fd))
@@ -295,7 +316,13 @@ impl Api {
         let mut module = ptr::null_mut();
         // SAFETY: the options point at live buffers of the stated sizes.
         let r = unsafe {
-            (self.0.cuModuleLoadDataEx)(&mut module, ptx.as_ptr().cast(), options.len() as c_uint, options.as_mut_ptr(), values.as_mut_ptr())
+            (self.0.cuModuleLoadDataEx)(
+                &mut module,
+                ptx.as_ptr().cast(),
+                options.len() as c_uint,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
         };
         self.check("cuModuleLoadDataEx", r).map_err(|mut e| {
             let log = CStr::from_bytes_until_nul(&log).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -323,7 +350,14 @@ impl Api {
     /// `f` and `stream` are live; `params` points at one value of the
     /// kernel's type per parameter, and what those address stays valid until
     /// the kernel is done.
-    pub(super) unsafe fn launch(self, f: CUfunction, grid: [u32; 3], block: [u32; 3], stream: CUstream, params: &mut [*mut c_void]) -> Result<(), CudaError> {
+    pub(super) unsafe fn launch(
+        self,
+        f: CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        stream: CUstream,
+        params: &mut [*mut c_void],
+    ) -> Result<(), CudaError> {
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
         let r = (self.0.cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, 0, stream, params.as_mut_ptr(), ptr::null_mut());

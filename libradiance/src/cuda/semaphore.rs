@@ -32,12 +32,7 @@ use crate::{
     backend::BackendSemaphore,
     host_waits::{check_raise, Failure, Hub},
     lock::lock,
-    Error,
-    Result,
-    Semaphore,
-    SemaphoreList,
-    StatusCode,
-    WaitMode,
+    Error, Result, Semaphore, SemaphoreList, StatusCode, WaitMode,
 };
 use std::{
     any::Any,

@@ -25,7 +25,11 @@ impl BufferParamsDesc {
         let memory = match self.memory_type {
             0 => MemoryType::Device,
             1 => MemoryType::HostVisible,
-            m => return Err(Error::InvalidArgument(format!("memory type {m} is neither DEVICE (0) nor HOST_VISIBLE (1)"))),
+            m => {
+                return Err(Error::InvalidArgument(format!(
+                    "memory type {m} is neither DEVICE (0) nor HOST_VISIBLE (1)"
+                )))
+            }
         };
         let usage = BufferUsage::from_bits(self.usage)
             .ok_or_else(|| Error::InvalidArgument(format!("buffer usage {:#x} has unknown bits", self.usage)))?;

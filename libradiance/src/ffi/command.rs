@@ -59,7 +59,8 @@ pub(super) unsafe fn fill(
     pattern_length: usize,
 ) -> Result<Command> {
     // SAFETY: per this function's contract.
-    let (buffer, bytes) = unsafe { (get(buffer, "target buffer")?, slice(pattern.cast::<u8>(), pattern_length, "pattern")?) };
+    let (buffer, bytes) =
+        unsafe { (get(buffer, "target buffer")?, slice(pattern.cast::<u8>(), pattern_length, "pattern")?) };
     let pattern = match *bytes {
         [a] => Pattern::U8(a),
         [a, b] => Pattern::U16(u16::from_ne_bytes([a, b])),
@@ -89,9 +90,15 @@ pub(super) unsafe fn copy(
 ///
 /// # Safety
 /// `source` holds `length` bytes; `target` is NULL or a live handle.
-pub(super) unsafe fn update(source: *const c_void, target: *const Buffer, target_offset: u64, length: usize) -> Result<Command> {
+pub(super) unsafe fn update(
+    source: *const c_void,
+    target: *const Buffer,
+    target_offset: u64,
+    length: usize,
+) -> Result<Command> {
     // SAFETY: per this function's contract.
-    let (data, target) = unsafe { (slice(source.cast::<u8>(), length, "update source")?, get(target, "target buffer")?) };
+    let (data, target) =
+        unsafe { (slice(source.cast::<u8>(), length, "update source")?, get(target, "target buffer")?) };
     Command::update(data, target.at(target_offset))
 }
 

@@ -68,7 +68,10 @@ pub extern "C" fn radiance_device_group_builder_initialize(builder: *mut Builder
 /// `radiance_device_group_builder_add_device`: retains `device` in the
 /// builder.
 #[no_mangle]
-pub extern "C" fn radiance_device_group_builder_add_device(builder: *mut BuilderDesc, device: *const Device) -> StatusPtr {
+pub extern "C" fn radiance_device_group_builder_add_device(
+    builder: *mut BuilderDesc,
+    device: *const Device,
+) -> StatusPtr {
     call(|| {
         // SAFETY: the caller passes NULL or an initialized builder.
         let builder = unsafe { builder.as_mut() }.ok_or_else(|| Error::InvalidArgument("builder is NULL".into()))?;
@@ -128,7 +131,11 @@ pub extern "C" fn radiance_device_group_device_count(group: *const Group) -> u32
 
 /// `radiance_device_group_device`: device `index`, borrowed from the group.
 #[no_mangle]
-pub extern "C" fn radiance_device_group_device(group: *const Group, index: u32, out_device: *mut *const Device) -> StatusPtr {
+pub extern "C" fn radiance_device_group_device(
+    group: *const Group,
+    index: u32,
+    out_device: *mut *const Device,
+) -> StatusPtr {
     call(|| {
         // SAFETY: the caller passes a live handle.
         let group = unsafe { get(group, "device group") }?;
@@ -140,11 +147,17 @@ pub extern "C" fn radiance_device_group_device(group: *const Group, index: u32, 
 
 /// `radiance_device_group_edge`: how device `to` reaches device `from`.
 #[no_mangle]
-pub extern "C" fn radiance_device_group_edge(group: *const Group, from: u32, to: u32, out_edge: *mut EdgeDesc) -> StatusPtr {
+pub extern "C" fn radiance_device_group_edge(
+    group: *const Group,
+    from: u32,
+    to: u32,
+    out_edge: *mut EdgeDesc,
+) -> StatusPtr {
     call(|| {
         // SAFETY: the caller passes a live handle.
         let group = unsafe { get(group, "device group") }?;
-        let edge = group.group.topology().edge(from as usize, to as usize).ok_or_else(|| out_of_range(group, from.max(to)))?;
+        let edge =
+            group.group.topology().edge(from as usize, to as usize).ok_or_else(|| out_of_range(group, from.max(to)))?;
         let edge = EdgeDesc {
             semaphore_route: edge.semaphore as u32,
             buffer_route: edge.buffer as u32,
@@ -159,4 +172,3 @@ pub extern "C" fn radiance_device_group_edge(group: *const Group, from: u32, to:
 fn out_of_range(group: &Group, index: u32) -> Error {
     Error::OutOfRange(format!("device {index} of a group of {}", group.handles.len()))
 }
-

@@ -49,7 +49,12 @@ fn with_queue(
 }
 
 /// Queues a command made from C arguments.
-fn submit(queue: *const Queue, waits: SemaphoreList, signals: SemaphoreList, command: impl FnOnce() -> Result<Command>) -> StatusPtr {
+fn submit(
+    queue: *const Queue,
+    waits: SemaphoreList,
+    signals: SemaphoreList,
+    command: impl FnOnce() -> Result<Command>,
+) -> StatusPtr {
     with_queue(queue, waits, signals, |queue, waits, signals| queue.submit_command(waits, signals, command()?))
 }
 
@@ -116,7 +121,11 @@ pub extern "C" fn radiance_queue_dispatch(
 
 /// `radiance_queue_barrier`: waits, then signals.
 #[no_mangle]
-pub extern "C" fn radiance_queue_barrier(queue: *const Queue, waits: SemaphoreList, signals: SemaphoreList) -> StatusPtr {
+pub extern "C" fn radiance_queue_barrier(
+    queue: *const Queue,
+    waits: SemaphoreList,
+    signals: SemaphoreList,
+) -> StatusPtr {
     with_queue(queue, waits, signals, |queue, waits, signals| queue.barrier(waits, signals))
 }
 

@@ -12,7 +12,11 @@ use std::ffi::c_char;
 
 /// `radiance_semaphore_create`: a timeline semaphore with payload `initial`.
 #[no_mangle]
-pub extern "C" fn radiance_semaphore_create(device: *const Device, initial: u64, out_semaphore: *mut *mut Semaphore) -> StatusPtr {
+pub extern "C" fn radiance_semaphore_create(
+    device: *const Device,
+    initial: u64,
+    out_semaphore: *mut *mut Semaphore,
+) -> StatusPtr {
     call(|| {
         // SAFETY: the caller passes a live handle.
         let semaphore = unsafe { get(device, "device") }?.create_semaphore(initial)?;

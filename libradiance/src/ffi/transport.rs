@@ -113,7 +113,8 @@ pub extern "C" fn radiance_transport_submit_copy(
 /// `length` bytes of this process's memory at `address`, read through
 /// `/proc/self/mem`: INVALID_ARGUMENT if they are not all mapped.
 fn host_bytes(address: u64, length: u32) -> crate::Result<Vec<u8>> {
-    let bad = || Error::InvalidArgument(format!("host address {address:#x}+{length} is not mapped memory of this process"));
+    let bad =
+        || Error::InvalidArgument(format!("host address {address:#x}+{length} is not mapped memory of this process"));
     let mut bytes = vec![0; length as usize];
     if length == 0 {
         return Ok(bytes);
@@ -121,8 +122,12 @@ fn host_bytes(address: u64, length: u32) -> crate::Result<Vec<u8>> {
     if address == 0 {
         return Err(bad());
     }
-    let mem = rustix::fs::open("/proc/self/mem", rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC, rustix::fs::Mode::empty())
-        .map_err(|e| Error::os("opening /proc/self/mem", e))?;
+    let mem = rustix::fs::open(
+        "/proc/self/mem",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| Error::os("opening /proc/self/mem", e))?;
     let mut done = 0;
     while done < bytes.len() {
         match rustix::io::pread(&mem, &mut bytes[done..], address + done as u64) {

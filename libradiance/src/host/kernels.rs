@@ -64,7 +64,8 @@ impl Kernel<'_> {
     /// The first `N` little-endian u32 parameters.
     fn params<const N: usize>(&self) -> Result<[u32; N]> {
         let p = &self.launch.params;
-        let short = || self.fault(0, format!("the parameter block has {} bytes; this built-in reads {}", p.len(), N * 4));
+        let short =
+            || self.fault(0, format!("the parameter block has {} bytes; this built-in reads {}", p.len(), N * 4));
         let words = u32s_from_le(p.get(..N * 4).ok_or_else(short)?);
         words.try_into().map_err(|_| short())
     }
@@ -81,8 +82,11 @@ impl Kernel<'_> {
         if address % 4 != 0 {
             return Err(self.fault(0, format!("misaligned u32 address {address:#x}")));
         }
-        let (buffer, offset) =
-            self.cx.space.resolve(address.into()).ok_or_else(|| self.fault(0, format!("address {address:#x} is in no buffer")))?;
+        let (buffer, offset) = self
+            .cx
+            .space
+            .resolve(address.into())
+            .ok_or_else(|| self.fault(0, format!("address {address:#x} is in no buffer")))?;
         let fit = (buffer.size() - offset) / 4;
         if n as u64 > fit {
             let bad = u64::from(address) + fit * 4;

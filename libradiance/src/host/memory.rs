@@ -33,7 +33,9 @@ pub(super) struct AddressSpace {
 impl AddressSpace {
     /// A new zero-filled buffer at the lowest free address that fits.
     pub(super) fn allocate(self: &Arc<Self>, params: &BufferParams) -> Result<Arc<HostBuffer>> {
-        let exhausted = || Error::ResourceExhausted(format!("no {}-byte range left in the 32-bit device address space", params.size));
+        let exhausted = || {
+            Error::ResourceExhausted(format!("no {}-byte range left in the 32-bit device address space", params.size))
+        };
         let mut buffers = lock(&self.buffers);
         let mut base = BASE;
         for (&start, buffer) in buffers.iter() {
@@ -47,8 +49,10 @@ impl AddressSpace {
             return Err(exhausted());
         }
         let len = usize::try_from(params.size).map_err(|_| exhausted())?;
-        let memory = MmapMut::map_anon(len).map_err(|e| Error::ResourceExhausted(format!("mapping {len} bytes: {e}")))?;
-        let buffer = Arc::new(HostBuffer { space: Arc::clone(self), base, size: params.size, memory: Mutex::new(memory) });
+        let memory =
+            MmapMut::map_anon(len).map_err(|e| Error::ResourceExhausted(format!("mapping {len} bytes: {e}")))?;
+        let buffer =
+            Arc::new(HostBuffer { space: Arc::clone(self), base, size: params.size, memory: Mutex::new(memory) });
         buffers.insert(base, Arc::downgrade(&buffer));
         Ok(buffer)
     }
@@ -82,10 +86,10 @@ impl HostBuffer {
     pub(super) fn with_bytes<R>(&self, offset: u64, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let mut memory = lock(&self.memory);
         let size = memory.len();
-        let bytes = usize::try_from(offset)
-            .ok()
-            .and_then(|start| memory.get_mut(start..start.checked_add(len)?))
-            .ok_or_else(|| Error::OutOfRange(format!("{len} bytes at {offset} run past the end of a {size}-byte buffer")))?;
+        let bytes =
+            usize::try_from(offset).ok().and_then(|start| memory.get_mut(start..start.checked_add(len)?)).ok_or_else(
+                || Error::OutOfRange(format!("{len} bytes at {offset} run past the end of a {size}-byte buffer")),
+            )?;
         Ok(f(bytes))
     }
 }
@@ -122,7 +126,8 @@ impl BackendBuffer for HostBuffer {
 
     fn export_dma_buf(&self) -> Result<OwnedFd> {
         Err(Error::Unsupported(
-            "dma-buf export: the host backend's memory is plain process memory with no kernel driver to export it".into(),
+            "dma-buf export: the host backend's memory is plain process memory with no kernel driver to export it"
+                .into(),
         ))
     }
 

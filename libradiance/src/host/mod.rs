@@ -15,12 +15,7 @@ mod semaphore;
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
     device_group::Interop,
-    BufferParams,
-    DeviceInfo,
-    Error,
-    Result,
-    SemaphoreList,
-    WaitMode,
+    BufferParams, DeviceInfo, Error, Result, SemaphoreList, WaitMode,
 };
 use memory::AddressSpace;
 use semaphore::Hub;
@@ -67,9 +62,7 @@ impl Backend for HostDevice {
     }
 
     fn import_dma_buf(&self, _fd: BorrowedFd<'_>, _params: &BufferParams) -> Result<Arc<dyn BackendBuffer>> {
-        Err(Error::Unsupported(
-            "dma-buf import: the host backend has no kernel driver to attach a dma-buf to".into(),
-        ))
+        Err(Error::Unsupported("dma-buf import: the host backend has no kernel driver to attach a dma-buf to".into()))
     }
 
     fn create_queue(&self) -> Result<Arc<dyn BackendQueue>> {

@@ -14,10 +14,7 @@ use super::{
 use crate::{
     backend::{BackendQueue, Submission},
     command_buffer::Op,
-    Command,
-    Error,
-    Result,
-    WaitMode,
+    Command, Error, Result, WaitMode,
 };
 use std::{
     sync::{
@@ -119,7 +116,8 @@ impl Shared {
             self.check_open()?;
             match &command.0 {
                 Op::Fill { target, offset, length, pattern } => {
-                    let len = usize::try_from(*length).map_err(|_| Error::OutOfRange(format!("fill of {length} bytes")))?;
+                    let len =
+                        usize::try_from(*length).map_err(|_| Error::OutOfRange(format!("fill of {length} bytes")))?;
                     let pattern = pattern.le_bytes();
                     // The range starts at a multiple of the pattern size, so
                     // byte i of it is byte i % 4 of the repeated pattern.
@@ -130,7 +128,8 @@ impl Shared {
                     })?;
                 }
                 Op::Copy { source, source_offset, target, target_offset, length } => {
-                    let len = usize::try_from(*length).map_err(|_| Error::OutOfRange(format!("copy of {length} bytes")))?;
+                    let len =
+                        usize::try_from(*length).map_err(|_| Error::OutOfRange(format!("copy of {length} bytes")))?;
                     // Through a bounce buffer: never two buffer locks at once.
                     let mut bounce = vec![0; len];
                     source.backend().read(*source_offset, &mut bounce)?;

@@ -9,7 +9,9 @@
 //! mix of semaphores never misses a change. Lock order: hub, then one
 //! semaphore's state.
 
-use crate::{backend::BackendSemaphore, lock::lock, semaphore::decide, Error, Result, Semaphore, SemaphoreList, WaitMode};
+use crate::{
+    backend::BackendSemaphore, lock::lock, semaphore::decide, Error, Result, Semaphore, SemaphoreList, WaitMode,
+};
 use std::{
     any::Any,
     sync::{
@@ -60,10 +62,7 @@ impl Hub {
         deadline: Option<Instant>,
         abort: Option<&AtomicBool>,
     ) -> Result<()> {
-        let points = points
-            .iter()
-            .map(|(s, v)| Ok((host_semaphore(s)?, *v)))
-            .collect::<Result<Vec<_>>>()?;
+        let points = points.iter().map(|(s, v)| Ok((host_semaphore(s)?, *v))).collect::<Result<Vec<_>>>()?;
         let mut hub = lock(&self.lock);
         loop {
             if let Some(done) = resolve(mode, &points) {

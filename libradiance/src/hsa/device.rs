@@ -103,7 +103,10 @@ fn pool(api: Api, agent: hsa_agent_t, flag: u32, what: &str) -> Result<hsa_amd_m
         .into_iter()
         .find(|&(_, segment, flags, alloc)| segment == HSA_AMD_SEGMENT_GLOBAL && alloc && flags & flag != 0)
         .map(|(pool, ..)| pool)
-        .ok_or_else(|| Error::Status { code: StatusCode::Unavailable, message: format!("ROCr reports no {what} memory pool") })
+        .ok_or_else(|| Error::Status {
+            code: StatusCode::Unavailable,
+            message: format!("ROCr reports no {what} memory pool"),
+        })
 }
 
 /// The embedded code object for an agent's ISA (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`
@@ -153,7 +156,10 @@ impl HsaDevice {
             .agents()?
             .into_iter()
             .find(|&a| api.agent_info::<u32>(a, HSA_AGENT_INFO_DEVICE).is_ok_and(|d| d == HSA_DEVICE_TYPE_CPU))
-            .ok_or_else(|| Error::Status { code: StatusCode::Unavailable, message: format!("{uri}: ROCr reports no CPU agent") })?;
+            .ok_or_else(|| Error::Status {
+                code: StatusCode::Unavailable,
+                message: format!("{uri}: ROCr reports no CPU agent"),
+            })?;
         let pools = Pools {
             device: pool(api, gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED, "coarse-grained GPU")?,
             host: pool(api, cpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, "fine-grained host")?,
@@ -256,7 +262,11 @@ mod tests {
             // ... with every kernel descriptor this backend looks up.
             for name in KERNELS {
                 let name = name.to_bytes();
-                assert!(code.windows(name.len()).any(|w| w == name), "{target} lacks {}", String::from_utf8_lossy(name));
+                assert!(
+                    code.windows(name.len()).any(|w| w == name),
+                    "{target} lacks {}",
+                    String::from_utf8_lossy(name)
+                );
             }
         }
     }

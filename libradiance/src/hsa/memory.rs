@@ -106,7 +106,8 @@ impl HsaBuffer {
     }
 
     pub(super) fn allocate(shared: &Arc<Shared>, params: &BufferParams) -> Result<Arc<Self>> {
-        let len = usize::try_from(params.size).map_err(|_| Error::ResourceExhausted(format!("a {}-byte buffer", params.size)))?;
+        let len = usize::try_from(params.size)
+            .map_err(|_| Error::ResourceExhausted(format!("a {}-byte buffer", params.size)))?;
         Self::new(shared, params.size, || match params.memory {
             MemoryType::HostVisible => PoolMemory::host(shared, len, false).map(Memory::Host),
             MemoryType::Device => PoolMemory::device(shared, len).map(Memory::Device),
@@ -126,7 +127,10 @@ impl HsaBuffer {
             if (size as u64) < params.size {
                 // SAFETY: just mapped, never used.
                 unsafe { shared.api.dma_buf_unmap(ptr) };
-                return Err(Error::InvalidArgument(format!("the dma-buf has {size} bytes, fewer than the {} asked for", params.size)));
+                return Err(Error::InvalidArgument(format!(
+                    "the dma-buf has {size} bytes, fewer than the {} asked for",
+                    params.size
+                )));
             }
             Ok(Memory::Imported { ptr })
         })
@@ -193,12 +197,15 @@ impl BackendBuffer for HsaBuffer {
     fn export_dma_buf(&self) -> Result<OwnedFd> {
         let memory = match &self.memory {
             Memory::Device(m) | Memory::Host(m) => m,
-            Memory::Imported { .. } => return Err(Error::Unsupported("dma-buf export of an imported dma-buf: export the original".into())),
+            Memory::Imported { .. } => {
+                return Err(Error::Unsupported("dma-buf export of an imported dma-buf: export the original".into()))
+            }
         };
         // SAFETY: a live allocation of ours.
         unsafe { self.shared.api.dma_buf_export(memory.ptr, memory.size) }.unwrap_or_else(|| {
             Err(Error::Unsupported(
-                "dma-buf export: the loaded ROCr has no hsa_amd_portable_export_dmabuf (ROCr 6.0 and later have it)".into(),
+                "dma-buf export: the loaded ROCr has no hsa_amd_portable_export_dmabuf (ROCr 6.0 and later have it)"
+                    .into(),
             ))
         })
     }

@@ -50,7 +50,13 @@ pub(super) struct KernelObject {
 
 /// A kernel dispatch of `grid` work-items in workgroups of `workgroup`
 /// (both x, y, z), reading its arguments at `kernarg`.
-pub(super) fn dispatch(kernel: &KernelObject, grid: [u32; 3], workgroup: [u16; 3], kernarg: u64, completion: hsa_signal_t) -> Words {
+pub(super) fn dispatch(
+    kernel: &KernelObject,
+    grid: [u32; 3],
+    workgroup: [u16; 3],
+    kernarg: u64,
+    completion: hsa_signal_t,
+) -> Words {
     let dimensions = if grid[2] > 1 || workgroup[2] > 1 {
         3
     } else if grid[1] > 1 || workgroup[1] > 1 {
@@ -80,7 +86,12 @@ pub(super) fn dispatch(kernel: &KernelObject, grid: [u32; 3], workgroup: [u16; 3
 /// signals to reach zero. A handle of 0 is no dependency.
 pub(super) fn barrier(and: bool, deps: [hsa_signal_t; 5], completion: hsa_signal_t) -> Words {
     let kind = if and { HSA_PACKET_TYPE_BARRIER_AND } else { HSA_PACKET_TYPE_BARRIER_OR };
-    words(&hsa_barrier_packet_t { header: header(kind), dep_signal: deps, completion_signal: completion, ..Default::default() })
+    words(&hsa_barrier_packet_t {
+        header: header(kind),
+        dep_signal: deps,
+        completion_signal: completion,
+        ..Default::default()
+    })
 }
 
 /// AMD's barrier-value packet: waits until `(signal & mask) cond value`.
@@ -165,7 +176,12 @@ mod tests {
 
     #[test]
     fn dispatch_golden_bytes() {
-        let kernel = KernelObject { object: 0x7f00_1234_5600, kernarg_size: 32, group_segment_size: 0x400, private_segment_size: 0x10 };
+        let kernel = KernelObject {
+            object: 0x7f00_1234_5600,
+            kernarg_size: 32,
+            group_segment_size: 0x400,
+            private_segment_size: 0x10,
+        };
         let p = dispatch(&kernel, [256, 4, 1], [64, 2, 1], 0x7f00_0000_1000, hsa_signal_t { handle: 0xABCD });
         #[rustfmt::skip]
         let golden = [

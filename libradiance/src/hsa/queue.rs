@@ -234,8 +234,11 @@ impl QueueShared {
     /// scheduler locked, unless the submission has no waits and no signals.
     fn enqueue(&self, submission: Submission) {
         let mut state = lock(&self.state);
-        let refused =
-            if state.closed { Some(Error::Cancelled("the queue was destroyed before this work ran".into())) } else { state.fault.clone() };
+        let refused = if state.closed {
+            Some(Error::Cancelled("the queue was destroyed before this work ran".into()))
+        } else {
+            state.fault.clone()
+        };
         if let Some(e) = refused {
             return fail_signals(&submission.signals, &e);
         }
@@ -293,7 +296,8 @@ impl QueueShared {
                     }
                 }
                 Op::Copy { source, source_offset, target, target_offset, length } => {
-                    let (src, dst) = (hsa_buffer(source)?.native(*source_offset), hsa_buffer(target)?.native(*target_offset));
+                    let (src, dst) =
+                        (hsa_buffer(source)?.native(*source_offset), hsa_buffer(target)?.native(*target_offset));
                     self.copy(work, &mut packets, dst, src, *length)?;
                 }
                 Op::Update { data, target, offset } if !data.is_empty() => {
@@ -331,7 +335,13 @@ impl QueueShared {
     fn hal_dispatch(&self, work: &mut Uses, kernel: usize, args: [u64; 4], bytes: u64) -> Result<Words> {
         let kernarg = self.kernargs(work, &self.shared.kernels[kernel], &args)?;
         let grid = bytes.next_multiple_of(HAL_WORKGROUP.into()) as u32;
-        Ok(packet::dispatch(&self.shared.kernels[kernel], [grid, 1, 1], [HAL_WORKGROUP, 1, 1], kernarg, hsa_signal_t::default()))
+        Ok(packet::dispatch(
+            &self.shared.kernels[kernel],
+            [grid, 1, 1],
+            [HAL_WORKGROUP, 1, 1],
+            kernarg,
+            hsa_signal_t::default(),
+        ))
     }
 
     /// A launch of a built-in, checked on the host as Radiance would run it.
@@ -340,13 +350,15 @@ impl QueueShared {
         let fault = |why: String| Error::DeviceFault { pc: launch.kernel(), thread: 0, why };
         let threads: u64 = launch.block.iter().map(|&b| u64::from(b)).product();
         if threads > MAX_WORKGROUP {
-            return Err(fault(format!("a block of {threads} threads: ROCr runs at most {MAX_WORKGROUP} per workgroup")));
+            return Err(fault(format!(
+                "a block of {threads} threads: ROCr runs at most {MAX_WORKGROUP} per workgroup"
+            )));
         }
         let mut grid = [0u32; 3];
         for (g, (&blocks, &block)) in grid.iter_mut().zip(launch.grid.iter().zip(&launch.block)) {
-            *g = blocks
-                .checked_mul(block)
-                .ok_or_else(|| fault(format!("{blocks} blocks of {block}: an AQL grid counts work-items in 32 bits")))?;
+            *g = blocks.checked_mul(block).ok_or_else(|| {
+                fault(format!("{blocks} blocks of {block}: an AQL grid counts work-items in 32 bits"))
+            })?;
         }
         // At most 1024 each, so they fit.
         let workgroup = launch.block.map(|b| b as u16);
@@ -437,7 +449,13 @@ impl HsaQueue {
             }
         };
         let key = QueueKey { id: IDS.fetch_add(1, Ordering::Relaxed), epoch_signal };
-        let state = Mutex::new(QueueState { next_epoch: 1, done: 0, fault: None, closed: false, ring: NotificationRing::default() });
+        let state = Mutex::new(QueueState {
+            next_epoch: 1,
+            done: 0,
+            fault: None,
+            closed: false,
+            ring: NotificationRing::default(),
+        });
         let queue = Arc::new(QueueShared { shared: Arc::clone(shared), queue, key, closing, fault, state });
         shared.completion.watch(api, &queue);
         Ok(Self { queue })
@@ -465,7 +483,8 @@ impl Drop for HsaQueue {
         let api = shared.api;
         let mut scheduler = lock(&shared.scheduler);
         // Work held on the host never reaches the device.
-        let (mine, others) = std::mem::take(&mut scheduler.held).into_iter().partition(|(q, _)| Arc::ptr_eq(q, &self.queue));
+        let (mine, others) =
+            std::mem::take(&mut scheduler.held).into_iter().partition(|(q, _)| Arc::ptr_eq(q, &self.queue));
         scheduler.held = others;
         let cancelled = Error::Cancelled("the queue was destroyed before this work ran".into());
         for (_, submission) in mine {
@@ -494,7 +513,10 @@ impl Drop for HsaQueue {
         self.queue.drain();
         // Promises of this queue that were not kept never will be.
         let leftover = lock(&self.queue.state).ring.drain_all();
-        let gone = Error::Status { code: StatusCode::Cancelled, message: "the queue was destroyed before this work ran".into() };
+        let gone = Error::Status {
+            code: StatusCode::Cancelled,
+            message: "the queue was destroyed before this work ran".into(),
+        };
         for work in leftover {
             for (semaphore, _) in &work.submission.signals {
                 if let Ok(s) = hsa_semaphore(semaphore) {

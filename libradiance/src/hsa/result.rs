@@ -34,9 +34,9 @@ impl HsaError {
             HSA_STATUS_ERROR_OUT_OF_RESOURCES | HSA_STATUS_ERROR_INVALID_ALLOCATION => StatusCode::ResourceExhausted,
             HSA_STATUS_ERROR_INVALID_AGENT => StatusCode::NotFound,
             HSA_STATUS_ERROR_NOT_INITIALIZED | HSA_STATUS_ERROR_INVALID_QUEUE_CREATION => StatusCode::Unavailable,
-            HSA_STATUS_ERROR_INVALID_CODE_OBJECT | HSA_STATUS_ERROR_INVALID_ISA | HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS => {
-                StatusCode::Incompatible
-            }
+            HSA_STATUS_ERROR_INVALID_CODE_OBJECT
+            | HSA_STATUS_ERROR_INVALID_ISA
+            | HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS => StatusCode::Incompatible,
             // A kernel faulted: the queue is dead, as IREE reports an abort.
             HSA_STATUS_ERROR_EXCEPTION
             | HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION
@@ -71,7 +71,10 @@ pub fn status_string(runtime: &Runtime, code: hsa_status_t) -> String {
 /// that fixed path), and its status alone does not say so.
 pub(super) fn init_failure(uri: &str, e: &HsaError, kfd: &Path) -> Error {
     let why = match std::fs::metadata(kfd) {
-        Err(_) => format!("{} is missing: no AMD GPU with the amdgpu kernel driver's compute interface (KFD) here", kfd.display()),
+        Err(_) => format!(
+            "{} is missing: no AMD GPU with the amdgpu kernel driver's compute interface (KFD) here",
+            kfd.display()
+        ),
         Ok(_) => match std::fs::OpenOptions::new().read(true).write(true).open(kfd) {
             Err(open) if open.kind() == std::io::ErrorKind::PermissionDenied => {
                 format!("{} is not readable and writable by this user (add it to the render group)", kfd.display())
@@ -92,7 +95,9 @@ impl Api {
     pub(super) fn load(uri: &str) -> Result<Self> {
         let runtime = Runtime::get().map_err(|why| Error::Status {
             code: StatusCode::Unavailable,
-            message: format!("{uri}: ROCr (libhsa-runtime64.so.1) not found ({why}); set RADIANCE_HSA_LIBRARY to its path"),
+            message: format!(
+                "{uri}: ROCr (libhsa-runtime64.so.1) not found ({why}); set RADIANCE_HSA_LIBRARY to its path"
+            ),
         })?;
         let api = Self(runtime);
         static INIT: OnceLock<Result<(), HsaError>> = OnceLock::new();
@@ -127,7 +132,9 @@ impl Api {
         }
         let mut agents = Vec::new();
         // SAFETY: the callback only pushes onto `agents`.
-        self.check("hsa_iterate_agents", unsafe { (self.0.iterate_agents)(collect, (&mut agents as *mut Vec<_>).cast()) })?;
+        self.check("hsa_iterate_agents", unsafe {
+            (self.0.iterate_agents)(collect, (&mut agents as *mut Vec<_>).cast())
+        })?;
         Ok(agents)
     }
 
@@ -136,7 +143,9 @@ impl Api {
         let mut value = T::default();
         // SAFETY: `T` is the attribute's type (the callers pair them as
         // hsa.h documents).
-        self.check("hsa_agent_get_info", unsafe { (self.0.agent_get_info)(agent, attribute, (&mut value as *mut T).cast()) })?;
+        self.check("hsa_agent_get_info", unsafe {
+            (self.0.agent_get_info)(agent, attribute, (&mut value as *mut T).cast())
+        })?;
         Ok(value)
     }
 
@@ -144,7 +153,9 @@ impl Api {
     pub(super) fn agent_name(self, agent: hsa_agent_t, attribute: u32) -> Result<String> {
         let mut bytes = [0u8; 64];
         // SAFETY: the string attributes are 64-byte arrays.
-        self.check("hsa_agent_get_info", unsafe { (self.0.agent_get_info)(agent, attribute, bytes.as_mut_ptr().cast()) })?;
+        self.check("hsa_agent_get_info", unsafe {
+            (self.0.agent_get_info)(agent, attribute, bytes.as_mut_ptr().cast())
+        })?;
         Ok(CStr::from_bytes_until_nul(&bytes).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
     }
 
@@ -157,7 +168,9 @@ impl Api {
         }
         let mut isas = Vec::new();
         // SAFETY: the callback only pushes onto `isas`.
-        self.check("hsa_agent_iterate_isas", unsafe { (self.0.agent_iterate_isas)(agent, collect, (&mut isas as *mut Vec<_>).cast()) })?;
+        self.check("hsa_agent_iterate_isas", unsafe {
+            (self.0.agent_iterate_isas)(agent, collect, (&mut isas as *mut Vec<_>).cast())
+        })?;
         isas.into_iter()
             .map(|isa| {
                 let mut len = 0u32;
@@ -167,7 +180,9 @@ impl Api {
                 })?;
                 let mut name = vec![0u8; len as usize + 1];
                 // SAFETY: NAME fills NAME_LENGTH bytes.
-                self.check("hsa_isa_get_info_alt", unsafe { (self.0.isa_get_info_alt)(isa, HSA_ISA_INFO_NAME, name.as_mut_ptr().cast()) })?;
+                self.check("hsa_isa_get_info_alt", unsafe {
+                    (self.0.isa_get_info_alt)(isa, HSA_ISA_INFO_NAME, name.as_mut_ptr().cast())
+                })?;
                 Ok(CStr::from_bytes_until_nul(&name).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
             })
             .collect()
@@ -205,7 +220,9 @@ impl Api {
     pub(super) fn pool_allocate(self, pool: hsa_amd_memory_pool_t, size: usize) -> Result<*mut u8> {
         let mut ptr = ptr::null_mut();
         // SAFETY: plain out-parameter.
-        self.check("hsa_amd_memory_pool_allocate", unsafe { (self.0.memory_pool_allocate)(pool, size.max(1), 0, &mut ptr) })?;
+        self.check("hsa_amd_memory_pool_allocate", unsafe {
+            (self.0.memory_pool_allocate)(pool, size.max(1), 0, &mut ptr)
+        })?;
         Ok(ptr.cast())
     }
 
@@ -287,7 +304,18 @@ impl Api {
         let mut queue = ptr::null_mut();
         // SAFETY: the callback and its data outlive the queue (the caller's
         // promise, kept by destroying the queue first).
-        let r = unsafe { (self.0.queue_create)(agent, size, HSA_QUEUE_TYPE_MULTI, Some(on_error), data, u32::MAX, u32::MAX, &mut queue) };
+        let r = unsafe {
+            (self.0.queue_create)(
+                agent,
+                size,
+                HSA_QUEUE_TYPE_MULTI,
+                Some(on_error),
+                data,
+                u32::MAX,
+                u32::MAX,
+                &mut queue,
+            )
+        };
         self.check("hsa_queue_create", r)?;
         Ok(queue)
     }
@@ -316,12 +344,19 @@ impl Api {
     pub(super) fn executable_load(self, agent: hsa_agent_t, code_object: &[u8]) -> Result<hsa_executable_t> {
         let mut reader = hsa_code_object_reader_t::default();
         // SAFETY: the bytes outlive the reader, destroyed below.
-        let r = unsafe { (self.0.code_object_reader_create_from_memory)(code_object.as_ptr().cast(), code_object.len(), &mut reader) };
+        let r = unsafe {
+            (self.0.code_object_reader_create_from_memory)(code_object.as_ptr().cast(), code_object.len(), &mut reader)
+        };
         self.check("hsa_code_object_reader_create_from_memory", r)?;
         let mut exe = hsa_executable_t::default();
         // SAFETY: plain out-parameters and live handles throughout.
         let loaded = unsafe {
-            let r = (self.0.executable_create_alt)(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, ptr::null(), &mut exe);
+            let r = (self.0.executable_create_alt)(
+                HSA_PROFILE_FULL,
+                HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+                ptr::null(),
+                &mut exe,
+            );
             self.check("hsa_executable_create_alt", r).and_then(|()| {
                 let mut object = hsa_loaded_code_object_t::default();
                 let r = (self.0.executable_load_agent_code_object)(exe, agent, reader, ptr::null(), &mut object);
@@ -349,14 +384,21 @@ impl Api {
     }
 
     /// A kernel's object and segment sizes; `name` is its `.kd` symbol.
-    pub(super) fn kernel(self, exe: hsa_executable_t, agent: hsa_agent_t, name: &CStr) -> Result<super::packet::KernelObject> {
+    pub(super) fn kernel(
+        self,
+        exe: hsa_executable_t,
+        agent: hsa_agent_t,
+        name: &CStr,
+    ) -> Result<super::packet::KernelObject> {
         let mut symbol = hsa_executable_symbol_t::default();
         // SAFETY: live executable, plain out-parameter.
         let r = unsafe { (self.0.executable_get_symbol_by_name)(exe, name.as_ptr(), &agent, &mut symbol) };
         self.check("hsa_executable_get_symbol_by_name", r)?;
         let info = |attribute, out: *mut c_void| {
             // SAFETY: each attribute is read into its documented type.
-            self.check("hsa_executable_symbol_get_info", unsafe { (self.0.executable_symbol_get_info)(symbol, attribute, out) })
+            self.check("hsa_executable_symbol_get_info", unsafe {
+                (self.0.executable_symbol_get_info)(symbol, attribute, out)
+            })
         };
         let mut k = super::packet::KernelObject::default();
         info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, (&mut k.object as *mut u64).cast())?;
@@ -402,10 +444,14 @@ impl Api {
     pub(super) unsafe fn dma_buf_export(self, ptr: *const u8, size: usize) -> Option<Result<OwnedFd>> {
         let export = self.0.portable_export_dmabuf?;
         let (mut fd, mut offset): (c_int, u64) = (-1, 0);
-        Some(self.check("hsa_amd_portable_export_dmabuf", export(ptr.cast(), size, &mut fd, &mut offset)).map_err(Into::into).map(|()| {
-            // SAFETY: ROCr made a new fd for us.
-            OwnedFd::from_raw_fd(fd)
-        }))
+        Some(
+            self.check("hsa_amd_portable_export_dmabuf", export(ptr.cast(), size, &mut fd, &mut offset))
+                .map_err(Into::into)
+                .map(|()| {
+                    // SAFETY: ROCr made a new fd for us.
+                    OwnedFd::from_raw_fd(fd)
+                }),
+        )
     }
 }
 
@@ -425,7 +471,8 @@ mod tests {
 
     #[test]
     fn an_init_failure_names_the_missing_kfd_node() {
-        let e = HsaError { call: "hsa_init", code: HSA_STATUS_ERROR_OUT_OF_RESOURCES, description: "no resources".into() };
+        let e =
+            HsaError { call: "hsa_init", code: HSA_STATUS_ERROR_OUT_OF_RESOURCES, description: "no resources".into() };
         let err = init_failure("hsa:0", &e, Path::new("/nonexistent/kfd"));
         assert_eq!(err.status(), StatusCode::Unavailable);
         let text = err.to_string();

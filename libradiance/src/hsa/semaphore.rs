@@ -60,7 +60,12 @@ pub(super) struct Completion {
 
 impl Completion {
     pub(super) fn new(api: Api) -> Result<Self> {
-        Ok(Self { wake: api.signal_create(1)?, stop: AtomicBool::new(false), queues: Mutex::default(), thread: Mutex::default() })
+        Ok(Self {
+            wake: api.signal_create(1)?,
+            stop: AtomicBool::new(false),
+            queues: Mutex::default(),
+            thread: Mutex::default(),
+        })
     }
 
     /// Wakes the thread: a queue came, faulted or went, or it must stop.
@@ -160,7 +165,12 @@ pub(super) struct HsaSemaphore {
 
 impl HsaSemaphore {
     pub(super) fn new(shared: &Arc<Shared>, initial: u64) -> Self {
-        Self { shared: Arc::clone(shared), value: AtomicU64::new(initial), failure: Failure::default(), timeline: Mutex::default() }
+        Self {
+            shared: Arc::clone(shared),
+            value: AtomicU64::new(initial),
+            failure: Failure::default(),
+            timeline: Mutex::default(),
+        }
     }
 
     pub(super) fn value(&self) -> u64 {

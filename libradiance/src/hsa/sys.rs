@@ -278,7 +278,9 @@ impl Runtime {
                     // SAFETY: loading runs ROCr's initialisers, which expect
                     // nothing of us (hsa_init does the work).
                     match unsafe { libloading::Library::new(&name) } {
-                        Ok(library) => return Runtime::resolve(library).map_err(|e| format!("{}: {e}", name.to_string_lossy())),
+                        Ok(library) => {
+                            return Runtime::resolve(library).map_err(|e| format!("{}: {e}", name.to_string_lossy()))
+                        }
                         Err(e) => tried.push(e.to_string()),
                     }
                 }

@@ -172,6 +172,5 @@ impl Drop for BufferObject {
 pub fn map_dma_buf(dmabuf: BorrowedFd<'_>) -> Result<MmapMut> {
     let file = File::from(dmabuf.try_clone_to_owned().map_err(|e| Error::io("dup", &e))?);
     // SAFETY: the mapping is of shared memory, as `BufferObject::map` says.
-    unsafe { MmapOptions::new().map_mut(&file) }
-        .map_err(|e| Error::io("mmap dma-buf", &e))
+    unsafe { MmapOptions::new().map_mut(&file) }.map_err(|e| Error::io("mmap dma-buf", &e))
 }

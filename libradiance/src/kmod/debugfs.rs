@@ -19,7 +19,10 @@ pub(super) fn field<T: TryFrom<i64>>(line: &str, key: &str) -> Result<T> {
         Some(hex) => i64::from_str_radix(hex, 16),
         None => text.parse(),
     };
-    value.ok().and_then(|v| T::try_from(v).ok()).ok_or_else(|| Error::InvalidArgument(format!("debugfs: bad {key}={text}")))
+    value
+        .ok()
+        .and_then(|v| T::try_from(v).ok())
+        .ok_or_else(|| Error::InvalidArgument(format!("debugfs: bad {key}={text}")))
 }
 
 /// The text of `key` in a line of `key=value` pairs.

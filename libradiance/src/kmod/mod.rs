@@ -6,8 +6,8 @@ mod bo;
 mod debugfs;
 pub(crate) mod hal;
 mod ioctl;
-mod mem_stats;
 mod load;
+mod mem_stats;
 mod queue;
 mod queue_stats;
 mod sem_stats;
@@ -26,8 +26,8 @@ use radiance_uapi as uapi;
 use rustix::fs::{Mode, OFlags};
 use std::{
     os::fd::{AsFd, BorrowedFd, OwnedFd},
-    sync::Arc,
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 /// Where the kernel module's device nodes appear.
@@ -171,10 +171,7 @@ pub fn enumerate() -> Result<Vec<PathBuf>> {
 
 /// Turns `kmod:N`, `N`, `radianceN` or a path into a device node path.
 pub fn resolve(name: &str) -> Result<PathBuf> {
-    let index = name
-        .strip_prefix("kmod:")
-        .or_else(|| name.strip_prefix(NODE_PREFIX))
-        .unwrap_or(name);
+    let index = name.strip_prefix("kmod:").or_else(|| name.strip_prefix(NODE_PREFIX)).unwrap_or(name);
     if let Ok(n) = index.parse::<u32>() {
         return Ok(Path::new(DEV_DIR).join(format!("{NODE_PREFIX}{n}")));
     }

@@ -72,7 +72,11 @@ impl QueueFault {
             Ok(uapi::gluon_err::BAD_LAUNCH) => "a malformed launch block",
             _ => "an unknown error code",
         };
-        Error::DeviceFault { pc: self.err_pc, thread: self.err_thread.into(), why: format!("{why} (ERR_CODE {}; {at})", self.err_code) }
+        Error::DeviceFault {
+            pc: self.err_pc,
+            thread: self.err_thread.into(),
+            why: format!("{why} (ERR_CODE {}; {at})", self.err_code),
+        }
     }
 }
 
@@ -281,7 +285,14 @@ impl Queue {
     }
 
     /// Copies `size` bytes between two buffer objects of the device.
-    pub fn copy(&mut self, src: &BufferObject, src_offset: u64, dst: &BufferObject, dst_offset: u64, size: u64) -> Result<()> {
+    pub fn copy(
+        &mut self,
+        src: &BufferObject,
+        src_offset: u64,
+        dst: &BufferObject,
+        dst_offset: u64,
+        size: u64,
+    ) -> Result<()> {
         self.copy_handles(src.handle(), src_offset, dst.handle(), dst_offset, size)
     }
 
@@ -325,7 +336,9 @@ impl Queue {
             Staged::Ring(offset) => self.ring_staging.rewrite(*offset, bytes),
             Staged::Own(bo) => {
                 let mut map = bo.map()?;
-                map.get_mut(..bytes.len()).ok_or_else(|| Error::InvalidArgument("staged bytes".into()))?.copy_from_slice(bytes);
+                map.get_mut(..bytes.len())
+                    .ok_or_else(|| Error::InvalidArgument("staged bytes".into()))?
+                    .copy_from_slice(bytes);
                 Ok(())
             }
         }

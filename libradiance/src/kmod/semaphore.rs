@@ -60,8 +60,10 @@ impl Device {
             None => {
                 // SAFETY: the page is read-only to us and only the kernel
                 // writes it, 8 aligned bytes at a time (read atomically).
-                let map = unsafe { MmapOptions::new().offset(value_offset / page * page).len(page as usize).map(self.fd.as_ref()) }
-                    .map_err(|e| Error::io("mmap semaphore values", &e))?;
+                let map = unsafe {
+                    MmapOptions::new().offset(value_offset / page * page).len(page as usize).map(self.fd.as_ref())
+                }
+                .map_err(|e| Error::io("mmap semaphore values", &e))?;
                 self.sem_values.get_or_init(|| Arc::new(map)).clone()
             }
         };
@@ -71,7 +73,12 @@ impl Device {
     /// Waits until every point (or, with `any`, one of them) is reached, a
     /// semaphore fails (its error), or `deadline` passes (DeadlineExceeded).
     /// Returns the index of the point that ended an `any` wait.
-    pub fn wait_semaphores(&self, points: &[(&Semaphore, u64)], any: bool, deadline: Option<Instant>) -> Result<Option<usize>> {
+    pub fn wait_semaphores(
+        &self,
+        points: &[(&Semaphore, u64)],
+        any: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Option<usize>> {
         let raw: Vec<uapi::SemWaitPoint> =
             points.iter().map(|(s, value)| uapi::SemWaitPoint { handle: s.handle, pad: 0, value: *value }).collect();
         let mut args = uapi::SemWait {

@@ -152,11 +152,7 @@ fn report(what: &str, cases: Vec<Runner<'_>>, out: &mut impl Write) -> Summary {
         };
         let _ = out.flush();
     }
-    let _ = writeln!(
-        out,
-        "# {} passed, {} failed, {} skipped",
-        summary.passed, summary.failed, summary.skipped
-    );
+    let _ = writeln!(out, "# {} passed, {} failed, {} skipped", summary.passed, summary.failed, summary.skipped);
     summary
 }
 

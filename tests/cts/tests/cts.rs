@@ -13,6 +13,9 @@ fn main() -> std::process::ExitCode {
     let group = args.group.unwrap_or_else(|| vec!["host".to_owned(), "host".to_owned()]);
     s += radiance_cts::run_group(&group, &args.filter, out);
     let verdict = if s.failed == 0 { "ok" } else { "FAILED" };
-    println!("test result: {verdict}. {} passed; {} failed; {} ignored; 0 measured; 0 filtered out", s.passed, s.failed, s.skipped);
+    println!(
+        "test result: {verdict}. {} passed; {} failed; {} ignored; 0 measured; 0 filtered out",
+        s.passed, s.failed, s.skipped
+    );
     s.exit_code()
 }

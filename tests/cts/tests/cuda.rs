@@ -65,7 +65,8 @@ fn million_thread_grids_cover_every_element_once() {
     let (pa, pb) = (a.device_address() as u32, b.device_address() as u32);
     // 256 x 4 x 2 blocks of 256 x 2 threads: exactly N.
     q.dispatch(&[], &[(&s, 1)], launch(builtin::FILL_U32, [256, 4, 2], [256, 2, 1], &[pb, 1, N])).unwrap();
-    q.dispatch(&[(&s, 1)], &[(&s, 2)], launch(builtin::VECADD_U32, [256, 4, 2], [256, 2, 1], &[pa, pb, pb, N])).unwrap();
+    q.dispatch(&[(&s, 1)], &[(&s, 2)], launch(builtin::VECADD_U32, [256, 4, 2], [256, 2, 1], &[pa, pb, pb, N]))
+        .unwrap();
     s.wait(2, Duration::from_secs(10)).unwrap();
     let got = b.map().unwrap().read_u32s(0, N as usize).unwrap();
     let bad = got.iter().zip(&values).position(|(g, v)| *g != v.wrapping_add(1));

@@ -19,13 +19,7 @@
 
 use radiance::{
     cuda::{sys::*, BUILTINS_PTX, BUILTIN_KERNELS},
-    BufferParams,
-    BufferUsage,
-    Device,
-    Launch,
-    MemoryType,
-    Pattern,
-    Timeout,
+    BufferParams, BufferUsage, Device, Launch, MemoryType, Pattern, Timeout,
 };
 use radiance_uapi::builtin;
 use std::{
@@ -144,7 +138,8 @@ fn launch_overhead(device: &Device, raw: &Raw) -> Res<()> {
         Ok((micros(submit, n.into()), micros(start.elapsed(), n.into())))
     };
     let (mut dst, mut value, mut count) = (0u64, 0u32, 0u32);
-    let mut params: [*mut c_void; 3] = [(&mut dst as *mut u64).cast(), (&mut value as *mut u32).cast(), (&mut count as *mut u32).cast()];
+    let mut params: [*mut c_void; 3] =
+        [(&mut dst as *mut u64).cast(), (&mut value as *mut u32).cast(), (&mut count as *mut u32).cast()];
     let stream = raw.streams[0];
     let mut direct = |n: u32| -> Res<(f64, f64)> {
         let start = Instant::now();
@@ -305,7 +300,8 @@ fn copy_bandwidth(device: &Device, raw: &Raw) -> Res<()> {
 
 fn run() -> Res<()> {
     let uri = std::env::args().nth(1).unwrap_or_else(|| "cuda:0".to_owned());
-    let ordinal = uri.strip_prefix("cuda:").and_then(|n| n.parse().ok()).ok_or(format!("expected cuda:N, got {uri}"))?;
+    let ordinal =
+        uri.strip_prefix("cuda:").and_then(|n| n.parse().ok()).ok_or(format!("expected cuda:N, got {uri}"))?;
     let device = Device::open(&uri)?;
     let raw = Raw::new(ordinal)?;
     println!("bench-cuda: {} ({uri})", device.info().name);

@@ -36,7 +36,13 @@ fn chain(first: &Device, second: &Device) -> Result<PerEdge> {
     let gate = first.create_semaphore(0)?;
     let t = Instant::now();
     // Step i runs on queue i % 2, waits for step i - 1 and signals step i.
-    let point = |i: u64| -> (&Semaphore, u64) { if i % 2 == 0 { (&s0, i + 1) } else { (&s1, i + 1) } };
+    let point = |i: u64| -> (&Semaphore, u64) {
+        if i % 2 == 0 {
+            (&s0, i + 1)
+        } else {
+            (&s1, i + 1)
+        }
+    };
     q0.barrier(&[(&gate, 1)], &[point(0)])?;
     for i in 1..EDGES {
         let queue = if i % 2 == 0 { &q0 } else { &q1 };
@@ -61,7 +67,11 @@ const ROUNDS: usize = 5;
 
 /// Devices `a` and `b` in a group that `limit` sets up, and the semaphore
 /// route it took from `a` to `b`.
-fn pair(a: &str, b: &str, limit: impl FnOnce(&mut DeviceGroupBuilder)) -> Result<(Device, Device, DeviceGroup, &'static str)> {
+fn pair(
+    a: &str,
+    b: &str,
+    limit: impl FnOnce(&mut DeviceGroupBuilder),
+) -> Result<(Device, Device, DeviceGroup, &'static str)> {
     let (da, db) = (Device::open(a)?, Device::open(b)?);
     let mut builder = DeviceGroupBuilder::new();
     builder.add(&da)?.add(&db)?;
@@ -97,7 +107,9 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
         }
     }
     let [same, best, sync_file, hop] = rounds.map(median);
-    println!("bench-hal group {a} {b}: a chain of {EDGES} semaphore edges between two queues, median of {ROUNDS} rounds");
+    println!(
+        "bench-hal group {a} {b}: a chain of {EDGES} semaphore edges between two queues, median of {ROUNDS} rounds"
+    );
     println!("  {:<42} {:>10} {:>12}", "route", "submit", "latency");
     let rows = [
         ("same device (two queues of A)".to_string(), &same),

@@ -124,8 +124,16 @@ fn run(uri: &str) -> Result<()> {
     let hal = hal(uri)?;
     println!("bench-hal {uri}: {} fills, each waiting for the last one's signal", BATCH * BATCHES);
     println!("  null ioctl (SEM_QUERY)           {:>10.0} ns", ns(syscall));
-    println!("  radiance::kmod submit            {:>10.0} ns/op  ({:.3} null ioctls)", ns(raw.submit), ns(raw.submit) / ns(syscall));
-    println!("  HAL (kmod backend) submit        {:>10.0} ns/op  ({:.3} null ioctls)", ns(hal.submit), ns(hal.submit) / ns(syscall));
+    println!(
+        "  radiance::kmod submit            {:>10.0} ns/op  ({:.3} null ioctls)",
+        ns(raw.submit),
+        ns(raw.submit) / ns(syscall)
+    );
+    println!(
+        "  HAL (kmod backend) submit        {:>10.0} ns/op  ({:.3} null ioctls)",
+        ns(hal.submit),
+        ns(hal.submit) / ns(syscall)
+    );
     println!("  HAL / radiance::kmod, submit     {:>10.3}", ns(hal.submit) / ns(raw.submit));
     println!("  radiance::kmod end to end        {:>10.0} ns/op", ns(raw.total));
     println!("  HAL end to end                   {:>10.0} ns/op", ns(hal.total));

@@ -75,7 +75,8 @@ impl Control {
     /// Waits up to `timeout_ms` (forever if `None`) for frames or a reset.
     pub fn wait(&self, timeout_ms: Option<i32>) -> Result<Ready> {
         let mut fds = [PollFd::new(&self.fd, PollFlags::IN | PollFlags::PRI)];
-        let timeout = timeout_ms.map(|ms| rustix::time::Timespec { tv_sec: (ms / 1000).into(), tv_nsec: ((ms % 1000) * 1_000_000).into() });
+        let timeout = timeout_ms
+            .map(|ms| rustix::time::Timespec { tv_sec: (ms / 1000).into(), tv_nsec: ((ms % 1000) * 1_000_000).into() });
         match poll(&mut fds, timeout.as_ref()) {
             Ok(_) | Err(Errno::INTR) => Ok(Ready::from_revents(fds[0].revents())),
             Err(e) => Err(Error::os("poll the control file", e)),

@@ -135,7 +135,10 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
         for (s, stream) in streams.iter_mut().enumerate() {
             if let Some(f) = &stream.at_sim {
                 if f.since.elapsed() > timeout {
-                    return Err(Error::Sim(format!("no answer on stream {s} in {} ms: it died or hangs", opts.timeout_ms)));
+                    return Err(Error::Sim(format!(
+                        "no answer on stream {s} in {} ms: it died or hangs",
+                        opts.timeout_ms
+                    )));
                 }
                 continue;
             }
@@ -153,7 +156,9 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
 fn share_memory(sock: &UnixStream, opts: &SimOptions) -> Result<Shared> {
     let size = (opts.shared_mib as usize) << 20;
     if opts.shared_addr + size as u64 > 1 << 32 {
-        return Err(Error::Usage("the shared region must lie below 4 GiB: gluon-sim-16 frames hold 32-bit host addresses".into()));
+        return Err(Error::Usage(
+            "the shared region must lie below 4 GiB: gluon-sim-16 frames hold 32-bit host addresses".into(),
+        ));
     }
     let fd = memfd_create("gluon-bridge", MemfdFlags::CLOEXEC).map_err(|e| Error::os("memfd_create", e))?;
     ftruncate(&fd, size as u64).map_err(|e| Error::os("size the shared memfd", e))?;
@@ -175,7 +180,8 @@ fn share_memory(sock: &UnixStream, opts: &SimOptions) -> Result<Shared> {
     let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut cmsg = SendAncillaryBuffer::new(&mut space);
     cmsg.push(SendAncillaryMessage::ScmRights(&fds));
-    sendmsg(sock, &[IoSlice::new(&addr)], &mut cmsg, SendFlags::empty()).map_err(|e| Error::os("hand the memfd to gluon-sim", e))?;
+    sendmsg(sock, &[IoSlice::new(&addr)], &mut cmsg, SendFlags::empty())
+        .map_err(|e| Error::os("hand the memfd to gluon-sim", e))?;
     Ok(Shared { base: base.cast(), addr: opts.shared_addr, arena: size / STREAMS })
 }
 
@@ -195,9 +201,20 @@ fn wait(control: &Control, sock: &UnixStream) -> Result<(Ready, bool)> {
 /// Stages what a frame needs in stream `s`'s arena, rewrites its host
 /// addresses to the arena's, and sends it. A frame that cannot be staged
 /// is answered with a DMA error without reaching the sim.
-fn send(control: &Control, sock: &UnixStream, shared: &mut Shared, s: usize, stream: &mut Stream, frame: &[u8]) -> Result<()> {
+fn send(
+    control: &Control,
+    sock: &UnixStream,
+    shared: &mut Shared,
+    s: usize,
+    stream: &mut Stream,
+    frame: &[u8],
+) -> Result<()> {
     let fail = || {
-        control.respond(&Sim16.encode_response(&Response { stream: s as u8, status: gluon_err::DMA, ..Default::default() }))
+        control.respond(&Sim16.encode_response(&Response {
+            stream: s as u8,
+            status: gluon_err::DMA,
+            ..Default::default()
+        }))
     };
     let Ok((_, cmd)) = Sim16.decode(frame) else {
         return fail();

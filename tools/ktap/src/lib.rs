@@ -34,22 +34,10 @@ pub const HOST_MARKER: &str = "radiance-host: qemu exit ";
 /// reported by. Checked in order: the first match names the line, so the
 /// specific lockdep and might_sleep reports come before `WARNING:`/`BUG:`.
 const SPLATS: &[(&str, &str)] = &[
-    (
-        "possible circular locking dependency",
-        "lockdep: possible circular locking dependency",
-    ),
-    (
-        "possible recursive locking",
-        "lockdep: possible recursive locking",
-    ),
-    (
-        "inconsistent lock state",
-        "lockdep: inconsistent lock state",
-    ),
-    (
-        "sleeping function called from invalid context",
-        "sleeping function called from invalid context",
-    ),
+    ("possible circular locking dependency", "lockdep: possible circular locking dependency"),
+    ("possible recursive locking", "lockdep: possible recursive locking"),
+    ("inconsistent lock state", "lockdep: inconsistent lock state"),
+    ("sleeping function called from invalid context", "sleeping function called from invalid context"),
     ("general protection fault", "general protection fault"),
     ("Kernel panic", "kernel panic"),
     ("kernel BUG at", "kernel BUG"),
@@ -93,10 +81,7 @@ impl Report {
 
     /// The last line `ktap` prints: `N passed, N failed, N skipped`.
     pub fn summary(&self) -> String {
-        format!(
-            "{} passed, {} failed, {} skipped",
-            self.passed, self.failed, self.skipped
-        )
+        format!("{} passed, {} failed, {} skipped", self.passed, self.failed, self.skipped)
     }
 }
 
@@ -150,10 +135,7 @@ pub struct Parser {
 
 impl Parser {
     pub fn new(opts: Options) -> Self {
-        Self {
-            opts,
-            ..Self::default()
-        }
+        Self { opts, ..Self::default() }
     }
 
     /// Takes one console line, with or without its line ending.
@@ -222,15 +204,10 @@ impl Parser {
                 Kind::Fail | Kind::XPass => {
                     d.failed_results += 1;
                     self.report.failed += 1;
-                    let why = if r.kind == Kind::XPass {
-                        "unexpectedly passed"
-                    } else {
-                        "failed"
-                    };
-                    self.report.reasons.push(format!(
-                        "test {why}: {} (document {}, console line {})",
-                        body, d.number, self.line
-                    ));
+                    let why = if r.kind == Kind::XPass { "unexpectedly passed" } else { "failed" };
+                    self.report
+                        .reasons
+                        .push(format!("test {why}: {} (document {}, console line {})", body, d.number, self.line));
                 }
             }
         } else if let Some(msg) = bail {
@@ -254,9 +231,7 @@ impl Parser {
         r.guest_exit = self.guest.flatten();
         match self.host {
             None | Some(Some(0)) => {}
-            Some(Some(s @ (124 | 137))) => {
-                r.fail(format!("QEMU was killed by the timeout (status {s})"))
-            }
+            Some(Some(s @ (124 | 137))) => r.fail(format!("QEMU was killed by the timeout (status {s})")),
             Some(Some(s)) => r.fail(format!("QEMU exited with status {s}")),
             Some(None) => r.fail("QEMU's exit status did not parse".to_string()),
         }
@@ -305,9 +280,7 @@ impl Parser {
             r.results += 1;
         }
         if d.plan.is_none() && d.results == 0 && d.bailed.is_none() {
-            r.fail(format!(
-                "{what}: no plan and no results (did the test binary crash?)"
-            ));
+            r.fail(format!("{what}: no plan and no results (did the test binary crash?)"));
         }
         if let Some(t) = d.totals {
             let said = t.fail + t.xpass + t.error;
@@ -327,10 +300,7 @@ impl Parser {
             return;
         }
         if let Some((_, name)) = SPLATS.iter().find(|(pat, _)| body.contains(pat)) {
-            self.report.fail(format!(
-                "kernel splat ({name}), console line {}: {body}",
-                self.line
-            ));
+            self.report.fail(format!("kernel splat ({name}), console line {}: {body}", self.line));
         }
     }
 }
@@ -393,8 +363,7 @@ fn clean(raw: &str) -> String {
 fn strip_level(s: &str) -> Option<&str> {
     let rest = s.strip_prefix('<')?;
     let end = rest.find('>')?;
-    (end > 0 && end <= 3 && rest[..end].bytes().all(|b| b.is_ascii_digit()))
-        .then(|| &rest[end + 1..])
+    (end > 0 && end <= 3 && rest[..end].bytes().all(|b| b.is_ascii_digit())).then(|| &rest[end + 1..])
 }
 
 /// `[    1.234567]` (PRINTK_TIME) or `[    T1]`/`[ C0]` (PRINTK_CALLER).
@@ -403,10 +372,7 @@ fn strip_bracket(s: &str) -> Option<&str> {
     let end = rest.find(']')?;
     let inner = rest[..end].trim();
     let time = inner.split_once('.').is_some_and(|(a, b)| {
-        !a.is_empty()
-            && !b.is_empty()
-            && a.bytes().all(|c| c.is_ascii_digit())
-            && b.bytes().all(|c| c.is_ascii_digit())
+        !a.is_empty() && !b.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit())
     });
     let caller = inner.len() >= 2
         && (inner.starts_with('T') || inner.starts_with('C'))
@@ -415,9 +381,7 @@ fn strip_bracket(s: &str) -> Option<&str> {
 }
 
 fn is_version(body: &str) -> bool {
-    let v = body
-        .strip_prefix("TAP version ")
-        .or_else(|| body.strip_prefix("KTAP version "));
+    let v = body.strip_prefix("TAP version ").or_else(|| body.strip_prefix("KTAP version "));
     v.is_some_and(|n| !n.is_empty() && n.trim().bytes().all(|c| c.is_ascii_digit()))
 }
 
@@ -467,10 +431,7 @@ enum Directive {
 fn directive(s: &str) -> (Option<Directive>, &str) {
     for (i, _) in s.match_indices('#') {
         let after = s[i + 1..].trim_start();
-        let word: String = after
-            .chars()
-            .take_while(|c| c.is_ascii_alphabetic())
-            .collect();
+        let word: String = after.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
         let d = match word.to_ascii_uppercase().as_str() {
             "SKIP" => Directive::Skip,
             "TODO" => Directive::Todo,
@@ -561,9 +522,7 @@ mod tests {
 
     #[test]
     fn skip_only_passes() {
-        let r = run(&format!(
-            "TAP version 13\n1..1\nok 1 a # SKIP no device\n{END}"
-        ));
+        let r = run(&format!("TAP version 13\n1..1\nok 1 a # SKIP no device\n{END}"));
         assert_eq!(counts(&r), (0, 0, 1));
         assert!(r.success());
     }
@@ -607,18 +566,12 @@ mod tests {
     fn crash_mid_plan() {
         let r = run(&format!("TAP version 13\n1..5\nok 1 a\nok 2 b\n{END}"));
         assert_eq!(counts(&r), (2, 3, 0), "{r:?}");
-        assert!(
-            r.reasons.iter().any(|s| s.contains("3 missing")),
-            "{:?}",
-            r.reasons
-        );
+        assert!(r.reasons.iter().any(|s| s.contains("3 missing")), "{:?}", r.reasons);
     }
 
     #[test]
     fn crash_mid_plan_then_next_document() {
-        let r = run(&format!(
-            "TAP version 13\n1..3\nok 1 a\nTAP version 13\n1..1\nok 1 z\n{END}"
-        ));
+        let r = run(&format!("TAP version 13\n1..3\nok 1 a\nTAP version 13\n1..1\nok 1 z\n{END}"));
         assert_eq!(counts(&r), (2, 2, 0), "{r:?}");
     }
 
@@ -632,19 +585,16 @@ mod tests {
     fn bail_out() {
         let r = run(&format!("TAP version 13\n1..4\nok 1 a\nBail out! cannot open /dev/radiance\n# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0\n{END}"));
         assert_eq!(counts(&r), (1, 3, 0), "{r:?}");
-        assert!(r
-            .reasons
-            .iter()
-            .any(|s| s.contains("Bail out! cannot open")));
-        let r = run(&format!(
-            "TAP version 13\n1..1\nok 1 a\nBail out! late\n{END}"
-        ));
+        assert!(r.reasons.iter().any(|s| s.contains("Bail out! cannot open")));
+        let r = run(&format!("TAP version 13\n1..1\nok 1 a\nBail out! late\n{END}"));
         assert_eq!(counts(&r), (1, 1, 0), "{r:?}");
     }
 
     #[test]
     fn totals_reporting_more_failures() {
-        let r = run(&format!("TAP version 13\n1..1\nok 1 a\n# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0\n{END}"));
+        let r = run(&format!(
+            "TAP version 13\n1..1\nok 1 a\n# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0\n{END}"
+        ));
         assert_eq!(counts(&r), (1, 1, 0), "{r:?}");
     }
 
@@ -671,9 +621,7 @@ mod tests {
     fn host_status() {
         let ok = format!("TAP version 13\n1..1\nok 1 a\n{END}radiance-host: qemu exit 0\n");
         assert!(run(&ok).success());
-        let r = run(&format!(
-            "TAP version 13\n1..1\nok 1 a\n{END}radiance-host: qemu exit 124\n"
-        ));
+        let r = run(&format!("TAP version 13\n1..1\nok 1 a\n{END}radiance-host: qemu exit 124\n"));
         assert_eq!(counts(&r), (1, 1, 0));
         assert!(r.reasons[0].contains("timeout"));
     }
@@ -690,11 +638,7 @@ mod tests {
         );
         let r = run(&console);
         assert_eq!(counts(&r), (1, 1, 0), "{r:?}");
-        assert!(
-            r.reasons[0].contains("lockdep: possible circular locking dependency"),
-            "{:?}",
-            r.reasons
-        );
+        assert!(r.reasons[0].contains("lockdep: possible circular locking dependency"), "{:?}", r.reasons);
         assert!(r.reasons[0].contains("console line 4"), "{:?}", r.reasons);
     }
 
@@ -758,9 +702,7 @@ mod tests {
         let r = run(END);
         assert_eq!(counts(&r), (0, 1, 0));
         assert_eq!(r.reasons, vec!["no test results".to_string()]);
-        let demo = Options {
-            no_results_ok: true,
-        };
+        let demo = Options { no_results_ok: true };
         let r = parse(&format!("hello from the demo\n{END}"), demo);
         assert_eq!(counts(&r), (0, 0, 0));
         assert!(r.success());
@@ -791,11 +733,6 @@ mod tests {
         let r = run("TAP version 13\n1..1\nnot ok 1 a\n");
         let text = r.to_string();
         assert_eq!(text.lines().last(), Some("0 passed, 2 failed, 0 skipped"));
-        assert_eq!(
-            text.lines()
-                .filter(|l| l.starts_with("ktap: FAIL: "))
-                .count(),
-            2
-        );
+        assert_eq!(text.lines().filter(|l| l.starts_with("ktap: FAIL: ")).count(), 2);
     }
 }

@@ -141,10 +141,8 @@ fn list(as_json: bool) -> radiance::Result<()> {
     if nodes.is_empty() {
         return Err(radiance::Error::NoDevices);
     }
-    let devices = nodes
-        .iter()
-        .map(|path| kmod::Device::open(&path.to_string_lossy()))
-        .collect::<radiance::Result<Vec<_>>>()?;
+    let devices =
+        nodes.iter().map(|path| kmod::Device::open(&path.to_string_lossy())).collect::<radiance::Result<Vec<_>>>()?;
     if as_json {
         let list: Vec<Value> = devices.iter().map(|d| info_json(d.path(), d.info())).collect();
         println!("{}", Value::Array(list));
@@ -332,7 +330,15 @@ fn sems(device: &str, as_json: bool) -> radiance::Result<()> {
             };
             let value = if s.error == 0 { s.value.to_string() } else { "-".into() };
             let alias_of = s.alias_of.map_or("-".into(), |(pid, handle)| format!("pid {pid} sem {handle}"));
-            [s.pid.to_string(), s.handle.to_string(), value, s.waiters.to_string(), s.fences.to_string(), state, alias_of]
+            [
+                s.pid.to_string(),
+                s.handle.to_string(),
+                value,
+                s.waiters.to_string(),
+                s.fences.to_string(),
+                state,
+                alias_of,
+            ]
         })
         .collect();
     print_table(["PID", "SEM", "VALUE", "WAITERS", "FENCES", "STATE", "ALIAS OF"], &rows);
@@ -354,7 +360,8 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
             ("nop", u64::from(count), 0)
         }
         Submit::Fill { bytes, pattern } => {
-            let (vram, host) = (dev.create_bo(bytes, Placement::Vram, false)?, dev.create_bo(bytes, Placement::Host, true)?);
+            let (vram, host) =
+                (dev.create_bo(bytes, Placement::Vram, false)?, dev.create_bo(bytes, Placement::Host, true)?);
             q.fill(&vram, 0, bytes & !3, Pattern::U32(pattern))?;
             q.barrier()?;
             q.copy(&vram, 0, &host, 0, bytes & !3)?;
@@ -367,7 +374,8 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
         }
         Submit::Copy { bytes } => {
             let vram = dev.create_bo(bytes, Placement::Vram, false)?;
-            let (src, dst) = (dev.create_bo(bytes, Placement::Host, true)?, dev.create_bo(bytes, Placement::Host, true)?);
+            let (src, dst) =
+                (dev.create_bo(bytes, Placement::Host, true)?, dev.create_bo(bytes, Placement::Host, true)?);
             let mut data = src.map()?;
             for (i, b) in data.iter_mut().enumerate() {
                 *b = (i % 251) as u8;
@@ -411,7 +419,12 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
             let out = dev.create_bo(size, Placement::Host, true)?;
             q.copy(&c, 0, &out, 0, size)?;
             q.finish(None)?;
-            let ok = out.map()?.chunks_exact(4).take(count as usize).enumerate().all(|(i, w)| w == (4 * i as u32).to_le_bytes());
+            let ok = out
+                .map()?
+                .chunks_exact(4)
+                .take(count as usize)
+                .enumerate()
+                .all(|(i, w)| w == (4 * i as u32).to_le_bytes());
             if !ok {
                 return Err(mismatch("launch"));
             }
@@ -440,7 +453,10 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
     };
     let elapsed = start.elapsed();
     if as_json {
-        println!("{}", json!({ "submitted": name, "packets": packets, "bytes": bytes, "ok": true, "seconds": elapsed.as_secs_f64() }));
+        println!(
+            "{}",
+            json!({ "submitted": name, "packets": packets, "bytes": bytes, "ok": true, "seconds": elapsed.as_secs_f64() })
+        );
     } else {
         println!("{name}: {packets} packet(s), {bytes} bytes checked, ok in {:.3} ms", elapsed.as_secs_f64() * 1e3);
     }

@@ -129,8 +129,8 @@ pub(crate) fn run(args: &Run, as_json: bool) -> ExitCode {
 }
 
 fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
-    let bytes = std::fs::read(&args.file)
-        .map_err(|e| radiance::Error::io(format!("reading {}", args.file.display()), &e))?;
+    let bytes =
+        std::fs::read(&args.file).map_err(|e| radiance::Error::io(format!("reading {}", args.file.display()), &e))?;
     let exe = Executable::parse(&bytes)?;
     let address = |name: &Option<String>| match name {
         None => Ok(exe.entry()),
@@ -145,10 +145,8 @@ fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
     let image = dev.load(&mut q, &exe)?;
     let vram = |size: u64| (size > 0).then(|| dev.create_bo(size, Placement::Vram, false)).transpose();
     let (stack, tls) = (vram(args.stack)?, vram(args.tls)?);
-    let frame = Frame {
-        stack: stack.as_ref().map(|bo| (bo, 0, args.stack)),
-        tls: tls.as_ref().map(|bo| (bo, 0, args.tls)),
-    };
+    let frame =
+        Frame { stack: stack.as_ref().map(|bo| (bo, 0, args.stack)), tls: tls.as_ref().map(|bo| (bo, 0, args.tls)) };
     let launch = Launch {
         entry_pc,
         kernel_pc,

@@ -15,14 +15,14 @@ pub(crate) fn topology(uris: &[String], as_json: bool) -> radiance::Result<()> {
     let n = t.len();
     let edge = |i, j| t.edge(i, j).unwrap_or_else(|| unreachable!("{i}, {j} are in a group of {n}"));
     if as_json {
-        let edges: Vec<Value> = (0..n)
-            .flat_map(|i| (0..n).map(move |j| (i, j)))
-            .map(|(i, j)| edge_json(i, j, edge(i, j)))
-            .collect();
+        let edges: Vec<Value> =
+            (0..n).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| edge_json(i, j, edge(i, j))).collect();
         let devices: Vec<Value> = devices
             .iter()
             .enumerate()
-            .map(|(i, d)| json!({ "index": i, "uri": d.info().uri, "backend": d.info().backend, "name": d.info().name }))
+            .map(
+                |(i, d)| json!({ "index": i, "uri": d.info().uri, "backend": d.info().backend, "name": d.info().name }),
+            )
             .collect();
         println!("{}", json!({ "devices": devices, "edges": edges }));
         return Ok(());
@@ -34,7 +34,8 @@ pub(crate) fn topology(uris: &[String], as_json: bool) -> radiance::Result<()> {
     println!("row: the device whose semaphores and buffers are reached; column: the device whose queues reach them");
     println!("each cell: semaphore route / buffer route / link class");
     let cell = |e: Edge| format!("{}/{}/{}", e.semaphore.name(), e.buffer.name(), e.link.name());
-    let width = (0..n).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| cell(edge(i, j)).len()).max().unwrap_or(0);
+    let width =
+        (0..n).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| cell(edge(i, j)).len()).max().unwrap_or(0);
     print!("{:>4}", "");
     for j in 0..n {
         print!("  {:<width$}", format!("to {j}"));

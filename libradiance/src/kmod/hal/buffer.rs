@@ -7,12 +7,7 @@ use super::shadow::{Shadow, ShadowQueue};
 use crate::{
     backend::BackendBuffer,
     kmod::{map_dma_buf, BufferObject, Device, Placement},
-    Buffer,
-    BufferParams,
-    BufferUsage,
-    Error,
-    MemoryType,
-    Result,
+    Buffer, BufferParams, BufferUsage, Error, MemoryType, Result,
 };
 use memmap2::MmapMut;
 use radiance_uapi as uapi;
@@ -111,7 +106,9 @@ impl BackendBuffer for KmodBuffer {
                 // the buffer, and the mapping covers at least the buffer. The
                 // memory is shared with the device; ordering against its
                 // writes is the caller's, through semaphores.
-                unsafe { std::ptr::copy_nonoverlapping(map.as_ptr().add(offset as usize), dst.as_mut_ptr(), dst.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(map.as_ptr().add(offset as usize), dst.as_mut_ptr(), dst.len())
+                };
                 Ok(())
             }
             HostView::Shadow(shadow) => shadow.read(&self.bo, offset, dst),

@@ -31,13 +31,7 @@ mod shadow;
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
     device_group::Interop,
-    BufferParams,
-    DeviceInfo,
-    Error,
-    Result,
-    SemaphoreList,
-    StatusCode,
-    WaitMode,
+    BufferParams, DeviceInfo, Error, Result, SemaphoreList, StatusCode, WaitMode,
 };
 use radiance_uapi as uapi;
 use std::{os::fd::BorrowedFd, sync::Arc, time::Instant};

@@ -16,12 +16,8 @@ use crate::{
     backend::{BackendQueue, Submission},
     command_buffer::Op,
     kmod::{self, BufferObject, Device, Placement},
-    DeviceRange,
     lock::lock,
-    Command,
-    Error,
-    Result,
-    SemaphoreList,
+    Command, DeviceRange, Error, Result, SemaphoreList,
 };
 use std::{
     collections::VecDeque,
@@ -95,9 +91,14 @@ impl BackendQueue for KmodQueue {
             // The signal packets are the last ones written; one list of
             // the waits serves all of them.
             let first_signal = queue.written() - signals.len() as u64;
-            let waits: Arc<[_]> = submission.waits.iter().map(|(s, _)| Ok(kmod_semaphore(s)?.weak())).collect::<Result<_>>()?;
+            let waits: Arc<[_]> =
+                submission.waits.iter().map(|(s, _)| Ok(kmod_semaphore(s)?.weak())).collect::<Result<_>>()?;
             for (i, (s, _)) in submission.signals.iter().enumerate() {
-                let producer = Producer { queue: queue.status().clone(), signal: first_signal + i as u64, waits: Arc::clone(&waits) };
+                let producer = Producer {
+                    queue: queue.status().clone(),
+                    signal: first_signal + i as u64,
+                    waits: Arc::clone(&waits),
+                };
                 kmod_semaphore(s)?.add_producer(producer);
             }
         }

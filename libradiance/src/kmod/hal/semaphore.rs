@@ -19,11 +19,7 @@ use crate::{
     kmod::{self, Device, QueueStatus},
     lock::lock,
     semaphore::decide,
-    Error,
-    Result,
-    Semaphore,
-    SemaphoreList,
-    WaitMode,
+    Error, Result, Semaphore, SemaphoreList, WaitMode,
 };
 use radiance_uapi as uapi;
 use rustix::io::Errno;
@@ -146,14 +142,13 @@ impl KmodSemaphore {
                 _ => (Vec::from(record.producers.clone()), record.origins.clone()),
             }
         };
-        let error = self.trace(&producers, depth).or_else(|| from_origins(errno, &origins)).unwrap_or_else(|| {
-            match errno {
+        let error =
+            self.trace(&producers, depth).or_else(|| from_origins(errno, &origins)).unwrap_or_else(|| match errno {
                 Errno::CANCELED => Error::Cancelled(
                     "the work that was to signal this semaphore was cancelled: its queue was destroyed".into(),
                 ),
                 errno => Error::os("the semaphore failed", errno),
-            }
-        });
+            });
         let mut record = lock(&self.record);
         // The first explanation sticks: every waiter sees the same error.
         match &record.known {
@@ -259,10 +254,7 @@ impl BackendSemaphore for KmodSemaphore {
 
 /// The outcome of a wait if the value page decides it now.
 fn resolve(mode: WaitMode, points: &[(&KmodSemaphore, u64)]) -> Option<Result<()>> {
-    decide(
-        mode,
-        points.iter().map(|(s, value)| s.state().map(|reached| reached >= *value)),
-    )
+    decide(mode, points.iter().map(|(s, value)| s.state().map(|reached| reached >= *value)))
 }
 
 /// Blocks until all (or any) of `points` are reached, one fails, or

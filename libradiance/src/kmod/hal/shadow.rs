@@ -35,8 +35,7 @@
 use crate::{
     kmod::{self, BufferObject, Device, Placement},
     lock::lock,
-    Error,
-    Result,
+    Error, Result,
 };
 use memmap2::MmapMut;
 use std::sync::{Arc, Mutex};
@@ -142,7 +141,9 @@ impl Shadow {
         // least the buffer's size). The shared mapping is writable; the
         // device reads these bytes only in the copy below, which this lock
         // orders after the write, and no mapping covers them.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.map.as_ptr().cast_mut().add(offset as usize), src.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.map.as_ptr().cast_mut().add(offset as usize), src.len())
+        };
         self.copy_out(vram, offset, src.len() as u64)
     }
 

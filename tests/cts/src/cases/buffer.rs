@@ -35,7 +35,8 @@ fn allocation(device: &Device) -> Outcome {
     // Live buffers never overlap in the device address space.
     let sizes = [1u64, 3, 4096, 5000, 17, 1 << 20];
     let buffers = sizes.iter().map(|&size| device_buffer(device, size)).collect::<radiance::Result<Vec<_>>>()?;
-    let mut ranges: Vec<(u64, u64)> = buffers.iter().map(|b| (b.device_address(), b.device_address() + b.size())).collect();
+    let mut ranges: Vec<(u64, u64)> =
+        buffers.iter().map(|b| (b.device_address(), b.device_address() + b.size())).collect();
     for (b, &size) in buffers.iter().zip(&sizes) {
         ensure_eq!(b.size(), size, "buffer size");
         ensure!(b.device_address() != 0, "a buffer at device address 0");
@@ -88,7 +89,11 @@ fn dma_buf(device: &Device) -> Outcome {
         }
         other => other?,
     };
-    let params = BufferParams { size: 4096, memory: MemoryType::HostVisible, usage: BufferUsage::TRANSFER | BufferUsage::MAPPING };
+    let params = BufferParams {
+        size: 4096,
+        memory: MemoryType::HostVisible,
+        usage: BufferUsage::TRANSFER | BufferUsage::MAPPING,
+    };
     let imported = device.import_dma_buf(fd.as_fd(), params)?;
     let data = noise(4096, 5);
     buffer.map()?.write(0, &data)?;

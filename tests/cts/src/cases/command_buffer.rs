@@ -85,6 +85,10 @@ fn transfers(device: &Device) -> Outcome {
     let other = Device::open(&device.info().uri)?;
     let foreign = mappable(&other, 4)?;
     let mut recording = device.command_buffer();
-    expect_err(recording.record(Command::fill(foreign.at(0), 4, Pattern::U8(0))?).map(|_| ()), StatusCode::InvalidArgument, "foreign buffer")?;
+    expect_err(
+        recording.record(Command::fill(foreign.at(0), 4, Pattern::U8(0))?).map(|_| ()),
+        StatusCode::InvalidArgument,
+        "foreign buffer",
+    )?;
     Ok(())
 }

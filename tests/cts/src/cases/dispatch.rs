@@ -31,7 +31,12 @@ fn results(device: &Device) -> Outcome {
     needs_builtins(device)?;
     const N: usize = 300;
     let q = device.create_queue()?;
-    let (a, b, c, d) = (mappable(device, 4 * N as u64)?, mappable(device, 4 * N as u64)?, mappable(device, 4 * N as u64)?, mappable(device, 4 * N as u64)?);
+    let (a, b, c, d) = (
+        mappable(device, 4 * N as u64)?,
+        mappable(device, 4 * N as u64)?,
+        mappable(device, 4 * N as u64)?,
+        mappable(device, 4 * N as u64)?,
+    );
     let xs: Vec<u32> = (0..N as u32).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
     let ys: Vec<u32> = (0..N as u32).map(|i| u32::MAX - i).collect();
     a.map()?.write_u32s(0, &xs)?;
@@ -39,14 +44,26 @@ fn results(device: &Device) -> Outcome {
     let n = N as u32;
     let s = device.create_semaphore(0)?;
     // 3 x 2 blocks of 50 threads: exactly N threads over a 2-D grid.
-    q.dispatch(&[], &[(&s, 1)], launch(builtin::VECADD_U32, [3, 2, 1], [25, 2, 1], &[address(&a)?, address(&b)?, address(&c)?, n]))?;
-    q.dispatch(&[(&s, 1)], &[(&s, 2)], launch(builtin::COPY_U32, [1, 1, 1], [N as u32, 1, 1], &[address(&d)?, address(&c)?, n]))?;
+    q.dispatch(
+        &[],
+        &[(&s, 1)],
+        launch(builtin::VECADD_U32, [3, 2, 1], [25, 2, 1], &[address(&a)?, address(&b)?, address(&c)?, n]),
+    )?;
+    q.dispatch(
+        &[(&s, 1)],
+        &[(&s, 2)],
+        launch(builtin::COPY_U32, [1, 1, 1], [N as u32, 1, 1], &[address(&d)?, address(&c)?, n]),
+    )?;
     reach(&s, 2)?;
     let sums: Vec<u32> = xs.iter().zip(&ys).map(|(x, y)| x.wrapping_add(*y)).collect();
     ensure_eq!(c.map()?.read_u32s(0, N)?, sums, "VECADD_U32 (wrapping)");
     ensure_eq!(d.map()?.read_u32s(0, N)?, sums, "COPY_U32");
     // FILL_U32 into the middle of a buffer, by an address inside it.
-    q.dispatch(&[(&s, 2)], &[(&s, 3)], launch(builtin::FILL_U32, [2, 1, 1], [8, 1, 1], &[address(&d)? + 40, 0xFEED_BEEF, 16]))?;
+    q.dispatch(
+        &[(&s, 2)],
+        &[(&s, 3)],
+        launch(builtin::FILL_U32, [2, 1, 1], [8, 1, 1], &[address(&d)? + 40, 0xFEED_BEEF, 16]),
+    )?;
     reach(&s, 3)?;
     let mut want = sums.clone();
     want[10..26].fill(0xFEED_BEEF);
@@ -102,7 +119,11 @@ fn faults(device: &Device) -> Outcome {
     )?;
     // Invalid launches are refused at the call.
     let q = device.create_queue()?;
-    expect_err(q.dispatch(&[], &[], launch(builtin::FILL_U32, [0, 1, 1], [1, 1, 1], &[])), StatusCode::InvalidArgument, "empty grid")?;
+    expect_err(
+        q.dispatch(&[], &[], launch(builtin::FILL_U32, [0, 1, 1], [1, 1, 1], &[])),
+        StatusCode::InvalidArgument,
+        "empty grid",
+    )?;
     Ok(())
 }
 

@@ -7,8 +7,7 @@
 use super::{mappable, noise, reach, PATIENCE};
 use crate::{
     check::{ensure, ensure_eq, expect_err},
-    GroupCase,
-    Outcome,
+    GroupCase, Outcome,
 };
 use radiance::{BufferRoute, Device, DeviceGroup, Error, SemaphoreRoute, StatusCode};
 use std::time::Duration;
@@ -56,7 +55,11 @@ fn one_group(devices: &[Device]) -> Outcome {
     expect_err(DeviceGroup::new(&devices[..1]), StatusCode::FailedPrecondition, "a second group of a device")?;
     let stranger = Device::open(&devices[0].info().uri)?;
     let s = stranger.create_semaphore(0)?;
-    let e = expect_err(devices[0].create_queue()?.barrier(&[(&s, 1)], &[]), StatusCode::InvalidArgument, "a wait on a semaphore outside the group")?;
+    let e = expect_err(
+        devices[0].create_queue()?.barrier(&[(&s, 1)], &[]),
+        StatusCode::InvalidArgument,
+        "a wait on a semaphore outside the group",
+    )?;
     ensure!(e.to_string().contains("different device"), "{e}");
     Ok(())
 }
@@ -129,7 +132,11 @@ fn cross_copies(devices: &[Device]) -> Outcome {
         let (x, y) = (mappable(&devices[i], SIZE)?, mappable(&devices[j], SIZE)?);
         let queue = devices[j].create_queue()?;
         if route == Some(BufferRoute::None) {
-            expect_err(queue.copy(&[], &[], x.at(0), y.at(0), SIZE), StatusCode::Unimplemented, "a copy without a route")?;
+            expect_err(
+                queue.copy(&[], &[], x.at(0), y.at(0), SIZE),
+                StatusCode::Unimplemented,
+                "a copy without a route",
+            )?;
             continue;
         }
         let bytes = noise(SIZE as usize, (i * 16 + j) as u32);
@@ -155,7 +162,10 @@ fn cross_copies(devices: &[Device]) -> Outcome {
         queue.copy(&[], &[(&back, 1)], y.at(0), x.at(4096), SIZE - 4096)?;
         reach(&back, 1)?;
         x.map()?.read(4096, &mut got[..(SIZE - 4096) as usize])?;
-        ensure!(got[..(SIZE - 4096) as usize] == bytes[..(SIZE - 4096) as usize], "{j}->{i} ({route:?}): the copy into i's buffer differs");
+        ensure!(
+            got[..(SIZE - 4096) as usize] == bytes[..(SIZE - 4096) as usize],
+            "{j}->{i} ({route:?}): the copy into i's buffer differs"
+        );
     }
     Ok(())
 }

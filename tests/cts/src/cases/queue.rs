@@ -60,7 +60,12 @@ fn cross_queue_chain(device: &Device) -> Outcome {
 /// A barrier waits for all its waits and then signals all its signals.
 fn barrier(device: &Device) -> Outcome {
     let q = device.create_queue()?;
-    let (a, b, c, d) = (device.create_semaphore(0)?, device.create_semaphore(0)?, device.create_semaphore(0)?, device.create_semaphore(10)?);
+    let (a, b, c, d) = (
+        device.create_semaphore(0)?,
+        device.create_semaphore(0)?,
+        device.create_semaphore(0)?,
+        device.create_semaphore(10)?,
+    );
     q.barrier(&[(&a, 1), (&b, 1)], &[(&c, 1), (&d, 11)])?;
     a.signal(1)?;
     thread::sleep(Duration::from_millis(20));
@@ -116,7 +121,8 @@ fn fault_stops_queue(device: &Device) -> Outcome {
 fn destroy_cancels(device: &Device) -> Outcome {
     let (q1, q2) = (device.create_queue()?, device.create_queue()?);
     let buffer = mappable(device, 16)?;
-    let (never, blocked, spin) = (device.create_semaphore(0)?, device.create_semaphore(0)?, device.create_semaphore(0)?);
+    let (never, blocked, spin) =
+        (device.create_semaphore(0)?, device.create_semaphore(0)?, device.create_semaphore(0)?);
     q1.fill(&[(&never, 1)], &[(&blocked, 1)], buffer.at(0), 16, Pattern::U8(9))?;
     q2.dispatch(&[], &[(&spin, 1)], super::launch(builtin::SPIN, [1, 1, 1], [1, 1, 1], &[]))?;
     expect_err(spin.wait(1, Duration::from_millis(50)), StatusCode::DeadlineExceeded, "SPIN completed")?;

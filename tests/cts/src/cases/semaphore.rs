@@ -81,7 +81,11 @@ fn wait_any_all(device: &Device) -> Outcome {
     // Semaphores of another device are refused.
     let other = Device::open(&device.info().uri)?;
     let foreign = other.create_semaphore(1)?;
-    expect_err(device.wait_semaphores(WaitMode::Any, &[(&foreign, 1)], short), StatusCode::InvalidArgument, "foreign semaphore")?;
+    expect_err(
+        device.wait_semaphores(WaitMode::Any, &[(&foreign, 1)], short),
+        StatusCode::InvalidArgument,
+        "foreign semaphore",
+    )?;
     Ok(())
 }
 

@@ -98,7 +98,8 @@ fn arguments(device: &Device) -> Outcome {
     expect_err(q.copy(&[], &[], buffer.at(0), buffer.at(40), 32), StatusCode::OutOfRange, "copy past the end")?;
     expect_err(q.update(&[], &[], &[0; 65], buffer.at(0)), StatusCode::OutOfRange, "update past the end")?;
     // Usage is enforced: a buffer without TRANSFER takes no transfers.
-    let kernel_only = device.allocate_buffer(BufferParams { size: 64, memory: MemoryType::Device, usage: BufferUsage::DISPATCH })?;
+    let kernel_only =
+        device.allocate_buffer(BufferParams { size: 64, memory: MemoryType::Device, usage: BufferUsage::DISPATCH })?;
     expect_err(q.fill(&[], &[], kernel_only.at(0), 4, Pattern::U8(1)), invalid, "fill without TRANSFER usage")?;
     // Buffers of another device are refused.
     let other = radiance::Device::open(&device.info().uri)?;
