@@ -44,6 +44,16 @@ read -r install_pass install_fail < <(awk '/^ok /{p++} /^not ok /{f++} END {prin
 grep -q '^1\.\.' "$BUILD/install.log" || install_fail=$((install_fail + 1))
 host_pass=$((host_pass + install_pass)) host_fail=$((host_fail + install_fail))
 
+# Userspace keeps rustfmt.toml's style (uapi/ and gluon/ the kernel's).
+log "host: cargo fmt --check"
+if cargo fmt --all --manifest-path "$TOP/Cargo.toml" --check >"$BUILD/cargo-fmt.log" 2>&1; then
+	host_pass=$((host_pass + 1))
+else
+	sed -n '1,40p' "$BUILD/cargo-fmt.log"
+	log "rustfmt: the workspace is not formatted (cargo fmt --all fixes it)"
+	host_fail=$((host_fail + 1))
+fi
+
 # The module is kernel code: it keeps the kernel's rustfmt style.
 log "host: kmod/ against the kernel's .rustfmt.toml"
 if "$TOP"/tools/rustfmt-kmod.sh --check >"$BUILD/rustfmt.log" 2>&1; then
