@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Host signal -> host wake round trip, run in the guest by tools/bench.sh:
- * two threads play ping-pong ROUNDS times through Radiance semaphores
- * (SEM_SIGNAL + SEM_WAIT), through futexes and through eventfds, in one run.
- * Prints each mean round trip and the ratios to futex and eventfd: absolute
- * times under TCG are noise, ratios within one run are not.
+ * two threads play ping-pong through Radiance semaphores (SEM_SIGNAL +
+ * SEM_WAIT), through futexes and through eventfds. The three take turns,
+ * ROUNDS rounds of TRIPS round trips each (sem futex eventfd sem futex ...),
+ * so drift in the machine's speed hits all three alike. Prints the median
+ * over the rounds of each mean round trip and of each round's ratios:
+ * absolute times under TCG are noise, ratios within one run are not.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -13,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -20,7 +23,8 @@
 
 #include "radiance_test.h"
 
-#define ROUNDS 2000
+#define ROUNDS 9
+#define TRIPS 400
 
 static double now_ns(void)
 {
@@ -37,6 +41,12 @@ static void check(int ret, const char *what)
 		exit(1);
 	}
 }
+
+/*
+ * Each mechanism runs TRIPS round trips numbered from base + 1, so the
+ * semaphores' and futex words' values keep growing across rounds.
+ */
+static uint64_t base;
 
 /* --- Radiance semaphores: ping is signalled to n, pong answers n. */
 static int fd;
@@ -60,31 +70,29 @@ static void sem_wait(uint32_t h, uint64_t v)
 static void *sem_echo(void *arg)
 {
 	(void)arg;
-	for (uint64_t n = 1; n <= ROUNDS; n++) {
+	for (uint64_t n = base + 1; n <= base + TRIPS; n++) {
 		sem_wait(ping, n);
 		sem_signal(pong, n);
 	}
 	return NULL;
 }
 
-static double sem_rounds(void)
+static void sem_setup(void)
 {
 	struct radiance_sem_create c = { 0 };
-	pthread_t t;
-	double start;
 
 	check(radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &c), "SEM_CREATE");
 	ping = c.handle;
 	check(radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &c), "SEM_CREATE");
 	pong = c.handle;
-	pthread_create(&t, NULL, sem_echo, NULL);
-	start = now_ns();
-	for (uint64_t n = 1; n <= ROUNDS; n++) {
+}
+
+static void sem_trips(void)
+{
+	for (uint64_t n = base + 1; n <= base + TRIPS; n++) {
 		sem_signal(ping, n);
 		sem_wait(pong, n);
 	}
-	pthread_join(t, NULL);
-	return (now_ns() - start) / ROUNDS;
 }
 
 /* --- futexes: the word counts rounds; the waiter sleeps until it moves. */
@@ -107,26 +115,19 @@ static void futex_wait(_Atomic uint32_t *w, uint32_t v)
 static void *futex_echo(void *arg)
 {
 	(void)arg;
-	for (uint32_t n = 1; n <= ROUNDS; n++) {
+	for (uint32_t n = base + 1; n <= base + TRIPS; n++) {
 		futex_wait(&fping, n);
 		futex_signal(&fpong, n);
 	}
 	return NULL;
 }
 
-static double futex_rounds(void)
+static void futex_trips(void)
 {
-	pthread_t t;
-	double start;
-
-	pthread_create(&t, NULL, futex_echo, NULL);
-	start = now_ns();
-	for (uint32_t n = 1; n <= ROUNDS; n++) {
+	for (uint32_t n = base + 1; n <= base + TRIPS; n++) {
 		futex_signal(&fping, n);
 		futex_wait(&fpong, n);
 	}
-	pthread_join(t, NULL);
-	return (now_ns() - start) / ROUNDS;
 }
 
 /* --- eventfds: one write wakes one blocking read. */
@@ -137,7 +138,7 @@ static void *eventfd_echo(void *arg)
 	uint64_t v;
 
 	(void)arg;
-	for (int n = 0; n < ROUNDS; n++) {
+	for (int n = 0; n < TRIPS; n++) {
 		check(read(eping, &v, 8) != 8, "read");
 		v = 1;
 		check(write(epong, &v, 8) != 8, "write");
@@ -145,40 +146,86 @@ static void *eventfd_echo(void *arg)
 	return NULL;
 }
 
-static double eventfd_rounds(void)
+static void eventfd_setup(void)
 {
-	pthread_t t;
-	uint64_t v = 1;
-	double start;
-
 	eping = eventfd(0, 0);
 	epong = eventfd(0, 0);
-	pthread_create(&t, NULL, eventfd_echo, NULL);
-	start = now_ns();
-	for (int n = 0; n < ROUNDS; n++) {
+	check(eping < 0 || epong < 0, "eventfd");
+}
+
+static void eventfd_trips(void)
+{
+	uint64_t v = 1;
+
+	for (int n = 0; n < TRIPS; n++) {
 		check(write(eping, &v, 8) != 8, "write");
 		check(read(epong, &v, 8) != 8, "read");
 	}
-	pthread_join(t, NULL);
-	return (now_ns() - start) / ROUNDS;
+}
+
+struct mechanism {
+	const char *name;
+	void *(*echo)(void *);
+	void (*trips)(void);
+	double ns[ROUNDS];
+};
+
+/* One round of one mechanism: TRIPS round trips against its echo thread. */
+static double round_trip_ns(const struct mechanism *m)
+{
+	pthread_t t;
+	double start;
+
+	check(pthread_create(&t, NULL, m->echo, NULL), "pthread_create");
+	start = now_ns();
+	m->trips();
+	check(pthread_join(t, NULL), "pthread_join");
+	return (now_ns() - start) / TRIPS;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+	double s[ROUNDS];
+
+	memcpy(s, v, n * sizeof(*v));
+	qsort(s, n, sizeof(*s), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
 int main(void)
 {
-	double sem, futex, efd;
+	struct mechanism m[] = {
+		{ .name = "radiance semaphore", .echo = sem_echo, .trips = sem_trips },
+		{ .name = "futex", .echo = futex_echo, .trips = futex_trips },
+		{ .name = "eventfd", .echo = eventfd_echo, .trips = eventfd_trips },
+	};
+	const int count = sizeof(m) / sizeof(m[0]);
+	double ratio[ROUNDS];
 
 	fd = radiance_open(0);
 	if (fd < 0) {
 		perror("/dev/radiance0");
 		return 1;
 	}
-	/* Interleaved, so drift in the machine's speed hits all three. */
-	sem = sem_rounds();
-	futex = futex_rounds();
-	efd = eventfd_rounds();
-	printf("signal -> wake round trip over %d rounds:\n", ROUNDS);
-	printf("  radiance semaphore %8.0f ns\n", sem);
-	printf("  futex              %8.0f ns  (semaphore / futex   = %.2f)\n", futex, sem / futex);
-	printf("  eventfd            %8.0f ns  (semaphore / eventfd = %.2f)\n", efd, sem / efd);
+	sem_setup();
+	eventfd_setup();
+	for (int r = 0; r < ROUNDS; r++, base += TRIPS)
+		for (int i = 0; i < count; i++)
+			m[i].ns[r] = round_trip_ns(&m[i]);
+	printf("signal -> wake round trip, %d interleaved rounds of %d, medians:\n", ROUNDS, TRIPS);
+	printf("  %-18s %8.0f ns\n", m[0].name, median(m[0].ns, ROUNDS));
+	for (int i = 1; i < count; i++) {
+		for (int r = 0; r < ROUNDS; r++)
+			ratio[r] = m[0].ns[r] / m[i].ns[r];
+		printf("  %-18s %8.0f ns  (semaphore / %-7s = %.2f)\n", m[i].name, median(m[i].ns, ROUNDS),
+		       m[i].name, median(ratio, ROUNDS));
+	}
 	return 0;
 }
