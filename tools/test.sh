@@ -54,6 +54,14 @@ else
 	host_fail=$((host_fail + 1))
 fi
 
+# README's list of the kernel-side files holding `unsafe` is the tree's.
+log "host: the files holding unsafe are README's list"
+if "$TOP"/tools/check-unsafe-files.sh; then
+	host_pass=$((host_pass + 1))
+else
+	host_fail=$((host_fail + 1))
+fi
+
 # The module is kernel code: it keeps the kernel's rustfmt style.
 log "host: kmod/ against the kernel's .rustfmt.toml"
 if "$TOP"/tools/rustfmt-kmod.sh --check >"$BUILD/rustfmt.log" 2>&1; then
