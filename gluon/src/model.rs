@@ -131,10 +131,12 @@ impl From<MemError> for Fault {
     }
 }
 
-/// A launch being run: where its params and printf ring are.
-struct Launch {
-    /// The PC a fault is reported at.
-    entry_pc: u32,
+/// A launch being run: which kernel, and where its params and printf ring
+/// are (the launch block's header is a `Launch`).
+struct Running {
+    /// The kernel that runs: the launch block's `start_pc`, or its
+    /// `kernel_pc` under the built-in start code. Faults name it.
+    kernel_pc: u32,
     threads: u64,
     /// VRAM address of the params.
     params: u64,
@@ -402,7 +404,7 @@ impl Model {
             .dialect
             .decode_launch(header)
             .map_err(|_| bad_launch(0))?;
-        let entry_pc = match block.start_pc {
+        let kernel_pc = match block.start_pc {
             // The start code calls the kernel at `kernel_pc`.
             builtin::START => block.kernel_pc,
             pc => pc,
@@ -418,8 +420,8 @@ impl Model {
         if ring > end {
             return Err(bad_launch(block.start_pc));
         }
-        let launch = Launch {
-            entry_pc,
+        let launch = Running {
+            kernel_pc,
             threads,
             params,
             params_size: block.params_size,
@@ -434,7 +436,7 @@ impl Model {
         if block.printf_host_addr != 0 {
             drain_printf(mem, &launch, block.printf_host_addr).map_err(|_| Fault {
                 status: err::DMA,
-                pc: entry_pc,
+                pc: kernel_pc,
                 warp: 0,
             })?;
         }
@@ -443,11 +445,11 @@ impl Model {
 }
 
 /// Runs a built-in kernel over its grid.
-fn run_builtin(mem: &dyn Memory, l: &Launch) -> Result<(), Fault> {
+fn run_builtin(mem: &dyn Memory, l: &Running) -> Result<(), Fault> {
     let param = |i: u32| {
         let bad_launch = Fault {
             status: err::BAD_LAUNCH,
-            pc: l.entry_pc,
+            pc: l.kernel_pc,
             warp: 0,
         };
         if (i + 1) * 4 > l.params_size {
@@ -459,7 +461,7 @@ fn run_builtin(mem: &dyn Memory, l: &Launch) -> Result<(), Fault> {
     let at = |t: u64| {
         move |_| Fault {
             status: err::BAD_ADDRESS,
-            pc: l.entry_pc,
+            pc: l.kernel_pc,
             warp: t as u32,
         }
     };
@@ -467,7 +469,7 @@ fn run_builtin(mem: &dyn Memory, l: &Launch) -> Result<(), Fault> {
     // bits, as the device's do).
     let elem = |base: u32, t: u64| u64::from(base.wrapping_add((t as u32).wrapping_mul(4)));
     let threads = l.threads;
-    match l.entry_pc {
+    match l.kernel_pc {
         builtin::FILL_U32 => {
             let (dst, value, count) = (param(0)?, param(1)?, param(2)?);
             for t in 0..threads.min(count.into()) {
@@ -518,13 +520,13 @@ fn run_builtin(mem: &dyn Memory, l: &Launch) -> Result<(), Fault> {
 }
 
 /// VRAM address of field `offset` of a launch's printf ring header.
-fn ring_field(l: &Launch, offset: usize) -> u64 {
+fn ring_field(l: &Running, offset: usize) -> u64 {
     l.ring + offset as u64
 }
 
 /// A kernel's printf: appends `text` to the launch's ring (dropping what
 /// does not fit, as the ring's limit says).
-fn printf(mem: &dyn Memory, l: &Launch, text: &[u8]) -> Result<(), MemError> {
+fn printf(mem: &dyn Memory, l: &Running, text: &[u8]) -> Result<(), MemError> {
     let head_at = ring_field(l, offset_of!(PrintfRing, head));
     let head = read_u32(mem, head_at)?;
     let limit = read_u32(mem, ring_field(l, offset_of!(PrintfRing, limit)))?;
@@ -540,7 +542,7 @@ fn printf(mem: &dyn Memory, l: &Launch, text: &[u8]) -> Result<(), MemError> {
 
 /// Drains a launch's printf ring to host `addr`: a little-endian u32 byte
 /// count, then the text.
-fn drain_printf(mem: &dyn Memory, l: &Launch, addr: u32) -> Result<(), MemError> {
+fn drain_printf(mem: &dyn Memory, l: &Running, addr: u32) -> Result<(), MemError> {
     let tail_at = ring_field(l, offset_of!(PrintfRing, tail));
     let head = read_u32(mem, ring_field(l, offset_of!(PrintfRing, head)))?;
     let tail = read_u32(mem, tail_at)?;

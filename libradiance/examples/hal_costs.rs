@@ -41,7 +41,7 @@ fn run(uri: &str) -> radiance::Result<()> {
     // 1. Empty launches on one queue, each signalling the next value.
     let s = device.create_semaphore(0)?;
     let empty =
-        Launch { entry_pc: builtin::FILL_U32, grid: [1; 3], block: [1; 3], params: vec![0; 12], ..Default::default() };
+        Launch { start_pc: builtin::FILL_U32, grid: [1; 3], block: [1; 3], params: vec![0; 12], ..Default::default() };
     let start = Instant::now();
     for v in 1..=LAUNCHES {
         q0.dispatch(&[], &[(&s, v)], empty.clone())?;

@@ -48,7 +48,7 @@ fn run(uri: &str) -> radiance::Result<bool> {
     let ys: Vec<u8> = (0..N).flat_map(|i| (7 * i + 1).to_le_bytes()).collect();
     let params = [a.device_address(), b.device_address(), c.device_address(), u64::from(N)];
     let vecadd = Launch {
-        entry_pc: builtin::VECADD_U32,
+        start_pc: builtin::VECADD_U32,
         grid: [N / 256, 1, 1],
         block: [256, 1, 1],
         regs_per_thread: 16,

@@ -40,15 +40,19 @@ impl Pattern {
     }
 }
 
-/// A kernel launch, as Gluon's LAUNCH_KERNEL takes it.
+/// A kernel launch, as Gluon's LAUNCH_KERNEL takes it: the library's one
+/// launch record. The C ABI's launch structs become one at the ABI, and the
+/// kmod backend turns it into the uapi's `LaunchDesc`. Its fields keep their
+/// names across those layers; only the released `radiance_launch_t` calls
+/// `start_pc` `entry_pc`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Launch {
     /// The PC the device starts each thread at: start code, or the kernel
     /// itself (a `radiance_uapi::builtin` PC runs that built-in where the
     /// device has them).
-    pub entry_pc: u32,
-    /// The kernel the start code at `entry_pc` calls; 0 when there is no
-    /// start code (the kernel is at `entry_pc`). The built-in `START` runs
+    pub start_pc: u32,
+    /// The kernel the start code at `start_pc` calls; 0 when there is no
+    /// start code (the kernel is at `start_pc`). The built-in `START` runs
     /// the built-in at `kernel_pc`.
     pub kernel_pc: u32,
     /// Blocks per grid, x y z; each at least 1.
@@ -76,24 +80,24 @@ pub struct DeviceRange {
 }
 
 impl Launch {
-    /// `kernel_pc` as the device gets it: `entry_pc` when there is no start
+    /// `kernel_pc` as the device gets it: `start_pc` when there is no start
     /// code.
     pub fn kernel_pc(&self) -> u32 {
         if self.kernel_pc == 0 {
-            self.entry_pc
+            self.start_pc
         } else {
             self.kernel_pc
         }
     }
 
     /// The kernel that runs: the one the built-in start code calls, else
-    /// the one at `entry_pc`. For backends that run the built-ins
+    /// the one at `start_pc`. For backends that run the built-ins
     /// themselves.
     pub fn kernel(&self) -> u32 {
-        if self.entry_pc == radiance_uapi::builtin::START {
+        if self.start_pc == radiance_uapi::builtin::START {
             self.kernel_pc()
         } else {
-            self.entry_pc
+            self.start_pc
         }
     }
 

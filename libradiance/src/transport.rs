@@ -36,19 +36,6 @@ pub const TLS_BYTES: u64 = 64 << 10;
 /// How long `synchronize` waits before it calls the device lost.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// A launch as the seam gives it.
-#[derive(Clone, Debug)]
-pub struct TransportLaunch<'a> {
-    pub stream: u8,
-    pub start_pc: u32,
-    pub kernel_pc: u32,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub regs_per_thread: u8,
-    pub shmem_per_block: u32,
-    pub params: &'a [u8],
-}
-
 /// A device-to-host copy waiting for `synchronize`: its staging buffer, and
 /// the caller's token for where the bytes go.
 struct Pending {
@@ -163,29 +150,21 @@ impl Transport {
         self.queued(stream, |q, waits, signals| q.fill(waits, signals, buffer.at(offset), length.into(), pattern))
     }
 
-    /// Launches `launch` with the stream's stack and TLS.
-    pub fn dispatch(&mut self, launch: &TransportLaunch<'_>) -> Result<()> {
+    /// Launches `launch` on `stream`, with the stream's stack and TLS in
+    /// place of its own.
+    pub fn dispatch(&mut self, stream: u8, mut launch: Launch) -> Result<()> {
         let device = self.device.clone();
-        let s = self.stream(launch.stream)?;
-        if s.frame.is_none() {
-            let usage = BufferUsage::DISPATCH;
-            let alloc = |size| device.allocate_buffer(BufferParams { size, memory: MemoryType::Device, usage });
-            s.frame = Some((alloc(STACK_BYTES)?, alloc(TLS_BYTES)?));
-        }
-        let range = |buffer: &Buffer| DeviceRange { buffer: buffer.clone(), offset: 0, size: buffer.size() };
-        let (stack, tls) = s.frame.as_ref().map(|(s, t)| (range(s), range(t))).unzip();
-        let kernel = Launch {
-            entry_pc: launch.start_pc,
-            kernel_pc: launch.kernel_pc,
-            grid: launch.grid,
-            block: launch.block,
-            regs_per_thread: launch.regs_per_thread,
-            shmem_per_block: launch.shmem_per_block,
-            params: launch.params.to_vec(),
-            stack,
-            tls,
+        let (stack, tls) = match &mut self.stream(stream)?.frame {
+            Some(frame) => frame,
+            frame @ None => {
+                let usage = BufferUsage::DISPATCH;
+                let alloc = |size| device.allocate_buffer(BufferParams { size, memory: MemoryType::Device, usage });
+                frame.insert((alloc(STACK_BYTES)?, alloc(TLS_BYTES)?))
+            }
         };
-        self.queued(launch.stream, |q, waits, signals| q.dispatch(waits, signals, kernel))
+        let range = |buffer: &Buffer| Some(DeviceRange { buffer: buffer.clone(), offset: 0, size: buffer.size() });
+        (launch.stack, launch.tls) = (range(stack), range(tls));
+        self.queued(stream, |q, waits, signals| q.dispatch(waits, signals, launch))
     }
 
     /// Waits for everything queued on `stream`, then hands each pending

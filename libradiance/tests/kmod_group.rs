@@ -24,9 +24,9 @@ static DRIVER: Mutex<()> = Mutex::new(());
 const PATIENCE: Duration = Duration::from_secs(60);
 const N: u32 = 4096;
 
-fn launch(entry_pc: u32, params: &[u32]) -> Launch {
+fn launch(start_pc: u32, params: &[u32]) -> Launch {
     let params = params.iter().flat_map(|p| p.to_le_bytes()).collect();
-    Launch { entry_pc, grid: [N / 64, 1, 1], block: [64, 1, 1], regs_per_thread: 16, params, ..Default::default() }
+    Launch { start_pc, grid: [N / 64, 1, 1], block: [64, 1, 1], regs_per_thread: 16, params, ..Default::default() }
 }
 
 fn buffer(device: &Device, memory: MemoryType) -> radiance::Buffer {

@@ -160,7 +160,7 @@ fn host_visible_memory_round_trips_through_the_device() {
     q.copy(&[], &[(&s, 1)], a.at(0), b.at(0), LEN).unwrap();
     let params = [b.device_address() as u32 + 8, 0xC0FF_EE00, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
     let launch = Launch {
-        entry_pc: builtin::FILL_U32,
+        start_pc: builtin::FILL_U32,
         grid: [1; 3],
         block: [4, 1, 1],
         regs_per_thread: 1,

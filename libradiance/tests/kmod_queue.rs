@@ -56,7 +56,7 @@ fn vector_add_launch() {
         .flat_map(|v| v.to_le_bytes())
         .collect();
     let launch = Launch {
-        entry_pc: builtin::VECADD_U32,
+        start_pc: builtin::VECADD_U32,
         grid: [4, 1, 1],
         block: [256, 1, 1],
         regs_per_thread: 8,
@@ -96,7 +96,7 @@ fn semaphores_order_two_queues() {
 fn a_device_fault_is_an_error_with_its_pc() {
     let dev = Device::open("kmod:0").unwrap();
     let mut q = dev.create_queue(16).unwrap();
-    let launch = Launch { entry_pc: 0x4321, grid: [1; 3], block: [1; 3], regs_per_thread: 1, ..Default::default() };
+    let launch = Launch { start_pc: 0x4321, grid: [1; 3], block: [1; 3], regs_per_thread: 1, ..Default::default() };
     q.launch(&dev, &launch, Frame::default()).unwrap();
     let err = q.finish(None).unwrap_err();
     assert!(err.to_string().contains("pc 0x00004321"), "{err}");
@@ -131,7 +131,7 @@ fn device_printf_reaches_the_caller() {
     let mut q = dev.create_queue(16).unwrap();
     let params = [100u32, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
     let launch = Launch {
-        entry_pc: builtin::PRINTF_U32,
+        start_pc: builtin::PRINTF_U32,
         grid: [1; 3],
         block: [8, 1, 1],
         regs_per_thread: 1,
@@ -154,7 +154,7 @@ fn updates_and_launches_stage_without_new_buffer_objects() {
     let word = dev.create_bo(4096, Placement::Vram, false).unwrap();
     let mut q = dev.create_queue(1024).unwrap();
     let fill = |value: u32| Launch {
-        entry_pc: builtin::FILL_U32,
+        start_pc: builtin::FILL_U32,
         grid: [1; 3],
         block: [1; 3],
         regs_per_thread: 0,

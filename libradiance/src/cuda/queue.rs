@@ -35,6 +35,7 @@ use super::{
 use crate::{
     backend::{BackendQueue, Submission},
     command_buffer::Op,
+    host_waits::Settle,
     lock::lock,
     Error, Result, SemaphoreList,
 };
@@ -75,10 +76,10 @@ fn readiness(waits: &SemaphoreList) -> Readiness {
             Ok(s) => s,
             Err(e) => return Readiness::Failed(e),
         };
-        if let Some(e) = s.failure() {
+        if let Some(e) = s.payload.failure() {
             return Readiness::Failed(e);
         }
-        ready &= s.value() >= *value || s.promised() >= *value;
+        ready &= s.payload.value() >= *value || s.promised() >= *value;
     }
     if ready {
         Readiness::Ready
@@ -92,7 +93,7 @@ fn readiness(waits: &SemaphoreList) -> Readiness {
 fn fail_signals(signals: &SemaphoreList, error: &Error) -> bool {
     for (semaphore, _) in signals {
         if let Ok(s) = cuda_semaphore(semaphore) {
-            s.mark_failed(error.clone());
+            s.payload.mark_failed(error.clone());
         }
     }
     !signals.is_empty()
@@ -110,13 +111,11 @@ impl Scheduler {
             Readiness::Ready => queue.enqueue(submission),
         };
         // New promises may make held work ready.
-        failed | (!self.held.is_empty() && self.settle())
+        failed | (!self.held.is_empty() && self.settle_held())
     }
 
-    /// Queues or fails every held submission that a change (a signal, a
-    /// failure, new promises) has decided, until nothing changes; whether any
-    /// semaphore failed.
-    pub(super) fn settle(&mut self) -> bool {
+    /// [`Settle::settle`]; whether any semaphore failed.
+    fn settle_held(&mut self) -> bool {
         let mut failed = false;
         loop {
             let mut changed = false;
@@ -140,6 +139,14 @@ impl Scheduler {
                 return failed;
             }
         }
+    }
+}
+
+impl Settle for Scheduler {
+    fn settle(&mut self) {
+        // Host waiters hear of failures from the caller, which wakes them
+        // whatever changed.
+        self.settle_held();
     }
 }
 

@@ -30,7 +30,7 @@ use super::{
 };
 use crate::{
     backend::BackendSemaphore,
-    host_waits::{check_raise, Failure, Hub},
+    host_waits::{HostPayload, Hub},
     lock::lock,
     Error, Result, Semaphore, SemaphoreList, StatusCode, WaitMode,
 };
@@ -108,9 +108,7 @@ struct Timepoint {
 
 pub(super) struct CudaSemaphore {
     shared: Arc<Shared>,
-    /// The payload as far as the host knows.
-    value: AtomicU64,
-    failure: Failure,
+    pub(super) payload: HostPayload,
     /// The highest value that device work already queued will signal: the
     /// device may wait for values up to it. Raised under the scheduler lock.
     promised: AtomicU64,
@@ -128,25 +126,10 @@ impl CudaSemaphore {
     pub(super) fn new(shared: &Arc<Shared>, initial: u64) -> Self {
         Self {
             shared: Arc::clone(shared),
-            value: AtomicU64::new(initial),
-            failure: Failure::default(),
+            payload: HostPayload::new(initial),
             promised: AtomicU64::new(initial),
             timeline: Mutex::new(VecDeque::new()),
         }
-    }
-
-    /// The payload as far as the host knows, with no driver call.
-    pub(super) fn value(&self) -> u64 {
-        self.value.load(Ordering::Acquire)
-    }
-
-    pub(super) fn failure(&self) -> Option<Error> {
-        self.failure.get()
-    }
-
-    /// Fails the semaphore unless it already failed; whether it did now.
-    pub(super) fn mark_failed(&self, error: Error) -> bool {
-        self.failure.set(error)
     }
 
     pub(super) fn promised(&self) -> u64 {
@@ -189,7 +172,7 @@ impl CudaSemaphore {
     /// `stream` is a live stream of the device.
     pub(super) unsafe fn queue_wait(&self, stream: CUstream, value: u64) -> Result<()> {
         let timeline = lock(&self.timeline);
-        if self.value() >= value {
+        if self.payload.value() >= value {
             return Ok(());
         }
         match first_at_or_above(&timeline, value).map(|at| &timeline[at]) {
@@ -206,12 +189,12 @@ impl CudaSemaphore {
     /// Whether the payload has reached `value`, asking the driver about the
     /// first timepoint at or above it if the host does not know yet.
     fn reached(&self, value: u64) -> Result<bool> {
-        if self.value() >= value {
+        if self.payload.value() >= value {
             return Ok(true);
         }
         let mut timeline = lock(&self.timeline);
         let Some(at) = first_at_or_above(&timeline, value) else {
-            return Ok(self.value() >= value);
+            return Ok(self.payload.value() >= value);
         };
         let _current = self.shared.ctx.enter()?;
         // SAFETY: the pool's events live as long as the device.
@@ -229,7 +212,7 @@ impl CudaSemaphore {
             let _current = self.shared.ctx.enter()?;
             self.fold_done(&mut timeline)?;
         }
-        Ok(self.value())
+        Ok(self.payload.value())
     }
 
     /// Folds the timepoints found done, finding the last by bisection: device
@@ -257,7 +240,7 @@ impl CudaSemaphore {
     /// nothing needs them: the payload covers their values.
     fn fold(&self, timeline: &mut VecDeque<Timepoint>, n: usize) {
         if let Some(last) = n.checked_sub(1).and_then(|i| timeline.get(i)) {
-            self.value.fetch_max(last.value, Ordering::AcqRel);
+            self.payload.raise(last.value);
             self.shared.events.give_back(timeline.drain(..n).map(|t| t.event));
         }
     }
@@ -290,31 +273,20 @@ pub(super) fn cuda_semaphore(s: &Semaphore) -> Result<&CudaSemaphore> {
 
 impl BackendSemaphore for CudaSemaphore {
     fn query(&self) -> Result<u64> {
-        match self.failure() {
+        match self.payload.failure() {
             Some(e) => Err(e),
             None => self.refresh(),
         }
     }
 
     fn signal(&self, value: u64) -> Result<()> {
-        let mut scheduler = lock(&self.shared.scheduler);
-        check_raise(&self.failure, || self.refresh(), value)?;
         // A device signal may still fold in a lower value after this.
-        self.value.fetch_max(value, Ordering::AcqRel);
-        // Queue work held back for this value can go to the device now.
-        scheduler.settle();
-        drop(scheduler);
-        self.shared.hub.notify();
-        Ok(())
+        let raise = || self.payload.raise(value);
+        self.payload.signal(&self.shared.scheduler, &self.shared.hub, value, || self.refresh(), raise)
     }
 
     fn fail(&self, error: Error) {
-        let mut scheduler = lock(&self.shared.scheduler);
-        if self.mark_failed(error) {
-            scheduler.settle();
-        }
-        drop(scheduler);
-        self.shared.hub.notify();
+        self.payload.fail(&self.shared.scheduler, &self.shared.hub, error)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -325,7 +297,7 @@ impl BackendSemaphore for CudaSemaphore {
 /// The outcome of a host wait if it is decided now. A failure decides it in
 /// both modes, as on the host backend.
 fn decided(mode: WaitMode, points: &[(&CudaSemaphore, u64)]) -> Option<Result<()>> {
-    if let Some(e) = points.iter().find_map(|(s, _)| s.failure()) {
+    if let Some(e) = points.iter().find_map(|(s, _)| s.payload.failure()) {
         return Some(Err(e));
     }
     let any = mode == WaitMode::Any;

@@ -112,7 +112,7 @@ pub(super) unsafe fn dispatch(launch: *const LaunchDesc) -> Result<Command> {
     // SAFETY: per this function's contract.
     let params = unsafe { slice(l.params.cast::<u8>(), l.params_length, "launch params")? };
     Command::dispatch(Launch {
-        entry_pc: l.entry_pc,
+        start_pc: l.entry_pc,
         kernel_pc: l.kernel_pc,
         grid: l.grid,
         block: l.block,

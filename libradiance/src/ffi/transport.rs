@@ -14,11 +14,7 @@ use super::{
     handle::{self, c_str, get, put, slice},
     status::{call, StatusPtr},
 };
-use crate::{
-    lock::lock,
-    transport::{Transport, TransportLaunch},
-    Error,
-};
+use crate::{lock::lock, transport::Transport, Error, Launch};
 use std::{
     ffi::{c_char, c_void},
     sync::{Arc, Mutex},
@@ -30,6 +26,7 @@ const D2H: u32 = 1;
 
 /// `radiance_transport_launch_t`.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct TransportLaunchDesc {
     stream_id: u8,
     start_pc: u32,
@@ -163,18 +160,22 @@ pub extern "C" fn radiance_transport_submit_dispatch(
         // SAFETY: the caller passes a live handle and a valid launch whose
         // params hold `params_length` bytes.
         let (t, l) = unsafe { (get(transport, "transport")?, get(launch, "launch")?) };
-        // SAFETY: as above.
-        let params = unsafe { slice(l.params.cast::<u8>(), l.params_length, "launch params") }?;
-        lock(t).dispatch(&TransportLaunch {
-            stream: l.stream_id,
-            start_pc: l.start_pc,
-            kernel_pc: l.kernel_pc,
-            grid: l.grid,
-            block: l.block,
-            regs_per_thread: l.regs_per_thread,
-            shmem_per_block: l.shmem_per_block,
+        let TransportLaunchDesc {
+            stream_id,
+            start_pc,
+            kernel_pc,
+            grid,
+            block,
+            regs_per_thread,
+            shmem_per_block,
             params,
-        })
+            params_length,
+        } = *l;
+        // SAFETY: as above.
+        let params = unsafe { slice(params.cast::<u8>(), params_length, "launch params") }?.to_vec();
+        let launch =
+            Launch { start_pc, kernel_pc, grid, block, regs_per_thread, shmem_per_block, params, ..Default::default() };
+        lock(t).dispatch(stream_id, launch)
     })
 }
 

@@ -38,6 +38,7 @@ use super::{
 use crate::{
     backend::{BackendQueue, Submission},
     command_buffer::Op,
+    host_waits::Settle,
     lock::lock,
     native_launch::{Addressed, NativeLaunch, SPIN},
     Error, Launch, Result, SemaphoreList, StatusCode,
@@ -71,7 +72,7 @@ fn ready(waits: &SemaphoreList) -> Result<bool> {
     let mut ready = true;
     for (semaphore, value) in waits {
         let s = hsa_semaphore(semaphore)?;
-        if let Some(e) = s.failure() {
+        if let Some(e) = s.payload.failure() {
             return Err(e);
         }
         ready &= s.reached_or_promised(*value);
@@ -83,7 +84,7 @@ fn ready(waits: &SemaphoreList) -> Result<bool> {
 fn fail_signals(signals: &SemaphoreList, error: &Error) {
     for (semaphore, _) in signals {
         if let Ok(s) = hsa_semaphore(semaphore) {
-            s.mark_failed(error.clone());
+            s.payload.mark_failed(error.clone());
         }
     }
 }
@@ -98,11 +99,11 @@ impl Scheduler {
         // New promises may make held work ready.
         self.settle();
     }
+}
 
-    /// Queues or fails every held submission that a change (a signal, a
-    /// failure, new promises) has decided, in submission order, until
-    /// nothing changes.
-    pub(super) fn settle(&mut self) {
+impl Settle for Scheduler {
+    /// In submission order, until nothing changes.
+    fn settle(&mut self) {
         while let Some(i) = self.held.iter().position(|(_, s)| !matches!(ready(&s.waits), Ok(false))) {
             let (queue, submission) = self.held.remove(i);
             match ready(&submission.waits) {
@@ -521,7 +522,7 @@ impl Drop for HsaQueue {
             for (semaphore, _) in &work.submission.signals {
                 if let Ok(s) = hsa_semaphore(semaphore) {
                     s.forget_queue(self.queue.key);
-                    s.mark_failed(gone.clone());
+                    s.payload.mark_failed(gone.clone());
                 }
             }
         }

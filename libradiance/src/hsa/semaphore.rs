@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     backend::BackendSemaphore,
-    host_waits::{check_raise, Failure, Hub},
+    host_waits::{HostPayload, Hub, Settle},
     lock::lock,
     semaphore::decide,
     Error, Result, Semaphore, SemaphoreList, WaitMode,
@@ -31,7 +31,7 @@ use crate::{
 use std::{
     any::Any,
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, Ordering},
         Arc, Mutex, PoisonError, Weak,
     },
     thread::JoinHandle,
@@ -156,39 +156,19 @@ fn complete_once(shared: Arc<Shared>) {
 
 pub(super) struct HsaSemaphore {
     shared: Arc<Shared>,
-    /// The payload as far as the host knows.
-    value: AtomicU64,
-    failure: Failure,
+    pub(super) payload: HostPayload,
     /// Pending device signals; promised under the scheduler lock.
     timeline: Mutex<Timeline<QueueKey>>,
 }
 
 impl HsaSemaphore {
     pub(super) fn new(shared: &Arc<Shared>, initial: u64) -> Self {
-        Self {
-            shared: Arc::clone(shared),
-            value: AtomicU64::new(initial),
-            failure: Failure::default(),
-            timeline: Mutex::default(),
-        }
-    }
-
-    pub(super) fn value(&self) -> u64 {
-        self.value.load(Ordering::Acquire)
-    }
-
-    pub(super) fn failure(&self) -> Option<Error> {
-        self.failure.get()
-    }
-
-    /// Fails the semaphore unless it already failed; whether it did now.
-    pub(super) fn mark_failed(&self, error: Error) -> bool {
-        self.failure.set(error)
+        Self { shared: Arc::clone(shared), payload: HostPayload::new(initial), timeline: Mutex::default() }
     }
 
     /// Whether `value` is reached, or queued device work will reach it.
     pub(super) fn reached_or_promised(&self, value: u64) -> bool {
-        self.value() >= value || lock(&self.timeline).promised().is_some_and(|p| p >= value)
+        self.payload.value() >= value || lock(&self.timeline).promised().is_some_and(|p| p >= value)
     }
 
     /// Notes that `epoch` of `queue` will signal `value`.
@@ -200,13 +180,13 @@ impl HsaSemaphore {
     /// the value is reached already.
     pub(super) fn device_wait(&self, value: u64) -> Option<Timepoint<QueueKey>> {
         let timeline = lock(&self.timeline);
-        (self.value() < value).then(|| timeline.first_at_or_above(value)).flatten()
+        (self.payload.value() < value).then(|| timeline.first_at_or_above(value)).flatten()
     }
 
     /// A device signal of `value` is done.
     pub(super) fn reach(&self, value: u64) {
         let mut timeline = lock(&self.timeline);
-        self.value.fetch_max(value, Ordering::AcqRel);
+        self.payload.raise(value);
         timeline.reached(value);
     }
 
@@ -223,27 +203,16 @@ pub(super) fn hsa_semaphore(s: &Semaphore) -> Result<&HsaSemaphore> {
 
 impl BackendSemaphore for HsaSemaphore {
     fn query(&self) -> Result<u64> {
-        self.failure().map_or(Ok(self.value()), Err)
+        self.payload.failure().map_or(Ok(self.payload.value()), Err)
     }
 
     fn signal(&self, value: u64) -> Result<()> {
-        let mut scheduler = lock(&self.shared.scheduler);
-        check_raise(&self.failure, || Ok(self.value()), value)?;
-        self.reach(value);
-        // Queue work held back for this value can go to the device now.
-        scheduler.settle();
-        drop(scheduler);
-        self.shared.hub.notify();
-        Ok(())
+        let current = || Ok(self.payload.value());
+        self.payload.signal(&self.shared.scheduler, &self.shared.hub, value, current, || self.reach(value))
     }
 
     fn fail(&self, error: Error) {
-        let mut scheduler = lock(&self.shared.scheduler);
-        if self.mark_failed(error) {
-            scheduler.settle();
-        }
-        drop(scheduler);
-        self.shared.hub.notify();
+        self.payload.fail(&self.shared.scheduler, &self.shared.hub, error)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -257,7 +226,9 @@ pub(super) fn wait(hub: &Hub, mode: WaitMode, points: &SemaphoreList, deadline: 
     let points = points.iter().map(|(s, v)| Ok((hsa_semaphore(s)?, *v))).collect::<Result<Vec<_>>>()?;
     let mut guard = lock(&hub.lock);
     loop {
-        if let Some(done) = decide(mode, points.iter().map(|(s, v)| s.failure().map_or(Ok(s.value() >= *v), Err))) {
+        if let Some(done) =
+            decide(mode, points.iter().map(|(s, v)| s.payload.failure().map_or(Ok(s.payload.value() >= *v), Err)))
+        {
             return done;
         }
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));

@@ -401,7 +401,7 @@ impl Queue {
         let params_size = u32::try_from(launch.params.len())
             .map_err(|_| Error::InvalidArgument(format!("{} bytes of params", launch.params.len())))?;
         let mut desc = uapi::LaunchDesc {
-            start_pc: launch.entry_pc,
+            start_pc: launch.start_pc,
             kernel_pc: launch.kernel_pc(),
             grid: launch.grid,
             block: launch.block,

@@ -42,9 +42,9 @@ fn group_cases_against_cuda_0_and_host() {
     assert_eq!(summary.failed, 0, "{summary:?}");
 }
 
-fn launch(entry_pc: u32, grid: [u32; 3], block: [u32; 3], params: &[u32]) -> Launch {
+fn launch(start_pc: u32, grid: [u32; 3], block: [u32; 3], params: &[u32]) -> Launch {
     let params = params.iter().flat_map(|p| p.to_le_bytes()).collect();
-    Launch { entry_pc, grid, block, regs_per_thread: 16, params, ..Default::default() }
+    Launch { start_pc, grid, block, regs_per_thread: 16, params, ..Default::default() }
 }
 
 /// A grid of a million threads over three dimensions: every element is

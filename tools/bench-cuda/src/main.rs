@@ -118,7 +118,7 @@ fn launch_overhead(device: &Device, raw: &Raw) -> Res<()> {
     let q = device.create_queue()?;
     let done = device.create_semaphore(0)?;
     let launch = Launch {
-        entry_pc: builtin::FILL_U32,
+        start_pc: builtin::FILL_U32,
         grid: [1; 3],
         block: [1; 3],
         regs_per_thread: 0,

@@ -407,7 +407,7 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
             let params = [addr(&a), addr(&b), addr(&c), count].iter().flat_map(|v| v.to_le_bytes()).collect();
             let blocks = count.div_ceil(256);
             let launch = Launch {
-                entry_pc: radiance_uapi::builtin::VECADD_U32,
+                start_pc: radiance_uapi::builtin::VECADD_U32,
                 grid: [blocks, 1, 1],
                 block: [256, 1, 1],
                 regs_per_thread: 8,
@@ -433,7 +433,7 @@ fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
         Submit::Printf { count } => {
             let params = [0u32, count].iter().flat_map(|v| v.to_le_bytes()).collect();
             let launch = Launch {
-                entry_pc: radiance_uapi::builtin::PRINTF_U32,
+                start_pc: radiance_uapi::builtin::PRINTF_U32,
                 grid: [count.div_ceil(64), 1, 1],
                 block: [64, 1, 1],
                 regs_per_thread: 8,

@@ -139,7 +139,7 @@ fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
             None => number(name).map_err(|_| radiance::Error::InvalidArgument(format!("no symbol {name}"))),
         },
     };
-    let (entry_pc, kernel_pc) = (address(&args.entry)?, address(&args.kernel)?);
+    let (start_pc, kernel_pc) = (address(&args.entry)?, address(&args.kernel)?);
     let dev = kmod::Device::open(&args.device)?;
     let mut q = dev.create_queue(256)?;
     let image = dev.load(&mut q, &exe)?;
@@ -148,7 +148,7 @@ fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
     let frame =
         Frame { stack: stack.as_ref().map(|bo| (bo, 0, args.stack)), tls: tls.as_ref().map(|bo| (bo, 0, args.tls)) };
     let launch = Launch {
-        entry_pc,
+        start_pc,
         kernel_pc,
         grid: args.grid,
         block: args.block,
@@ -209,7 +209,7 @@ fn report(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome, read
     let dims = |d: [u32; 3]| format!("{},{},{}", d[0], d[1], d[2]);
     println!(
         "launch: start_pc {:#010x} kernel_pc {:#010x} grid {} block {}",
-        launch.entry_pc,
+        launch.start_pc,
         launch.kernel_pc(),
         dims(launch.grid),
         dims(launch.block)
@@ -251,7 +251,7 @@ fn report_json(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome,
     json!({
         "file": args.file.display().to_string(),
         "segments": segments,
-        "start_pc": launch.entry_pc,
+        "start_pc": launch.start_pc,
         "kernel_pc": launch.kernel_pc(),
         "grid": launch.grid,
         "block": launch.block,

@@ -96,7 +96,7 @@ fn grid_bounds(device: &Device) -> Outcome {
 fn expect_faults(device: &Device, bad: Vec<(&str, Launch)>) -> Outcome {
     for (what, launch) in bad {
         let (q, s) = (device.create_queue()?, device.create_semaphore(0)?);
-        let pc = launch.entry_pc;
+        let pc = launch.start_pc;
         q.dispatch(&[], &[(&s, 1)], launch)?;
         let e = expect_err(s.wait(1, PATIENCE), StatusCode::Aborted, what)?;
         ensure!(e.to_string().contains(&format!("{pc:#010x}")), "{what}: the fault does not name pc {pc:#010x}: {e}");

@@ -82,10 +82,10 @@ fn noise(len: usize, seed: u32) -> Vec<u8> {
         .collect()
 }
 
-/// A launch of `entry_pc` with u32 parameters.
-fn launch(entry_pc: u32, grid: [u32; 3], block: [u32; 3], params: &[u32]) -> Launch {
+/// A launch of `start_pc` with u32 parameters.
+fn launch(start_pc: u32, grid: [u32; 3], block: [u32; 3], params: &[u32]) -> Launch {
     Launch {
-        entry_pc,
+        start_pc,
         grid,
         block,
         regs_per_thread: 16,
