@@ -18,6 +18,10 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
+    pub(crate) const fn new() -> Self {
+        Self { lock: Mutex::new(()), changed: Condvar::new() }
+    }
+
     /// Wakes every sleeping waiter. Taking the lock first means a waiter
     /// that checked its semaphores before the change is already asleep.
     pub(crate) fn notify(&self) {
