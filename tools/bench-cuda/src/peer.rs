@@ -4,10 +4,16 @@
 //! into B's, where a device group of A and B has the peer route (B's queue
 //! copies A's buffer itself, `BufferRoute::Peer`), against the driver's
 //! own peer copy, `cuMemcpyPeerAsync` on a stream of B with B's peer access
-//! to A enabled. Also B's copies within its own memory, for scale.
+//! to A enabled. Also B's copies within its own memory, for scale, and the
+//! floor of a cross-device semaphore edge: a raw chain of events recorded
+//! and waited on alternately by a stream of A and one of B, against the
+//! same chain over two streams of A.
 
 use super::*;
 use radiance::{BufferRoute, DeviceGroup};
+
+/// Copies in a repetition that ends within the host wait's polling.
+const SHORT: u32 = 4;
 
 pub(crate) fn run(a: &str, b: &str) -> Res<()> {
     let (dev_a, dev_b) = (Device::open(a)?, Device::open(b)?);
@@ -66,6 +72,10 @@ pub(crate) fn run(a: &str, b: &str) -> Res<()> {
         Ok(gbps(n, start.elapsed()))
     };
     let (o, r) = interleaved(|| ours(COPIES), || direct(COPIES))?;
+    // A repetition short enough to end while the HAL's host wait still
+    // polls (5 ms): the longer one also measures how late its sleeping
+    // wait (up to 1 ms between checks) notices the end.
+    let (os, rs) = interleaved(|| ours(SHORT), || direct(SHORT))?;
     // Half into the other half: the same bytes moved as A to B.
     let half = COPY_BYTES / 2;
     let local = |n: u32| -> Res<f64> {
@@ -84,6 +94,57 @@ pub(crate) fn run(a: &str, b: &str) -> Res<()> {
     println!("4. A to B copy, 256 MiB x {COPIES} per repetition, median of {REPS} (GB/s of bytes copied):");
     let (ob, rb) = (median(o), median(r));
     report("peer copy bandwidth", "GB/s", ob, rb, ob >= 0.95 * rb, "ours/raw >= 0.95");
+    let (ob, rb) = (median(os), median(rs));
+    report(&format!("{SHORT} copies a repetition"), "GB/s", ob, rb, ob >= 0.95 * rb, "(context)");
     println!("  for scale: a copy within B's memory, raw: {within_b:.1} GB/s");
+    event_floor(&raw_a, &raw_b)
+}
+
+/// A chain of [`EDGES`] events, each recorded on the next of `streams` in
+/// turn after it waited for the one before: microseconds per edge from the
+/// first call to the last event done. `events[i]` is of the context of
+/// `streams[i % 2]`, which is current while it is used.
+fn event_chain(d: &Driver, ctxs: [CUcontext; 2], streams: [CUstream; 2], events: &[CUevent]) -> Res<f64> {
+    let start = Instant::now();
+    for (i, &event) in events.iter().enumerate() {
+        cu!(d, cuCtxSetCurrent(ctxs[i % 2]))?;
+        if i > 0 {
+            cu!(d, cuStreamWaitEvent(streams[i % 2], events[i - 1], 0))?;
+        }
+        cu!(d, cuEventRecord(event, streams[i % 2]))?;
+    }
+    cu!(d, cuEventSynchronize(events[events.len() - 1]))?;
+    Ok(micros(start.elapsed(), EDGES))
+}
+
+/// The raw driver's cross-device edge against its same-device edge: what
+/// the cuda-event route's ratio to two queues of one device can get down to.
+fn event_floor(a: &Raw, b: &Raw) -> Res<()> {
+    let d = a.d;
+    let new_events = |ctxs: [CUcontext; 2]| -> Res<Vec<CUevent>> {
+        (0..EDGES as usize)
+            .map(|i| {
+                let mut e = ptr::null_mut();
+                cu!(d, cuCtxSetCurrent(ctxs[i % 2]))?;
+                cu!(d, cuEventCreate(&mut e, CU_EVENT_DISABLE_TIMING))?;
+                Ok(e)
+            })
+            .collect()
+    };
+    let (within, across) = ([a.ctx, a.ctx], [a.ctx, b.ctx]);
+    let (within_events, across_events) = (new_events(within)?, new_events(across)?);
+    let (w, x) = interleaved(
+        || event_chain(d, within, a.streams, &within_events),
+        || event_chain(d, across, [a.streams[0], b.streams[0]], &across_events),
+    )?;
+    for &e in within_events.iter().chain(&across_events) {
+        cu!(d, cuEventDestroy(e))?;
+    }
+    let (w, x) = (median(w), median(x));
+    println!("5. the floor: a raw {EDGES}-event chain, median of {REPS} (us per edge, end to end):");
+    println!(
+        "  two streams of A {w:>8.3} us   a stream of A and one of B {x:>8.3} us   across / within {:>6.3}",
+        x / w
+    );
     Ok(())
 }
