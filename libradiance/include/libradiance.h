@@ -146,6 +146,7 @@ typedef enum radiance_semaphore_route_e {
 	RADIANCE_SEMAPHORE_ROUTE_SYNC_FILE = 1, /* sync_files, in the kernel */
 	RADIANCE_SEMAPHORE_ROUTE_HOST_HOP = 2,	/* a relay thread of this process */
 	RADIANCE_SEMAPHORE_ROUTE_KERNEL_ALIAS = 3, /* one driver: the semaphore itself, in the kernel */
+	RADIANCE_SEMAPHORE_ROUTE_CUDA_EVENT = 4,   /* two CUDA devices: the semaphore itself, its events */
 } radiance_semaphore_route_t;
 
 /* How device `to`'s queues copy device `from`'s buffers. */
@@ -154,11 +155,12 @@ typedef enum radiance_buffer_route_e {
 	RADIANCE_BUFFER_ROUTE_DMA_BUF = 1, /* exported by `from`, imported by `to` */
 	RADIANCE_BUFFER_ROUTE_HOST = 2,	   /* `to`'s queues run on the host: host-visible buffers */
 	RADIANCE_BUFFER_ROUTE_NONE = 3,
+	RADIANCE_BUFFER_ROUTE_PEER = 4,	   /* `to` copies `from`'s memory peer to peer (CUDA) */
 } radiance_buffer_route_t;
 
 typedef enum radiance_link_class_e {
 	RADIANCE_LINK_CLASS_LOCAL = 0,
-	RADIANCE_LINK_CLASS_DRIVER = 1, /* one driver: edges stay in the kernel */
+	RADIANCE_LINK_CLASS_DRIVER = 1, /* one driver: edges stay in the kernel or the driver */
 	RADIANCE_LINK_CLASS_HOST = 2,	/* edges go through this process */
 } radiance_link_class_t;
 

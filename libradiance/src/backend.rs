@@ -64,11 +64,21 @@ pub trait Backend: Send + Sync {
 
     /// A semaphore of this device that is `semaphore` itself, a semaphore of
     /// another device of the same driver (where
-    /// [`Interop::semaphore_aliases`]): waiting on and signalling it act on
-    /// `semaphore`, with nothing in between.
-    fn alias_semaphore(&self, _semaphore: &dyn BackendSemaphore) -> Result<Arc<dyn BackendSemaphore>> {
+    /// [`Interop::semaphore_aliases`] or [`Interop::cuda_events`]): waiting
+    /// on and signalling it act on `semaphore`, with nothing in between.
+    fn alias_semaphore(&self, _semaphore: &Arc<dyn BackendSemaphore>) -> Result<Arc<dyn BackendSemaphore>> {
         Err(Error::Unsupported("this backend cannot alias another device's semaphores".into()))
     }
+
+    /// Lets this device's queues copy `other`'s memory directly (peer to
+    /// peer); whether they can. The topology asks for every ordered pair of
+    /// its devices. No, unless the backend says otherwise.
+    fn reach_memory_of(&self, _other: &dyn Backend) -> bool {
+        false
+    }
+
+    /// For a backend's downcast of another device (`reach_memory_of`).
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// A timeline semaphore.

@@ -7,7 +7,7 @@
 //! A semaphore S of device i in a wait list of device j is replaced by its
 //! mirror on j, a semaphore of j that follows S's timeline. Where i and j
 //! are one driver's, the mirror is S itself under a handle of j (a kernel
-//! alias): nothing is done per point. Otherwise, for each point waited on,
+//! alias, or a CUDA one): nothing is done per point. Otherwise, for each point waited on,
 //! S's point reaches the mirror through the kernel (a sync_file exported
 //! from S and imported into the mirror) or through this process (a relay
 //! thread waits for S on the host, then signals the mirror, or fails it
@@ -21,7 +21,8 @@
 //!
 //! A buffer of device i in a copy on j's queue is replaced by its twin on
 //! j: an import of i's dma-buf (made once, kept with the buffer), or where
-//! j's queues run on the host, the same memory as a buffer of j.
+//! j's queues run on the host or reach i's memory peer to peer, the same
+//! memory as a buffer of j.
 
 use crate::{
     device_group::{edge, BufferRoute, SemaphoreRoute},
@@ -193,7 +194,7 @@ pub(crate) fn wait_point(device: &Device, semaphore: &Semaphore, value: u64) -> 
     }
     let mirror = semaphore.link(device, Direction::Mirror, edge.semaphore)?;
     match edge.semaphore {
-        SemaphoreRoute::Local | SemaphoreRoute::KernelAlias => {}
+        SemaphoreRoute::Local | SemaphoreRoute::KernelAlias | SemaphoreRoute::CudaEvent => {}
         SemaphoreRoute::SyncFile => {
             let fence = semaphore.backend().export_sync_file(value)?;
             mirror.backend().import_sync_file(fence.as_fd(), value, semaphore.backend_arc())?;
@@ -228,7 +229,7 @@ impl Outbound {
     pub(crate) fn start(self) -> Result<()> {
         let started = match self.route {
             // The queue signals the target itself.
-            SemaphoreRoute::Local | SemaphoreRoute::KernelAlias => Ok(()),
+            SemaphoreRoute::Local | SemaphoreRoute::KernelAlias | SemaphoreRoute::CudaEvent => Ok(()),
             SemaphoreRoute::SyncFile => self.proxy.backend().export_sync_file(self.value).and_then(|fence| {
                 self.target.backend().import_sync_file(fence.as_fd(), self.value, self.proxy.backend_arc())
             }),
@@ -253,19 +254,20 @@ pub(crate) struct Link {
     pub semaphore: Semaphore,
 }
 
-/// A new stand-in on `device` for `semaphore`, reached by `route`. A
-/// kernel alias is the semaphore itself, whose failure the mirror explains
-/// by asking `semaphore`, and `semaphore` by asking the proxy that its
-/// signaller failed. Otherwise a mirror starts at the payload, a proxy at 0
-/// (it only leads).
+/// A new stand-in on `device` for `semaphore`, reached by `route`. An
+/// alias (kernel or CUDA) is the semaphore itself; a kernel alias's mirror
+/// explains its failure by asking `semaphore`, and `semaphore` by asking
+/// the proxy that its signaller failed (a CUDA alias is the very object,
+/// and keeps its error itself). Otherwise a mirror starts at the payload, a
+/// proxy at 0 (it only leads).
 pub(crate) fn new_link(
     device: &Device,
     direction: Direction,
     semaphore: &Semaphore,
     route: SemaphoreRoute,
 ) -> Result<Link> {
-    if route == SemaphoreRoute::KernelAlias {
-        let alias = Semaphore::new(device.clone(), device.backend().alias_semaphore(semaphore.backend())?);
+    if matches!(route, SemaphoreRoute::KernelAlias | SemaphoreRoute::CudaEvent) {
+        let alias = Semaphore::new(device.clone(), device.backend().alias_semaphore(&semaphore.backend_arc())?);
         match direction {
             Direction::Mirror => alias.backend().follow(semaphore.backend_arc()),
             Direction::Proxy => semaphore.backend().follow(alias.backend_arc()),
@@ -294,6 +296,8 @@ pub(crate) fn local_buffer<'a>(device: &Device, buffer: &'a Buffer) -> Result<Co
             let params = BufferParams { size: buffer.size(), memory: MemoryType::Device, usage: BufferUsage::TRANSFER };
             device.import_dma_buf(fd.as_fd(), params)
         }),
+        // j's queues address i's memory itself.
+        BufferRoute::Peer => Ok(Cow::Owned(buffer.on(device))),
         BufferRoute::Host if buffer.params().memory == MemoryType::HostVisible => Ok(Cow::Owned(buffer.on(device))),
         BufferRoute::Host => Err(Error::Unsupported(format!(
             "{to} reaches buffers of {from} through the host, and this one is device memory: allocate it HostVisible"

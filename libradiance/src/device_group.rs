@@ -33,6 +33,13 @@ pub enum SemaphoreRoute {
     /// j's queues wait on and signal it directly, and i's signal wakes j's
     /// scheduler. The fastest route, where both ends have it.
     KernelAlias = 3,
+    /// In the CUDA driver, with nothing in between: two CUDA devices of this
+    /// process, whose j uses i's semaphore itself. j's streams wait on the
+    /// events of i's signals on the device (cuStreamWaitEvent takes another
+    /// device's event) and record their own signals into it; work held for
+    /// a value not yet promised is decided by the one scheduler of every
+    /// CUDA device.
+    CudaEvent = 4,
 }
 
 /// How device j's queues copy device i's buffers.
@@ -49,6 +56,9 @@ pub enum BufferRoute {
     Host = 2,
     /// None: j cannot reach i's buffers.
     None = 3,
+    /// j's queues copy i's memory directly, peer to peer over NVLink or
+    /// PCIe (CUDA peer access, where `cuDeviceCanAccessPeer` says so).
+    Peer = 4,
 }
 
 /// What lies between two devices.
@@ -57,7 +67,7 @@ pub enum BufferRoute {
 pub enum LinkClass {
     /// The same device.
     Local = 0,
-    /// One driver: edges stay in the kernel.
+    /// One driver: edges stay in the kernel or the driver.
     Driver = 1,
     /// Different drivers: edges go through this process.
     Host = 2,
@@ -79,6 +89,7 @@ impl SemaphoreRoute {
             Self::SyncFile => "sync-file",
             Self::HostHop => "host-hop",
             Self::KernelAlias => "kernel-alias",
+            Self::CudaEvent => "cuda-event",
         }
     }
 }
@@ -91,6 +102,7 @@ impl BufferRoute {
             Self::DmaBuf => "dma-buf",
             Self::Host => "host",
             Self::None => "none",
+            Self::Peer => "peer",
         }
     }
 }
@@ -117,6 +129,9 @@ pub(crate) struct Interop {
     /// into them ([`crate::backend::Backend::alias_semaphore`]): only
     /// devices of one driver say so.
     pub semaphore_aliases: bool,
+    /// A CUDA device: another CUDA device's streams wait on and record its
+    /// semaphores' events ([`SemaphoreRoute::CudaEvent`]).
+    pub cuda_events: bool,
     /// Its buffers export as dma-bufs (those the backend can export).
     pub dma_buf_export: bool,
     /// It imports dma-bufs as buffers its queues copy.
@@ -127,16 +142,20 @@ pub(crate) struct Interop {
 
 impl Edge {
     /// The edge from a device that can do `from` to another that can do
-    /// `to`.
-    fn between(from: Interop, to: Interop) -> Self {
+    /// `to`; `peer`: the second reaches the first's memory directly.
+    fn between(from: Interop, to: Interop, peer: bool) -> Self {
         let semaphore = if from.semaphore_aliases && to.semaphore_aliases {
             SemaphoreRoute::KernelAlias
+        } else if from.cuda_events && to.cuda_events {
+            SemaphoreRoute::CudaEvent
         } else if from.sync_file && to.sync_file {
             SemaphoreRoute::SyncFile
         } else {
             SemaphoreRoute::HostHop
         };
-        let buffer = if from.dma_buf_export && to.dma_buf_import {
+        let buffer = if peer {
+            BufferRoute::Peer
+        } else if from.dma_buf_export && to.dma_buf_import {
             BufferRoute::DmaBuf
         } else if to.host_queues {
             BufferRoute::Host
@@ -144,7 +163,7 @@ impl Edge {
             BufferRoute::None
         };
         let link = match semaphore {
-            SemaphoreRoute::SyncFile | SemaphoreRoute::KernelAlias => LinkClass::Driver,
+            SemaphoreRoute::SyncFile | SemaphoreRoute::KernelAlias | SemaphoreRoute::CudaEvent => LinkClass::Driver,
             _ => LinkClass::Host,
         };
         Self { semaphore, buffer, link }
@@ -169,13 +188,20 @@ impl Topology {
             Interop {
                 sync_file: interop.sync_file && limit != RouteLimit::HostHops,
                 semaphore_aliases: interop.semaphore_aliases && limit == RouteLimit::None,
+                cuda_events: interop.cuda_events && limit != RouteLimit::HostHops,
                 ..interop
             }
         };
         let interop: Vec<Interop> = devices.iter().map(interop).collect();
         let edges = (0..devices.len())
             .flat_map(|i| (0..devices.len()).map(move |j| (i, j)))
-            .map(|(i, j)| if i == j { Edge::LOCAL } else { Edge::between(interop[i], interop[j]) })
+            .map(|(i, j)| {
+                if i == j {
+                    return Edge::LOCAL;
+                }
+                let peer = devices[j].backend().reach_memory_of(devices[i].backend());
+                Edge::between(interop[i], interop[j], peer)
+            })
             .collect();
         Self { uris: devices.iter().map(|d| d.info().uri.clone()).collect(), edges }
     }
@@ -374,6 +400,7 @@ mod tests {
     const KMOD: Interop = Interop {
         sync_file: true,
         semaphore_aliases: true,
+        cuda_events: false,
         dma_buf_export: true,
         dma_buf_import: true,
         host_queues: false,
@@ -383,29 +410,44 @@ mod tests {
     const NOTHING: Interop = Interop {
         sync_file: false,
         semaphore_aliases: false,
+        cuda_events: false,
         dma_buf_export: false,
         dma_buf_import: false,
         host_queues: false,
     };
     const HOST: Interop = Interop { host_queues: true, ..NOTHING };
-    const CUDA: Interop = Interop { dma_buf_export: true, ..NOTHING };
+    const CUDA: Interop = Interop { dma_buf_export: true, cuda_events: true, ..NOTHING };
 
     #[test]
     fn routes_follow_what_both_ends_can_do() {
-        let e = Edge::between(KMOD, KMOD);
+        let e = Edge::between(KMOD, KMOD, false);
         assert_eq!(
             (e.semaphore, e.buffer, e.link),
             (SemaphoreRoute::KernelAlias, BufferRoute::DmaBuf, LinkClass::Driver)
         );
-        let e = Edge::between(KMOD, OLD_KMOD);
+        let e = Edge::between(KMOD, OLD_KMOD, false);
         assert_eq!((e.semaphore, e.buffer, e.link), (SemaphoreRoute::SyncFile, BufferRoute::DmaBuf, LinkClass::Driver));
-        assert_eq!(Edge::between(OLD_KMOD, KMOD).semaphore, SemaphoreRoute::SyncFile);
-        let e = Edge::between(KMOD, HOST);
+        assert_eq!(Edge::between(OLD_KMOD, KMOD, false).semaphore, SemaphoreRoute::SyncFile);
+        let e = Edge::between(KMOD, HOST, false);
         assert_eq!((e.semaphore, e.buffer, e.link), (SemaphoreRoute::HostHop, BufferRoute::Host, LinkClass::Host));
-        let e = Edge::between(HOST, KMOD);
+        let e = Edge::between(HOST, KMOD, false);
         assert_eq!((e.semaphore, e.buffer), (SemaphoreRoute::HostHop, BufferRoute::None));
-        assert_eq!(Edge::between(CUDA, KMOD).buffer, BufferRoute::DmaBuf);
-        assert_eq!(Edge::between(KMOD, CUDA).buffer, BufferRoute::None);
+        assert_eq!(Edge::between(CUDA, KMOD, false).buffer, BufferRoute::DmaBuf);
+        assert_eq!(Edge::between(KMOD, CUDA, false).buffer, BufferRoute::None);
+    }
+
+    #[test]
+    fn two_cuda_devices_use_events_and_peer_copies_where_the_hardware_links_them() {
+        let e = Edge::between(CUDA, CUDA, true);
+        assert_eq!((e.semaphore, e.buffer, e.link), (SemaphoreRoute::CudaEvent, BufferRoute::Peer, LinkClass::Driver));
+        // Without peer access the events still work; the copies have no route.
+        let e = Edge::between(CUDA, CUDA, false);
+        assert_eq!((e.semaphore, e.buffer, e.link), (SemaphoreRoute::CudaEvent, BufferRoute::None, LinkClass::Driver));
+        // With any other device, the host is between them.
+        for (from, to) in [(CUDA, HOST), (HOST, CUDA), (CUDA, KMOD), (KMOD, CUDA)] {
+            let e = Edge::between(from, to, false);
+            assert_eq!((e.semaphore, e.link), (SemaphoreRoute::HostHop, LinkClass::Host));
+        }
     }
 
     #[test]

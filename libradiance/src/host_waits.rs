@@ -11,7 +11,7 @@ use std::sync::{
     Condvar, Mutex,
 };
 
-/// A device's scheduler of queue work: it holds submissions back until the
+/// A backend's scheduler of queue work: it holds submissions back until the
 /// semaphore values they wait for are reached or promised, or fail.
 pub(crate) trait Settle {
     /// Queues or fails the held work that a change (a signal, a failure,
@@ -28,6 +28,10 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
+    pub(crate) const fn new() -> Self {
+        Self { lock: Mutex::new(()), changed: Condvar::new() }
+    }
+
     /// Wakes every sleeping waiter. Taking the lock first means a waiter
     /// that checked its semaphores before the change is already asleep.
     pub(crate) fn notify(&self) {
@@ -77,7 +81,7 @@ impl HostPayload {
         first
     }
 
-    /// A host signal of `value`, under the lock of the device's `scheduler`:
+    /// A host signal of `value`, under the lock of the backend's `scheduler`:
     /// refused if the semaphore failed or `current()` (the payload now) is
     /// not below `value`; else `raise()` raises the payload (with what the
     /// backend keeps beside it), the work held back for the value goes to

@@ -67,3 +67,50 @@ fn c_program_drives_the_c_abi() {
     println!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && stdout.contains("PASSED"), "the C test program failed:\n{stdout}");
 }
+
+/// `NAME = N` for every `PREFIX_NAME = N,` line of the header.
+fn header_enum(prefix: &str) -> BTreeSet<(String, u32)> {
+    let header =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include/libradiance.h")).unwrap();
+    header
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(prefix))
+        .filter_map(|l| l.split_once('='))
+        .map(|(name, value)| {
+            let value = value.trim().split(',').next().unwrap().trim();
+            (name.trim().to_owned(), value.parse().unwrap_or_else(|_| panic!("{prefix}{name} = {value}")))
+        })
+        .collect()
+}
+
+/// The Rust name of a topology value as the header spells it.
+fn c_name(name: &str) -> String {
+    name.to_uppercase().replace('-', "_")
+}
+
+#[test]
+fn header_topology_enums_are_the_rust_ones() {
+    use radiance::{BufferRoute as B, LinkClass as L, SemaphoreRoute as S};
+    // A variant added in Rust and not listed here fails to compile.
+    let _ = |s: S, b: B, l: L| {
+        let _ = match s {
+            S::Local | S::SyncFile | S::HostHop | S::KernelAlias | S::CudaEvent => (),
+        };
+        let _ = match b {
+            B::Local | B::DmaBuf | B::Host | B::None | B::Peer => (),
+        };
+        match l {
+            L::Local | L::Driver | L::Host => (),
+        }
+    };
+    let semaphores = [S::Local, S::SyncFile, S::HostHop, S::KernelAlias, S::CudaEvent];
+    let buffers = [B::Local, B::DmaBuf, B::Host, B::None, B::Peer];
+    let links = [L::Local, L::Driver, L::Host];
+    let rust = |items: Vec<(&str, u32)>| items.into_iter().map(|(n, v)| (c_name(n), v)).collect::<BTreeSet<_>>();
+    assert_eq!(
+        header_enum("RADIANCE_SEMAPHORE_ROUTE_"),
+        rust(semaphores.iter().map(|r| (r.name(), *r as u32)).collect())
+    );
+    assert_eq!(header_enum("RADIANCE_BUFFER_ROUTE_"), rust(buffers.iter().map(|r| (r.name(), *r as u32)).collect()));
+    assert_eq!(header_enum("RADIANCE_LINK_CLASS_"), rust(links.iter().map(|r| (r.name(), *r as u32)).collect()));
+}

@@ -34,6 +34,22 @@ impl Context {
         self.api
     }
 
+    /// Lets this context's streams and kernels reach `peer`'s memory
+    /// directly, where the hardware can (the same device always can);
+    /// whether they can now.
+    pub(super) fn reach_memory_of(&self, peer: &Context) -> Result<bool> {
+        if self.device == peer.device {
+            return Ok(true);
+        }
+        if !self.api.can_access_peer(self.device, peer.device)? {
+            return Ok(false);
+        }
+        let _current = self.enter()?;
+        // SAFETY: `peer` is retained until it drops, after `&peer` ends.
+        unsafe { self.api.enable_peer_access(peer.ctx)? };
+        Ok(true)
+    }
+
     /// Makes the context current for the life of the guard. Most calls find
     /// it current already: a thread with no context gets ours and keeps it,
     /// as the CUDA runtime does; one with another context gets ours pushed

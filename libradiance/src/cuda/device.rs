@@ -7,29 +7,22 @@ use super::{
     context::Context,
     memory::CudaBuffer,
     module::Module,
-    queue::{CudaQueue, Scheduler},
+    queue::CudaQueue,
     result::Api,
     semaphore::{self, CudaSemaphore, EventPool},
 };
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
     device_group::Interop,
-    host_waits::Hub,
     native_launch::AddressSpace,
     BufferParams, DeviceInfo, Error, Result, SemaphoreList, WaitMode,
 };
-use std::{
-    os::fd::BorrowedFd,
-    sync::{Arc, Mutex},
-    time::Instant,
-};
+use std::{any::Any, os::fd::BorrowedFd, sync::Arc, time::Instant};
 
 /// What every object of a device holds on to.
 pub(super) struct Shared {
     pub(super) kernels: Module,
     pub(super) space: AddressSpace<CudaBuffer>,
-    pub(super) scheduler: Mutex<Scheduler>,
-    pub(super) hub: Hub,
     pub(super) events: EventPool,
     /// Last: the context goes after everything made in it.
     pub(super) ctx: Context,
@@ -68,14 +61,7 @@ impl CudaDevice {
             let _current = ctx.enter()?;
             Module::load(api)?
         };
-        let shared = Shared {
-            kernels,
-            space: AddressSpace::default(),
-            scheduler: Mutex::default(),
-            hub: Hub::default(),
-            events: EventPool::default(),
-            ctx,
-        };
+        let shared = Shared { kernels, space: AddressSpace::default(), events: EventPool::default(), ctx };
         Ok(Self {
             info: DeviceInfo {
                 uri: uri.to_owned(),
@@ -91,6 +77,10 @@ impl CudaDevice {
 }
 
 impl Backend for CudaDevice {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
@@ -100,7 +90,7 @@ impl Backend for CudaDevice {
     }
 
     fn wait_semaphores(&self, mode: WaitMode, points: &SemaphoreList, deadline: Option<Instant>) -> Result<()> {
-        semaphore::wait(&self.shared.hub, mode, points, deadline)
+        semaphore::wait(mode, points, deadline)
     }
 
     fn allocate_buffer(&self, params: &BufferParams) -> Result<Arc<dyn BackendBuffer>> {
@@ -118,9 +108,30 @@ impl Backend for CudaDevice {
     }
 
     /// Device memory exports as a dma-buf where the driver can
-    /// (`cuMemGetHandleForAddressRange`); nothing is imported, and
-    /// semaphores cross through the host.
+    /// (`cuMemGetHandleForAddressRange`); nothing is imported. Another cuda
+    /// device uses its semaphores' events itself; other devices reach its
+    /// semaphores through the host.
     fn interop(&self) -> Interop {
-        Interop { dma_buf_export: true, ..Interop::default() }
+        Interop { dma_buf_export: true, cuda_events: true, ..Interop::default() }
+    }
+
+    /// A semaphore of another cuda device is used as it is: its timepoints'
+    /// events are waited on by this device's streams, and theirs recorded
+    /// into it (`semaphore.rs`).
+    fn alias_semaphore(&self, semaphore: &Arc<dyn BackendSemaphore>) -> Result<Arc<dyn BackendSemaphore>> {
+        if !semaphore.as_any().is::<CudaSemaphore>() {
+            return Err(Error::WrongDevice("a semaphore"));
+        }
+        Ok(Arc::clone(semaphore))
+    }
+
+    /// Peer access to another cuda device's memory, where the hardware has
+    /// it (the same device always reaches its own). A driver error counts
+    /// as no: the copies then have no route, and say so.
+    fn reach_memory_of(&self, other: &dyn Backend) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<CudaDevice>()
+            .is_some_and(|other| self.shared.ctx.reach_memory_of(&other.shared.ctx).unwrap_or(false))
     }
 }

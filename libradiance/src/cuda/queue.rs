@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
 //! Queues of the cuda backend: one non-blocking CUDA stream each, and the
-//! device-wide scheduler that decides when a submission may go to one.
+//! scheduler that decides when a submission may go to one. There is one
+//! scheduler for every cuda device of the process, as there is one driver:
+//! a submission held for a semaphore of another device of its group (whose
+//! events its stream waits on, `SemaphoreRoute::CudaEvent`) is decided by
+//! the same pass as one held for its own device's, whichever device's
+//! signal, failure or promise decides it.
 //!
 //! A submission goes to its stream as soon as every wait is reached or
 //! *promised* (device work already queued signals a value at least as
@@ -29,7 +34,7 @@ use super::{
     device::Shared,
     memory::{cuda_buffer, spin_started, spins_stopped, CudaBuffer, Pinned},
     module::Prepared,
-    semaphore::cuda_semaphore,
+    semaphore::{cuda_semaphore, HUB},
     sys::{CUevent, CUstream},
 };
 use crate::{
@@ -49,10 +54,12 @@ use std::{
 const PROGRESS_EVERY: u64 = 128;
 
 /// Submissions held on the host until their waits are ready.
-#[derive(Default)]
 pub(super) struct Scheduler {
     held: Vec<Held>,
 }
+
+/// The process's scheduler, for every cuda device.
+pub(super) static SCHEDULER: Mutex<Scheduler> = Mutex::new(Scheduler { held: Vec::new() });
 
 struct Held {
     queue: Arc<QueueShared>,
@@ -284,7 +291,7 @@ impl QueueShared {
         // they get no timepoint, so nothing waits for them on the device.
         if uses.spinning == 0 {
             for (semaphore, value) in signals {
-                unsafe { cuda_semaphore(semaphore)?.signal_on(stream, *value)? };
+                unsafe { cuda_semaphore(semaphore)?.signal_on(shared, stream, *value)? };
             }
         }
         if seq % PROGRESS_EVERY == 0 {
@@ -353,16 +360,15 @@ impl CudaQueue {
 
 impl BackendQueue for CudaQueue {
     fn submit(&self, submission: Submission) -> Result<()> {
-        let shared = &self.queue.shared;
         // With nothing to wait for and nothing to signal, the submission
         // neither waits for the scheduler nor changes what it holds.
         let failed = if submission.waits.is_empty() && submission.signals.is_empty() {
             self.queue.enqueue(submission)
         } else {
-            lock(&shared.scheduler).submit(&self.queue, submission)
+            lock(&SCHEDULER).submit(&self.queue, submission)
         };
         if failed {
-            shared.hub.notify();
+            HUB.notify();
         }
         Ok(())
     }
@@ -371,7 +377,7 @@ impl BackendQueue for CudaQueue {
 impl Drop for CudaQueue {
     fn drop(&mut self) {
         let shared = &self.queue.shared;
-        let mut scheduler = lock(&shared.scheduler);
+        let mut scheduler = lock(&SCHEDULER);
         // Work held on the host never reaches the device.
         let (mine, others) =
             std::mem::take(&mut scheduler.held).into_iter().partition(|h| Arc::ptr_eq(&h.queue, &self.queue));
@@ -392,7 +398,7 @@ impl Drop for CudaQueue {
         self.queue.closing.u32_at(0).store(1, Ordering::SeqCst);
         scheduler.settle();
         drop(scheduler);
-        shared.hub.notify();
+        HUB.notify();
         // What the device has cannot be recalled: wait for it, then let go of
         // its memory.
         if let Ok(_current) = shared.ctx.enter() {

@@ -157,6 +157,26 @@ impl Api {
 
     /// A non-blocking stream of the current context: it never synchronises
     /// with the legacy default stream.
+    /// Whether `device`'s contexts can map `peer`'s memory (NVLink or PCIe
+    /// peer-to-peer).
+    pub(super) fn can_access_peer(self, device: CUdevice, peer: CUdevice) -> Result<bool> {
+        // SAFETY: plain out-parameter.
+        let can: c_int =
+            self.out("cuDeviceCanAccessPeer", |c| unsafe { (self.0.cuDeviceCanAccessPeer)(c, device, peer) })?;
+        Ok(can != 0)
+    }
+
+    /// Maps `peer`'s memory into the current context; done already is done.
+    ///
+    /// # Safety
+    /// `peer` is a live context of another device.
+    pub(super) unsafe fn enable_peer_access(self, peer: CUcontext) -> Result<()> {
+        match (self.0.cuCtxEnablePeerAccess)(peer, 0) {
+            CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            r => Ok(self.check("cuCtxEnablePeerAccess", r)?),
+        }
+    }
+
     pub(super) fn stream_create(self) -> Result<CUstream> {
         let mut stream = ptr::null_mut();
         // SAFETY: plain out-parameter.

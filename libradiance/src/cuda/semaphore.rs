@@ -19,12 +19,20 @@
 //! Host waits poll, yielding the CPU between polls, for up to [`POLL`]
 //! (CUDA's own default, for a thread synchronising with a GPU on a machine
 //! with more cores than GPUs, is to poll and yield without limit); then they
-//! sleep on the device's [`Hub`], woken at once by host signals and
+//! sleep on the process's [`HUB`], woken at once by host signals and
 //! failures and, for device signals, by a timeout that doubles up to
 //! [`MAX_SLEEP`].
+//!
+//! Another cuda device of the same group uses a semaphore itself (its
+//! alias is this very object): its streams wait on the semaphore's
+//! timepoints' events (cuStreamWaitEvent takes an event of another device)
+//! and record its signals with events of their own device, which such a
+//! timepoint remembers, to query them in their own context and give them
+//! back to their own pool.
 
 use super::{
     device::Shared,
+    queue::SCHEDULER,
     result::Api,
     sys::{CUevent, CUstream},
 };
@@ -43,6 +51,11 @@ use std::{
     },
     time::{Duration, Instant},
 };
+
+/// Where host waiters of every cuda device sleep: a semaphore that queues
+/// of several devices signal (`SemaphoreRoute::CudaEvent`) wakes its
+/// waiters whichever device they wait through.
+pub(super) static HUB: Hub = Hub::new();
 
 /// How long a host wait polls before it sleeps.
 const POLL: Duration = Duration::from_millis(5);
@@ -104,6 +117,9 @@ struct Timepoint {
     value: u64,
     event: CUevent,
     stream: CUstream,
+    /// The device whose stream recorded it, where that is not the
+    /// semaphore's own: the event is of that device's context and pool.
+    recorder: Option<Arc<Shared>>,
 }
 
 pub(super) struct CudaSemaphore {
@@ -136,20 +152,21 @@ impl CudaSemaphore {
         self.promised.load(Ordering::Acquire)
     }
 
-    /// Signals `value` from `stream` once the work queued on it so far is
-    /// done, and promises it. Called under the scheduler lock, with the
-    /// device's context current.
+    /// Signals `value` from `stream`, a stream of `recorder` (this
+    /// semaphore's device or another of its group), once the work queued on
+    /// it so far is done, and promises it. Called under the scheduler lock,
+    /// with `recorder`'s context current.
     ///
     /// # Safety
-    /// `stream` is a live stream of the device.
-    pub(super) unsafe fn signal_on(&self, stream: CUstream, value: u64) -> Result<()> {
-        let api = self.shared.ctx.api();
+    /// `stream` is a live stream of `recorder`.
+    pub(super) unsafe fn signal_on(&self, recorder: &Arc<Shared>, stream: CUstream, value: u64) -> Result<()> {
         let mut timeline = lock(&self.timeline);
         if timeline.len() >= PRUNE_EVERY && timeline.len() % PRUNE_EVERY == 0 {
             self.fold_done(&mut timeline)?;
         }
-        let event = self.shared.events.record(api, stream)?;
-        let timepoint = Timepoint { value, event, stream };
+        let event = recorder.events.record(recorder.ctx.api(), stream)?;
+        let recorder = (!Arc::ptr_eq(recorder, &self.shared)).then(|| Arc::clone(recorder));
+        let timepoint = Timepoint { value, event, stream, recorder };
         // Signals come in ascending order but for programs that race them.
         if timeline.back().is_none_or(|t| t.value <= value) {
             timeline.push_back(timepoint);
@@ -196,20 +213,27 @@ impl CudaSemaphore {
         let Some(at) = first_at_or_above(&timeline, value) else {
             return Ok(self.payload.value() >= value);
         };
-        let _current = self.shared.ctx.enter()?;
-        // SAFETY: the pool's events live as long as the device.
-        if unsafe { self.shared.ctx.api().event_query(timeline[at].event)? } {
+        if self.done(&timeline[at])? {
             self.fold(&mut timeline, at + 1);
             return Ok(true);
         }
         Ok(false)
     }
 
+    /// Whether the device has passed a timepoint, asked in the context of
+    /// the device that recorded it.
+    fn done(&self, timepoint: &Timepoint) -> Result<bool> {
+        let recorder = timepoint.recorder.as_deref().unwrap_or(&self.shared);
+        let _current = recorder.ctx.enter()?;
+        // SAFETY: the pool's events live as long as its device, which the
+        // timepoint holds where it is not this semaphore's.
+        unsafe { recorder.ctx.api().event_query(timepoint.event) }
+    }
+
     /// The payload now: folds the timepoints found done.
     fn refresh(&self) -> Result<u64> {
         let mut timeline = lock(&self.timeline);
         if !timeline.is_empty() {
-            let _current = self.shared.ctx.enter()?;
             self.fold_done(&mut timeline)?;
         }
         Ok(self.payload.value())
@@ -217,15 +241,12 @@ impl CudaSemaphore {
 
     /// Folds the timepoints found done, finding the last by bisection: device
     /// signals mostly finish in the order of their values. One that finishes
-    /// out of order is folded later, or by a wait for it. The device's
-    /// context is current.
+    /// out of order is folded later, or by a wait for it.
     fn fold_done(&self, timeline: &mut VecDeque<Timepoint>) -> Result<()> {
-        let api = self.shared.ctx.api();
         let (mut done, mut pending) = (0, timeline.len());
         while done < pending {
             let mid = (done + pending) / 2;
-            // SAFETY: as in `reached`.
-            if unsafe { api.event_query(timeline[mid].event)? } {
+            if self.done(&timeline[mid])? {
                 done = mid + 1;
             } else {
                 pending = mid;
@@ -241,7 +262,22 @@ impl CudaSemaphore {
     fn fold(&self, timeline: &mut VecDeque<Timepoint>, n: usize) {
         if let Some(last) = n.checked_sub(1).and_then(|i| timeline.get(i)) {
             self.payload.raise(last.value);
-            self.shared.events.give_back(timeline.drain(..n).map(|t| t.event));
+            self.give_back(timeline.drain(..n));
+        }
+    }
+
+    /// Gives timepoints' events back to the pools they came from.
+    fn give_back(&self, timepoints: impl Iterator<Item = Timepoint>) {
+        let mut foreign = Vec::new();
+        self.shared.events.give_back(timepoints.filter_map(|t| match t.recorder {
+            None => Some(t.event),
+            Some(recorder) => {
+                foreign.push((recorder, t.event));
+                None
+            }
+        }));
+        for (recorder, event) in foreign {
+            recorder.events.give_back([event]);
         }
     }
 }
@@ -262,7 +298,7 @@ fn first_at_or_above(timeline: &VecDeque<Timepoint>, value: u64) -> Option<usize
 impl Drop for CudaSemaphore {
     fn drop(&mut self) {
         let timeline = std::mem::take(&mut *lock(&self.timeline));
-        self.shared.events.give_back(timeline.into_iter().map(|t| t.event));
+        self.give_back(timeline.into_iter());
     }
 }
 
@@ -282,11 +318,11 @@ impl BackendSemaphore for CudaSemaphore {
     fn signal(&self, value: u64) -> Result<()> {
         // A device signal may still fold in a lower value after this.
         let raise = || self.payload.raise(value);
-        self.payload.signal(&self.shared.scheduler, &self.shared.hub, value, || self.refresh(), raise)
+        self.payload.signal(&SCHEDULER, &HUB, value, || self.refresh(), raise)
     }
 
     fn fail(&self, error: Error) {
-        self.payload.fail(&self.shared.scheduler, &self.shared.hub, error)
+        self.payload.fail(&SCHEDULER, &HUB, error)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -316,7 +352,8 @@ fn decided(mode: WaitMode, points: &[(&CudaSemaphore, u64)]) -> Option<Result<()
 
 /// Blocks until `points` are reached (all or any), one fails, or `deadline`
 /// passes.
-pub(super) fn wait(hub: &Hub, mode: WaitMode, points: &SemaphoreList, deadline: Option<Instant>) -> Result<()> {
+pub(super) fn wait(mode: WaitMode, points: &SemaphoreList, deadline: Option<Instant>) -> Result<()> {
+    let hub = &HUB;
     let points = points.iter().map(|(s, v)| Ok((cuda_semaphore(s)?, *v))).collect::<Result<Vec<_>>>()?;
     let start = Instant::now();
     let mut sleep = FIRST_SLEEP;

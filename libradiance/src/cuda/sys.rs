@@ -24,6 +24,7 @@ pub type CUfunction = *mut c_void;
 
 pub const CUDA_SUCCESS: CUresult = 0;
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
+pub const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CUresult = 704;
 pub const CU_STREAM_NON_BLOCKING: c_uint = 0x1;
 pub const CU_MEMHOSTALLOC_PORTABLE: c_uint = 0x1;
 pub const CU_MEMHOSTALLOC_DEVICEMAP: c_uint = 0x2;
@@ -70,6 +71,8 @@ driver_table! {
     cuCtxPopCurrent = "cuCtxPopCurrent_v2": fn(*mut CUcontext);
     cuCtxSetCurrent = "cuCtxSetCurrent": fn(CUcontext);
     cuCtxGetCurrent = "cuCtxGetCurrent": fn(*mut CUcontext);
+    cuDeviceCanAccessPeer = "cuDeviceCanAccessPeer": fn(*mut c_int, CUdevice, CUdevice);
+    cuCtxEnablePeerAccess = "cuCtxEnablePeerAccess": fn(CUcontext, c_uint);
     cuStreamCreate = "cuStreamCreate": fn(*mut CUstream, c_uint);
     cuStreamDestroy = "cuStreamDestroy_v2": fn(CUstream);
     cuStreamSynchronize = "cuStreamSynchronize": fn(CUstream);
@@ -88,6 +91,7 @@ driver_table! {
     cuMemsetD16Async = "cuMemsetD16Async": fn(CUdeviceptr, u16, usize, CUstream);
     cuMemsetD32Async = "cuMemsetD32Async": fn(CUdeviceptr, u32, usize, CUstream);
     cuMemcpyAsync = "cuMemcpyAsync": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
+    cuMemcpyPeerAsync = "cuMemcpyPeerAsync": fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream);
     cuMemGetHandleForAddressRange = "cuMemGetHandleForAddressRange": fn(*mut c_void, CUdeviceptr, usize, c_int, c_ulonglong);
     cuModuleLoadDataEx = "cuModuleLoadDataEx": fn(*mut CUmodule, *const c_void, c_uint, *mut c_int, *mut *mut c_void);
     cuModuleGetFunction = "cuModuleGetFunction": fn(*mut CUfunction, CUmodule, *const c_char);

@@ -45,6 +45,10 @@ impl HostDevice {
 }
 
 impl Backend for HostDevice {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }

@@ -222,6 +222,10 @@ impl Drop for HsaDevice {
 }
 
 impl Backend for HsaDevice {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }

@@ -14,6 +14,9 @@
 //! 3. device-to-device copy bandwidth at 256 MiB, `Queue::copy` against
 //!    `cuMemcpyAsync`.
 //!
+//! `bench-cuda peer cuda:A cuda:B`: a copy from A's memory into B's through
+//! a device group's peer route against `cuMemcpyPeerAsync` (`peer.rs`).
+//!
 //! Each figure is the median of several interleaved repetitions after a
 //! warm-up; each ratio is ours / raw.
 
@@ -52,6 +55,7 @@ macro_rules! cu {
 struct Raw {
     d: &'static Driver,
     device: CUdevice,
+    ctx: CUcontext,
     module: CUmodule,
     fill: CUfunction,
     streams: [CUstream; 2],
@@ -70,7 +74,7 @@ impl Raw {
         for s in &mut streams {
             cu!(d, cuStreamCreate(s, CU_STREAM_NON_BLOCKING))?;
         }
-        Ok(Self { d, device, module, fill, streams })
+        Ok(Self { d, device, ctx, module, fill, streams })
     }
 }
 
@@ -298,18 +302,30 @@ fn copy_bandwidth(device: &Device, raw: &Raw) -> Res<()> {
     Ok(())
 }
 
+/// N of `cuda:N`.
+fn ordinal(uri: &str) -> Res<i32> {
+    Ok(uri.strip_prefix("cuda:").and_then(|n| n.parse().ok()).ok_or(format!("expected cuda:N, got {uri}"))?)
+}
+
 fn run() -> Res<()> {
-    let uri = std::env::args().nth(1).unwrap_or_else(|| "cuda:0".to_owned());
-    let ordinal =
-        uri.strip_prefix("cuda:").and_then(|n| n.parse().ok()).ok_or(format!("expected cuda:N, got {uri}"))?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let uri = match &args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["peer", a, b] => return peer::run(a, b),
+        [] => "cuda:0",
+        [uri] => uri,
+        _ => return Err("usage: bench-cuda [cuda:N] | bench-cuda peer cuda:A cuda:B".into()),
+    }
+    .to_owned();
     let device = Device::open(&uri)?;
-    let raw = Raw::new(ordinal)?;
+    let raw = Raw::new(ordinal(&uri)?)?;
     println!("bench-cuda: {} ({uri})", device.info().name);
     launch_overhead(&device, &raw)?;
     edges(&device, &raw)?;
     copy_bandwidth(&device, &raw)?;
     Ok(())
 }
+
+mod peer;
 
 fn main() -> ExitCode {
     match run() {

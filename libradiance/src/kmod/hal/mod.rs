@@ -83,6 +83,10 @@ impl KmodDevice {
 }
 
 impl Backend for KmodDevice {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
@@ -117,13 +121,14 @@ impl Backend for KmodDevice {
         Interop {
             sync_file: true,
             semaphore_aliases: info.abi_minor >= SEM_IMPORT_HANDLE_ABI_MINOR,
+            cuda_events: false,
             dma_buf_export: info.caps & uapi::caps::VRAM_MAPPABLE != 0,
             dma_buf_import: true,
             host_queues: false,
         }
     }
 
-    fn alias_semaphore(&self, semaphore: &dyn BackendSemaphore) -> Result<Arc<dyn BackendSemaphore>> {
+    fn alias_semaphore(&self, semaphore: &Arc<dyn BackendSemaphore>) -> Result<Arc<dyn BackendSemaphore>> {
         let semaphore = semaphore.as_any().downcast_ref().ok_or(Error::WrongDevice("a semaphore"))?;
         Ok(semaphore::KmodSemaphore::alias(&self.device, semaphore)?)
     }

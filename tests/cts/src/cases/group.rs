@@ -9,7 +9,9 @@ use crate::{
     check::{ensure, ensure_eq, expect_err},
     GroupCase, Outcome,
 };
-use radiance::{BufferRoute, Device, DeviceGroup, Error, SemaphoreRoute, StatusCode};
+use radiance::{
+    BufferParams, BufferRoute, BufferUsage, Device, DeviceGroup, Error, MemoryType, SemaphoreRoute, StatusCode,
+};
 use std::time::Duration;
 
 pub(super) const CASES: &[GroupCase] = &[
@@ -19,6 +21,7 @@ pub(super) const CASES: &[GroupCase] = &[
     GroupCase { name: "group_queues_signal_semaphores_of_every_other_device", run: cross_signals },
     GroupCase { name: "group_failures_cross_with_their_code_and_message", run: cross_failures },
     GroupCase { name: "group_copies_reach_buffers_where_the_topology_has_a_route", run: cross_copies },
+    GroupCase { name: "group_peer_copies_move_device_memory", run: peer_copies },
     GroupCase { name: "group_destroyed_signallers_and_released_relays_cancel", run: cancellation },
 ];
 
@@ -165,6 +168,51 @@ fn cross_copies(devices: &[Device]) -> Outcome {
         ensure!(
             got[..(SIZE - 4096) as usize] == bytes[..(SIZE - 4096) as usize],
             "{j}->{i} ({route:?}): the copy into i's buffer differs"
+        );
+    }
+    Ok(())
+}
+
+/// Where a pair has the peer route, device memory (not only host-visible
+/// buffers) moves between the two: i's device buffer into j's and back at
+/// an offset, checked through a host-visible buffer of each.
+fn peer_copies(devices: &[Device]) -> Outcome {
+    let group = DeviceGroup::new(devices)?;
+    const SIZE: u64 = 1 << 20;
+    let peers: Vec<_> = pairs(devices.len())
+        .filter(|&(i, j)| group.topology().edge(i, j).unwrap().buffer == BufferRoute::Peer)
+        .collect();
+    if peers.is_empty() {
+        return Err(crate::Stop::Skip("no pair of these devices has the peer buffer route".into()));
+    }
+    let device_memory = |d: &Device| {
+        d.allocate_buffer(BufferParams { size: SIZE, memory: MemoryType::Device, usage: BufferUsage::TRANSFER })
+    };
+    for (i, j) in peers {
+        let (x, y) = (device_memory(&devices[i])?, device_memory(&devices[j])?);
+        let (xh, yh) = (mappable(&devices[i], SIZE)?, mappable(&devices[j], SIZE)?);
+        let bytes = noise(SIZE as usize, (i * 16 + j) as u32);
+        let (qi, qj) = (devices[i].create_queue()?, devices[j].create_queue()?);
+        let (written, copied, back) =
+            (devices[i].create_semaphore(0)?, devices[j].create_semaphore(0)?, devices[i].create_semaphore(0)?);
+        qi.update(&[], &[(&written, 1)], &bytes, x.at(0))?;
+        // j's queue: i's device memory into j's, then into j's host view.
+        qj.copy(&[(&written, 1)], &[], x.at(0), y.at(0), SIZE)?;
+        qj.copy(&[], &[(&copied, 1)], y.at(0), yh.at(0), SIZE)?;
+        reach(&copied, 1)?;
+        let mut got = vec![0; SIZE as usize];
+        yh.map()?.read(0, &mut got)?;
+        ensure!(got == bytes, "{i}->{j}: i's device memory copied into j's differs");
+        // And back into i's device memory at an offset, from j's queue.
+        qj.copy(&[], &[(&back, 1)], y.at(0), x.at(4096), SIZE - 4096)?;
+        reach(&back, 1)?;
+        qi.copy(&[(&back, 1)], &[(&written, 2)], x.at(0), xh.at(0), SIZE)?;
+        reach(&written, 2)?;
+        xh.map()?.read(0, &mut got)?;
+        let n = (SIZE - 4096) as usize;
+        ensure!(
+            got[4096..] == bytes[..n] && got[..4096] == bytes[..4096],
+            "{j}->{i}: j's memory copied into i's differs"
         );
     }
     Ok(())
