@@ -62,8 +62,9 @@ elf32() {
 	printf '\177ELF\001\001\001\000\000\000\000\000\000\000\000\000'
 	le16 2; le16 243; le32 1; le32 "$entry"; le32 52; le32 0; le32 0
 	le16 52; le16 32; le16 1; le16 40; le16 0; le16 0
-	n=$(($# * 4))
-	for v in 1 84 "$addr" "$addr" "$n" $((n + bss)) 5 4; do le32 "$v"; done
+	# Not `n`: that is the case counter.
+	size=$(($# * 4))
+	for v in 1 84 "$addr" "$addr" "$size" $((size + bss)) 5 4; do le32 "$v"; done
 	for w in "$@"; do le32 "$w"; done
 }
 # Its words land at their link address (16 MiB: the devices here have 64
