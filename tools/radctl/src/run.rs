@@ -11,6 +11,7 @@
 //! the executable did, which scripts may expect), 1 when radctl could not
 //! load or launch it, 2 for bad arguments.
 
+use crate::error::{Error, EXIT_DEVICE_FAULT};
 use clap::Args;
 use radiance::{
     kmod::{self, BufferObject, Frame, Placement},
@@ -120,11 +121,8 @@ enum Outcome {
 pub(crate) fn run(args: &Run, as_json: bool) -> ExitCode {
     match run_inner(args, as_json) {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,
-        Ok(Outcome::Faulted(_)) => ExitCode::from(3),
-        Err(e) => {
-            eprintln!("radctl: {e}");
-            ExitCode::FAILURE
-        }
+        Ok(Outcome::Faulted(_)) => ExitCode::from(EXIT_DEVICE_FAULT),
+        Err(e) => Error::from(e).report(),
     }
 }
 
