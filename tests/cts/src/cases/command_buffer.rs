@@ -14,6 +14,7 @@ use radiance_uapi::builtin;
 pub(super) const CASES: &[Case] = &[
     Case { name: "command_buffer_replay_many_times", run: replay },
     Case { name: "command_buffer_transfers_and_barriers", run: transfers },
+    Case { name: "command_buffer_replay_writes_a_buffer_reallocated_at_its_address", run: reallocated },
 ];
 
 const REPLAYS: u32 = 100;
@@ -53,6 +54,48 @@ fn replay(device: &Device) -> Outcome {
     failed.fail(Error::Status { code: StatusCode::Aborted, message: "cts".into() });
     expect_err(after.wait(1, PATIENCE), StatusCode::Aborted, "execution behind a failed wait")?;
     ensure_eq!(acc.map()?.read_u32s(0, N)?, want, "accumulator after the failed execution");
+    Ok(())
+}
+
+/// A recording names the buffers its launches touch by device address. A
+/// buffer freed between executions, and another allocated at its address,
+/// is the one the next execution writes: a backend that keeps a compiled
+/// form of the recording (cuda's graphs) must notice the change.
+fn reallocated(device: &Device) -> Outcome {
+    if !device.info().builtin_kernels {
+        return Err(crate::Stop::Skip(format!("{} does not run the built-in kernels", device.info().backend)));
+    }
+    const N: usize = 64;
+    let src = mappable(device, 4 * N as u64)?;
+    let values: Vec<u32> = (1..=N as u32).map(|v| v * 3).collect();
+    src.map()?.write_u32s(0, &values)?;
+    let mut dst = mappable(device, 4 * N as u64)?;
+    let (s, d) = (address(&src)?, address(&dst)?);
+    // dst = 7, then dst = src + dst: two launches, so a graph is worth it.
+    let mut recording = device.command_buffer();
+    recording
+        .record(Command::dispatch(launch(builtin::FILL_U32, [2, 1, 1], [32, 1, 1], &[d, 7, N as u32]))?)?
+        .record(Command::dispatch(launch(builtin::VECADD_U32, [2, 1, 1], [32, 1, 1], &[s, d, d, N as u32]))?)?;
+    let cb = recording.finish();
+    let want: Vec<u32> = values.iter().map(|v| v + 7).collect();
+    let (q, done) = (device.create_queue()?, device.create_semaphore(0)?);
+    for run in 1..=3 {
+        if run == 3 {
+            drop(dst);
+            dst = mappable(device, 4 * N as u64)?;
+            if address(&dst)? != d {
+                return Err(crate::Stop::Skip(format!(
+                    "{} gave the new buffer another address ({:#x}, not {d:#x})",
+                    device.info().backend,
+                    address(&dst)?
+                )));
+            }
+        }
+        dst.map()?.write_u32s(0, &[0xDEAD_BEEF; N])?;
+        q.execute(&[], &[(&done, run)], &cb)?;
+        reach(&done, run)?;
+        ensure_eq!(dst.map()?.read_u32s(0, N)?, want, "execution {run} (the third into a reallocated buffer)");
+    }
     Ok(())
 }
 
