@@ -12,7 +12,10 @@
 //!    `cuStreamWaitEvent`; timing-enabled ones, and each call alone, as
 //!    context), submit only and end to end;
 //! 3. device-to-device copy bandwidth at 256 MiB, `Queue::copy` against
-//!    `cuMemcpyAsync`.
+//!    `cuMemcpyAsync`;
+//! 4. a recorded command buffer of 100 empty launches executed again (a
+//!    CUDA graph: `cuda/graph.rs`) against 100 `cuLaunchKernel`, submit
+//!    and end to end per execution.
 //!
 //! `bench-cuda peer cuda:A cuda:B`: a copy from A's memory into B's through
 //! a device group's peer route against `cuMemcpyPeerAsync` (`peer.rs`).
@@ -22,7 +25,7 @@
 
 use radiance::{
     cuda::{sys::*, BUILTINS_PTX, BUILTIN_KERNELS},
-    BufferParams, BufferUsage, Device, Launch, MemoryType, Pattern, Timeout,
+    BufferParams, BufferUsage, Command, Device, Launch, MemoryType, Pattern, Timeout,
 };
 use radiance_uapi::builtin;
 use std::{
@@ -307,6 +310,64 @@ fn ordinal(uri: &str) -> Res<i32> {
     Ok(uri.strip_prefix("cuda:").and_then(|n| n.parse().ok()).ok_or(format!("expected cuda:N, got {uri}"))?)
 }
 
+/// Launches in the recorded command buffer of section 4.
+const RECORDED: u32 = 100;
+/// Executions of it per repetition.
+const EXECUTIONS: u32 = 100;
+
+fn replay(device: &Device, raw: &Raw) -> Res<()> {
+    let d = raw.d;
+    let launch = Launch {
+        start_pc: builtin::FILL_U32,
+        grid: [1; 3],
+        block: [1; 3],
+        regs_per_thread: 0,
+        params: vec![0; 12],
+        ..Default::default()
+    };
+    let mut recording = device.command_buffer();
+    for _ in 0..RECORDED {
+        recording.record(Command::dispatch(launch.clone())?)?;
+    }
+    let cb = recording.finish();
+    let (q, done) = (device.create_queue()?, device.create_semaphore(0)?);
+    let mut tick = 0;
+    let mut ours = || -> Res<(f64, f64)> {
+        let start = Instant::now();
+        for _ in 0..EXECUTIONS {
+            q.execute(&[], &[], &cb)?;
+        }
+        let submit = start.elapsed();
+        tick += 1;
+        q.barrier(&[], &[(&done, tick)])?;
+        done.wait(tick, Timeout::Infinite)?;
+        Ok((micros(submit, EXECUTIONS.into()), micros(start.elapsed(), EXECUTIONS.into())))
+    };
+    let (mut dst, mut value, mut count) = (0u64, 0u32, 0u32);
+    let mut params: [*mut c_void; 3] =
+        [(&mut dst as *mut u64).cast(), (&mut value as *mut u32).cast(), (&mut count as *mut u32).cast()];
+    let stream = raw.streams[0];
+    let mut direct = || -> Res<(f64, f64)> {
+        let start = Instant::now();
+        for _ in 0..EXECUTIONS * RECORDED {
+            cu!(d, cuLaunchKernel(raw.fill, 1, 1, 1, 1, 1, 1, 0, stream, params.as_mut_ptr(), ptr::null_mut()))?;
+        }
+        let submit = start.elapsed();
+        cu!(d, cuStreamSynchronize(stream))?;
+        Ok((micros(submit, EXECUTIONS.into()), micros(start.elapsed(), EXECUTIONS.into())))
+    };
+    let (o, r) = interleaved(&mut ours, &mut direct)?;
+    println!(
+        "4. a recorded command buffer of {RECORDED} empty launches, executed {EXECUTIONS} times, against \
+         {RECORDED} cuLaunchKernel each, median of {REPS} (us per execution):"
+    );
+    let (os, rs) = (median(o.iter().map(|x| x.0).collect()), median(r.iter().map(|x| x.0).collect()));
+    report("submit per execution", "us", os, rs, os <= 0.5 * rs, "ours/raw <= 0.5");
+    let (ot, rt) = (median(o.iter().map(|x| x.1).collect()), median(r.iter().map(|x| x.1).collect()));
+    report("end to end per execution", "us", ot, rt, ot <= 0.5 * rt, "ours/raw <= 0.5");
+    Ok(())
+}
+
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let uri = match &args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
@@ -322,6 +383,7 @@ fn run() -> Res<()> {
     launch_overhead(&device, &raw)?;
     edges(&device, &raw)?;
     copy_bandwidth(&device, &raw)?;
+    replay(&device, &raw)?;
     Ok(())
 }
 
