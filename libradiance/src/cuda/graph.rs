@@ -130,3 +130,64 @@ impl Captured {
         let _ = api.graph_exec_destroy(self.exec);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Device, Launch};
+
+    fn recording(commands: Vec<Command>) -> Arc<[Command]> {
+        commands.into()
+    }
+
+    #[test]
+    fn only_recordings_of_several_commands_without_updates_are_captured() {
+        let device = Device::open("host").unwrap();
+        let buffer = device
+            .allocate_buffer(crate::BufferParams {
+                size: 64,
+                memory: crate::MemoryType::HostVisible,
+                usage: crate::BufferUsage::TRANSFER,
+            })
+            .unwrap();
+        let dispatch = || Command::dispatch(Launch { grid: [1; 3], block: [1; 3], ..Default::default() }).unwrap();
+        assert!(!capturable(&[dispatch()]));
+        assert!(capturable(&[dispatch(), Command::barrier(), dispatch()]));
+        assert!(!capturable(&[dispatch(), Command::update(&[1, 2, 3, 4], buffer.at(0)).unwrap()]));
+    }
+
+    #[test]
+    fn a_recording_is_remembered_on_its_first_run_and_found_on_the_next() {
+        let mut graphs = Graphs::default();
+        let (a, b) = (recording(vec![Command::barrier()]), recording(vec![Command::barrier()]));
+        assert!(graphs.seen(&a).is_none());
+        assert!(graphs.seen(&b).is_none());
+        assert!(graphs.seen(&a).is_some_and(|c| c.is_none()));
+        assert!(graphs.seen(&b).is_some());
+    }
+
+    #[test]
+    fn the_cache_is_bounded_and_drops_recordings_that_are_gone_first() {
+        let mut graphs = Graphs::default();
+        let kept = recording(vec![Command::barrier()]);
+        assert!(graphs.seen(&kept).is_none());
+        let mut live = Vec::new();
+        for i in 0..KEPT - 1 {
+            let r = recording(vec![Command::barrier()]);
+            assert!(graphs.seen(&r).is_none());
+            // Half of them go away at once.
+            if i % 2 == 0 {
+                live.push(r);
+            }
+        }
+        assert_eq!(graphs.entries.len(), KEPT);
+        // Full: a new one takes the place of one that is gone, not of the
+        // oldest, which is still alive.
+        let newcomer = recording(vec![Command::barrier()]);
+        assert!(graphs.seen(&newcomer).is_none());
+        assert_eq!(graphs.entries.len(), KEPT);
+        assert!(graphs.seen(&kept).is_some());
+        assert!(graphs.seen(&newcomer).is_some());
+        assert!(live.iter().all(|r| graphs.entries.iter().any(|e| std::ptr::eq(e.recording.as_ptr(), Arc::as_ptr(r)))));
+    }
+}
