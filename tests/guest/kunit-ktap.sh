@@ -13,14 +13,19 @@
 #
 # KUnit's debugfs file nests a suite inside a one-result document; the
 # suite is lifted out of it: the outer version and plan lines and the
-# outer verdict go, and its lines lose one level of indentation.
+# outer verdict go, and its lines lose one level of indentation. A suite
+# KUnit skipped whole has nothing nested: its one skipped result stays.
 set -u
 dir=/sys/kernel/debug/kunit
 
 if [ "${1:-}" != --only ]; then
 	results=$dir/$1/results
 	[ -f "$results" ] || { echo "# no $results: the module did not run KUnit suite $1"; exit 1; }
-	sed -e '1,2d' -e '$d' -e 's/^    //' "$results"
+	if sed -n 3p "$results" | grep -q '^    KTAP version'; then
+		sed -e '1,2d' -e '$d' -e 's/^    //' "$results"
+	else
+		cat "$results"
+	fi
 	exit 0
 fi
 shift
