@@ -8,9 +8,10 @@
 # The serial console goes to stdout live (through tools/ktap, which echoes
 # it) and raw to $BUILD/console.log; after it, ktap gets one more line,
 # `radiance-host: qemu exit <status>`. The exit status is ktap's: 0 only if the
-# guest printed KTAP results with no failure, its end marker with status 0,
-# and no kernel splat (--no-results-ok: a demo run without KTAP passes on the
-# marker alone); 1 otherwise; 2 on bad usage. A run that hits the timeout
+# guest printed KTAP results with no failure, ran every suite of its job's
+# plan to the end (tests/guest/suite.sh), printed its end marker with status
+# 0, and no kernel splat (--no-results-ok: a demo run without KTAP or plan
+# passes on the marker alone); 1 otherwise; 2 on bad usage. A run that hits the timeout
 # (default 600 s) always fails. The last line printed is ktap's
 # "N passed, N failed, N skipped".
 # $KTAP: a ktap binary to use instead of building tools/ktap.

@@ -27,12 +27,16 @@ host_rc=0
 	cargo build --workspace --manifest-path "$TOP/Cargo.toml" &&
 		cargo test --workspace --no-fail-fast --manifest-path "$TOP/Cargo.toml"
 } 2>&1 | tee "$BUILD/host-tests.log" || host_rc=$?
-# Sum libtest's `test result:` lines.
-read -r host_pass host_fail host_skip < <(awk '
-	/^test result:/ { for (i = 1; i <= NF; i++) {
-		if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
-	END { print p + 0, f + 0, s + 0 }' "$BUILD/host-tests.log")
-# A crash or a build error prints no result line: count it as a failure.
+# Each test binary's counts, summed by tools/ktap --libtest: a binary
+# whose `running N tests` is not its passed + failed + ignored, or that
+# printed no result (it crashed), fails; ignored tests count as skipped.
+(cd "$TOP" && cargo build --release -q -p ktap) || host_rc=1
+"$TOP"/target/release/ktap --libtest <"$BUILD/host-tests.log" >"$BUILD/host-counts.log" || true
+cat "$BUILD/host-counts.log"
+read -r host_pass host_fail host_skip < <(tail -n1 "$BUILD/host-counts.log" |
+	sed -nE 's/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p'; echo)
+host_pass=${host_pass:-0} host_fail=${host_fail:-1} host_skip=${host_skip:-0}
+# A build error, or cargo failing past its last test, is one failure.
 if ((host_rc != 0 && host_fail == 0)); then host_fail=1; fi
 
 # libradiance as C users get it: installed, relocated, through pkg-config.

@@ -5,6 +5,11 @@
 # bounced. Pinned BOs hold bounce slots while they live, so the BO tests
 # that pin hundreds of MiB stay in the main job.
 set -u
+. /suite.sh || exit 1
+
+kselftests="queue_test launch_test"
+libtests="libradiance-kmod_queue libradiance-kmod_hal"
+plan $kselftests $libtests cts_kmod0
 
 # The run's own module parameters come on the kernel command line as
 # radiance.NAME=VALUE (as modprobe would take them); every reload uses them.
@@ -14,12 +19,12 @@ echo "radiance-guest: module parameters: ${RADIANCE_PARAMS_EXTRA:-(defaults)}"
 # Matches radiance_test.h.
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 $RADIANCE_PARAMS_EXTRA || exit 1
 
-for t in /queue_test /launch_test; do
-	RADIANCE_KO=/radiance.ko "$t"
+for t in $kselftests; do
+	suite "$t" env RADIANCE_KO=/radiance.ko "/$t"
 done
-for t in /libradiance-kmod_queue /libradiance-kmod_hal; do
-	/libtest-ktap.sh "$t" --ignored
+for t in $libtests; do
+	suite "$t" /libtest-ktap.sh "/$t" --ignored
 done
-/radiance-cts --device kmod:0
+suite cts_kmod0 /radiance-cts --device kmod:0
 
 rmmod radiance

@@ -5,6 +5,8 @@
 # radiance_fuzz.seconds (kernel command line), printing each new corpus
 # entry for the host to keep, then kmemleak and the module's unload.
 set -u
+. /suite.sh || exit 1
+plan fuzzer kmemleak_after_fuzzer kmemleak_after_unload
 
 param() {
 	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^radiance_fuzz\.$1=//p")
@@ -14,8 +16,8 @@ param() {
 /kmemleak.sh --clear
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
 mkdir -p /corpus
-/radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$(param seconds 600)" --procs "$(param procs 2)" \
-	--corpus-in /corpus --print-corpus --status 60
-/kmemleak.sh kmemleak_after_fuzzer
+suite fuzzer /radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$(param seconds 600)" \
+	--procs "$(param procs 2)" --corpus-in /corpus --print-corpus --status 60
+suite kmemleak_after_fuzzer /kmemleak.sh kmemleak_after_fuzzer
 rmmod radiance
-/kmemleak.sh kmemleak_after_unload
+suite kmemleak_after_unload /kmemleak.sh kmemleak_after_unload

@@ -11,6 +11,10 @@
 # The fuzzer's budget comes from the kernel command line as
 # radiance_fuzz.execs=N (default 3000) and radiance_fuzz.seed=N (default 1).
 set -u
+. /suite.sh || exit 1
+# test-job.sh declares its own suites.
+plan kmemleak_after_guest_suite stress_test kmemleak_after_stress fail_nth kmemleak_after_fail_nth \
+	fuzzer kmemleak_after_fuzzer kmemleak_after_unload
 
 echo "radiance-guest: the debug kernel, $(uname -r)"
 
@@ -21,29 +25,37 @@ param() {
 execs=$(param execs 3000)
 seed=$(param seed 1)
 
+# kmemleak NAME: suite NAME, one test: no leak since the last scan.
+kmemleak() {
+	suite "$1" /kmemleak.sh "$1"
+}
+
 # What the kernel itself left suspected before we started is not ours.
 /kmemleak.sh --clear
 
 # The whole guest suite (tests/guest/test-job.sh: KUnit, the kselftests,
 # libradiance's kmod tests, the conformance suite, the C ABI test, radctl),
-# which loads and unloads the module itself.
+# which loads and unloads the module itself. Its status is this job's
+# (a job that could not start, a failed unload), after the rest has run.
 start=$(date +%s)
 sh /test-job.sh
+guest_suite_rc=$?
 echo "radiance-guest: the guest suite took $(($(date +%s) - start)) s"
-/kmemleak.sh kmemleak_after_guest_suite
+kmemleak kmemleak_after_guest_suite
 
 # Matches radiance_test.h.
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
-RADIANCE_KO=/radiance.ko /stress_test
-/kmemleak.sh kmemleak_after_stress
+suite stress_test env RADIANCE_KO=/radiance.ko /stress_test
+kmemleak kmemleak_after_stress
 
 start=$(date +%s)
-/radiance-fuzz fail-nth
+suite fail_nth /radiance-fuzz fail-nth
 echo "radiance-guest: fail-nth sweep took $(($(date +%s) - start)) s"
-/kmemleak.sh kmemleak_after_fail_nth
+kmemleak kmemleak_after_fail_nth
 
-/radiance-fuzz fuzz --seed "$seed" --execs "$execs" --procs 2 --status 60
-/kmemleak.sh kmemleak_after_fuzzer
+suite fuzzer /radiance-fuzz fuzz --seed "$seed" --execs "$execs" --procs 2 --status 60
+kmemleak kmemleak_after_fuzzer
 
 rmmod radiance
-/kmemleak.sh kmemleak_after_unload
+kmemleak kmemleak_after_unload
+exit "$guest_suite_rc"

@@ -1,22 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
-//! The conformance suite against `hsa:0`, where this machine has ROCr and
-//! an AMD GPU behind `/dev/kfd`; elsewhere (CI, the build machine) it
-//! skips, saying why: ROCr's status and the missing `/dev/kfd`.
+//! The conformance suite against `hsa:0`: it needs ROCr and an AMD GPU
+//! behind `/dev/kfd`, so it is ignored (counted as skipped) unless asked
+//! for with `--include-ignored`; asked for where `hsa:0` does not open, the
+//! suite bails out and the test fails, with ROCr's status and the missing
+//! `/dev/kfd`. How the suite reports a device that does not open is checked
+//! everywhere.
 
-use radiance::{Device, StatusCode};
-use std::io::Write;
-
+/// Where hsa:0 does not open, the suite bails out: one failure, with why.
 #[test]
+#[ignore = "needs hsa:0 (run with --include-ignored on a machine with ROCr and an AMD GPU behind /dev/kfd)"]
 fn suite_against_hsa_0() {
-    match Device::open("hsa:0") {
-        Err(e) if matches!(e.status(), StatusCode::Unavailable | StatusCode::NotFound) => {
-            // Straight to stderr, past libtest's capture: a skip must show.
-            let _ = writeln!(std::io::stderr(), "skipping: {e}");
-            return;
-        }
-        opened => drop(opened.expect("opening hsa:0")),
-    }
     let mut ktap = Vec::new();
     let summary = radiance_cts::run("hsa:0", "", &mut ktap);
     print!("{}", String::from_utf8_lossy(&ktap));

@@ -3,8 +3,9 @@
 //!
 //! The console carries, in any order: kernel messages, the guest job's own
 //! output (kselftest binaries printing KTAP/TAP documents one after another),
-//! the guest init's end marker `radiance-guest: exit <rc>`, and the host-side
-//! line `radiance-host: qemu exit <status>` that `tools/run-qemu.sh` appends
+//! the guest init's end marker `radiance-guest: exit <rc>`, the job's plan
+//! and suite markers (below), and the host-side line
+//! `radiance-host: qemu exit <status>` that `tools/run-qemu.sh` appends
 //! after QEMU has exited. [`Parser`] takes the lines one at a time and
 //! [`Parser::finish`] turns them into a [`Report`]: counts of passed, failed
 //! and skipped results, and one explanation per failure.
@@ -20,15 +21,42 @@
 //!   non-zero QEMU status, each console line that shows a kernel splat, and
 //!   (unless [`Options::no_results_ok`]) no results at all.
 //!
+//! Suites (tests/guest/suite.sh prints the markers): a job names what it
+//! must run in `radiance-guest: plan NAME...` lines (each name once; plans
+//! add up, so a job may run another job), and runs each suite between
+//! `radiance-guest: suite NAME` and `radiance-guest: suite NAME exit RC`;
+//! the results in between are the suite's. A document ends where a suite
+//! begins or ends. One more failure for each suite that:
+//! - is in the plan but never began (its binary was not there, the job
+//!   died before it);
+//! - began but is not in the plan, or began twice;
+//! - began and never ended (the job died in it);
+//! - ended with no result (`1..0 # SKIP` counts as one);
+//! - exited non-zero without a failed result (it crashed after its last
+//!   result; 4, kselftest's KSFT_SKIP, is fine when all it had were skips).
+//!
+//! Once a plan is seen, a result outside every suite is one more failure
+//! (a binary the manifest does not hold to account). With
+//! [`Options::plan_required`], a run with results and no plan fails too.
+//!
 //! So a run passed exactly when [`Report::failed`] is zero.
 
 use std::fmt;
+
+pub mod libtest;
 
 /// The guest init prints this, then the job's exit status.
 pub const GUEST_MARKER: &str = "radiance-guest: exit ";
 /// `tools/run-qemu.sh` prints this, then QEMU's exit status (124 or 137:
 /// killed by `timeout`).
 pub const HOST_MARKER: &str = "radiance-host: qemu exit ";
+/// The job prints this, then the names of the suites it must run.
+pub const PLAN_MARKER: &str = "radiance-guest: plan ";
+/// The job prints this, then a suite's name when it begins, and its name,
+/// `exit` and its exit status when it ends.
+pub const SUITE_MARKER: &str = "radiance-guest: suite ";
+/// kselftest's exit status for a program that skipped everything.
+const KSFT_SKIP: i32 = 4;
 
 /// Console substrings that mean the kernel complained, with the name each is
 /// reported by. Checked in order: the first match names the line, so the
@@ -57,6 +85,9 @@ pub struct Options {
     /// A run that prints no KTAP results passes if the job exited 0 and the
     /// kernel did not complain (a demo, not a test run).
     pub no_results_ok: bool,
+    /// A run with results must have a plan (`radiance-guest: plan`): a
+    /// test job must say what it runs.
+    pub plan_required: bool,
 }
 
 /// The verdict on a run.
@@ -120,6 +151,38 @@ struct Doc {
     totals: Option<Totals>,
 }
 
+/// A suite that has begun and not ended: the report's counts when it began,
+/// so that what it added is their difference.
+#[derive(Debug)]
+struct Suite {
+    name: String,
+    line: u32,
+    at: Counts,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    passed: u32,
+    failed: u32,
+    skipped: u32,
+    results: u32,
+}
+
+impl Counts {
+    fn of(r: &Report) -> Self {
+        Self { passed: r.passed, failed: r.failed, skipped: r.skipped, results: r.results }
+    }
+
+    fn since(self, before: Self) -> Self {
+        Self {
+            passed: self.passed - before.passed,
+            failed: self.failed - before.failed,
+            skipped: self.skipped - before.skipped,
+            results: self.results - before.results,
+        }
+    }
+}
+
 /// Feeds on console lines; see the crate documentation for the rules.
 #[derive(Debug, Default)]
 pub struct Parser {
@@ -131,6 +194,13 @@ pub struct Parser {
     /// `Some(None)`: a marker whose status did not parse.
     guest: Option<Option<i32>>,
     host: Option<Option<i32>>,
+    /// The suites of every plan line, in order.
+    planned: Vec<String>,
+    /// The suites that began, in order.
+    begun: Vec<String>,
+    suite: Option<Suite>,
+    /// Results counted inside suites.
+    suite_results: u32,
 }
 
 impl Parser {
@@ -155,6 +225,14 @@ impl Parser {
             if let Some(rest) = body.strip_prefix(HOST_MARKER) {
                 self.host = Some(parse_status(rest));
             }
+        }
+        if let Some(names) = body.strip_prefix(PLAN_MARKER) {
+            self.plan(names);
+            return;
+        }
+        if let Some(rest) = body.strip_prefix(SUITE_MARKER) {
+            self.suite_marker(rest);
+            return;
         }
 
         if is_version(body) {
@@ -218,6 +296,20 @@ impl Parser {
     /// Ends the input and gives the verdict.
     pub fn finish(mut self) -> Report {
         self.end_doc();
+        if let Some(s) = self.suite.take() {
+            self.close_suite(&s);
+            self.report.fail(format!("suite {} (console line {}) never ended: the job died in it", s.name, s.line));
+        }
+        for name in self.planned.iter().filter(|n| !self.begun.contains(n)) {
+            self.report.fail(format!("suite {name} is in the plan but never ran"));
+        }
+        let loose = self.report.results - self.suite_results;
+        if !self.planned.is_empty() && loose > 0 {
+            self.report.fail(format!("{loose} results outside every suite of the plan"));
+        }
+        if self.planned.is_empty() && self.report.results > 0 && self.opts.plan_required {
+            self.report.fail(format!("no plan: the job did not say which suites it runs ('{PLAN_MARKER}NAME...')"));
+        }
         let r = &mut self.report;
         match self.guest {
             None => r.fail(format!(
@@ -241,6 +333,71 @@ impl Parser {
         self.report
     }
 
+    fn plan(&mut self, names: &str) {
+        for name in names.split_whitespace() {
+            if self.planned.iter().any(|n| n == name) {
+                self.report.fail(format!("suite {name} is in the plan twice (console line {})", self.line));
+            } else {
+                self.planned.push(name.to_string());
+            }
+        }
+    }
+
+    /// `NAME` (it begins) or `NAME exit RC` (it ended).
+    fn suite_marker(&mut self, rest: &str) {
+        self.end_doc();
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        match words[..] {
+            [name] => self.begin_suite(name),
+            [name, "exit", rc] => self.end_suite(name, rc.parse().ok()),
+            _ => self.report.fail(format!("a suite marker that did not parse (console line {})", self.line)),
+        }
+    }
+
+    fn begin_suite(&mut self, name: &str) {
+        if let Some(s) = self.suite.take() {
+            self.close_suite(&s);
+            self.report.fail(format!("suite {} (console line {}) never ended: {name} began", s.name, s.line));
+        }
+        if self.begun.iter().any(|n| n == name) {
+            self.report.fail(format!("suite {name} ran twice (console line {})", self.line));
+        } else if !self.planned.iter().any(|n| n == name) {
+            self.report.fail(format!("suite {name} is not in the plan (console line {})", self.line));
+        }
+        self.begun.push(name.to_string());
+        self.suite = Some(Suite { name: name.to_string(), line: self.line, at: Counts::of(&self.report) });
+    }
+
+    fn end_suite(&mut self, name: &str, rc: Option<i32>) {
+        let Some(s) = self.suite.take_if(|s| s.name == name) else {
+            self.report.fail(format!("suite {name} ended without beginning (console line {})", self.line));
+            return;
+        };
+        let got = self.close_suite(&s);
+        let what = format!("suite {name} (console line {})", s.line);
+        match rc {
+            None => self.report.fail(format!("{what}: its exit status did not parse")),
+            _ if got.results == 0 => self.report.fail(format!(
+                "{what} printed no results (exit status {}{})",
+                rc.unwrap_or(0),
+                if rc == Some(127) { ": not found" } else { "" }
+            )),
+            Some(0) => {}
+            Some(KSFT_SKIP) if got.passed == 0 && got.failed == 0 => {}
+            Some(rc) if got.failed == 0 => self.report.fail(format!(
+                "{what} exited with status {rc} but no test failed: did it crash after its last result?"
+            )),
+            Some(_) => {}
+        }
+    }
+
+    /// What suite `s` added to the report.
+    fn close_suite(&mut self, s: &Suite) -> Counts {
+        let got = Counts::of(&self.report).since(s.at);
+        self.suite_results += got.results;
+        got
+    }
+
     fn start_doc(&mut self, indent: usize) {
         self.docs += 1;
         self.doc = Some(Doc {
@@ -259,7 +416,10 @@ impl Parser {
     fn end_doc(&mut self) {
         let Some(d) = self.doc.take() else { return };
         let r = &mut self.report;
-        let what = format!("document {} (console line {})", d.number, d.line);
+        let what = match &self.suite {
+            Some(s) => format!("document {} (console line {}, suite {})", d.number, d.line, s.name),
+            None => format!("document {} (console line {})", d.number, d.line),
+        };
         let missing = d.plan.map_or(0, |p| p.saturating_sub(d.results));
         if missing > 0 {
             r.failed += missing;
@@ -702,7 +862,7 @@ mod tests {
         let r = run(END);
         assert_eq!(counts(&r), (0, 1, 0));
         assert_eq!(r.reasons, vec!["no test results".to_string()]);
-        let demo = Options { no_results_ok: true };
+        let demo = Options { no_results_ok: true, ..Options::default() };
         let r = parse(&format!("hello from the demo\n{END}"), demo);
         assert_eq!(counts(&r), (0, 0, 0));
         assert!(r.success());
@@ -726,6 +886,171 @@ mod tests {
         let r = run(&format!("okay then\nok\nnot okay\nlooks ok 1 to me\n{END}"));
         // A bare "ok" is a result; "okay", "not okay" and mid-line "ok" are not.
         assert_eq!(counts(&r), (1, 0, 0), "{r:?}");
+    }
+
+    /// `suite NAME` around `body`, ending with exit status `rc`.
+    fn suite(name: &str, body: &str, rc: i32) -> String {
+        format!("{SUITE_MARKER}{name}\n{body}\n{SUITE_MARKER}{name} exit {rc}\n")
+    }
+
+    const ONE: &str = "TAP version 13\n1..1\nok 1 t";
+
+    #[test]
+    fn planned_suites_that_all_ran() {
+        let console = format!(
+            "{PLAN_MARKER}a b\n{}{}{END}",
+            suite("a", "TAP version 13\n1..2\nok 1 x\nok 2 y # SKIP no", 0),
+            suite("b", "KTAP version 1\n1..1\nnot ok 1 z", 1)
+        );
+        let r = run(&console);
+        assert_eq!(counts(&r), (1, 1, 1), "{r:?}");
+        assert_eq!(r.reasons.len(), 1, "{:?}", r.reasons);
+        assert!(r.reasons[0].contains("not ok 1 z"), "{:?}", r.reasons);
+    }
+
+    #[test]
+    fn a_planned_suite_that_never_ran_fails() {
+        let r = run(&format!("{PLAN_MARKER}a sem_test b\n{}{}{END}", suite("a", ONE, 0), suite("b", ONE, 0)));
+        assert_eq!(counts(&r), (2, 1, 0), "{r:?}");
+        assert_eq!(r.reasons, vec!["suite sem_test is in the plan but never ran".to_string()]);
+    }
+
+    #[test]
+    fn a_missing_binary_fails_its_suite() {
+        let console = format!("{PLAN_MARKER}a\n{}{END}", suite("a", "sh: /sem_test: not found", 127));
+        let r = run(&console);
+        assert_eq!(counts(&r), (0, 2, 0), "{r:?}");
+        assert!(
+            r.reasons[0].starts_with("suite a (console line 2) printed no results (exit status 127: not found)"),
+            "{:?}",
+            r.reasons
+        );
+        assert_eq!(r.reasons[1], "no test results");
+    }
+
+    #[test]
+    fn a_suite_that_ends_early_fails_each_missing_result() {
+        let results: String = (1..=30).map(|i| format!("ok {i} t{i}\n")).collect();
+        let console = format!(
+            "{PLAN_MARKER}a\n{}{END}",
+            suite("a", &format!("KTAP version 1\n1..40\n{results}Segmentation fault"), 139)
+        );
+        let r = run(&console);
+        assert_eq!(counts(&r), (30, 10, 0), "{r:?}");
+        assert_eq!(r.reasons.len(), 1, "{:?}", r.reasons);
+        assert!(r.reasons[0].contains("suite a): plan 1..40 but only 30 results: 10 missing"), "{:?}", r.reasons);
+    }
+
+    #[test]
+    fn a_suite_that_crashes_after_its_last_result_fails() {
+        let r = run(&format!("{PLAN_MARKER}a\n{}{END}", suite("a", ONE, 139)));
+        assert_eq!(counts(&r), (1, 1, 0), "{r:?}");
+        assert!(
+            r.reasons[0].contains("suite a (console line 2) exited with status 139 but no test failed"),
+            "{:?}",
+            r.reasons
+        );
+    }
+
+    #[test]
+    fn ksft_skip_passes_only_a_suite_that_skipped_everything() {
+        let skipped = suite("a", "TAP version 13\n1..0 # SKIP needs root", KSFT_SKIP);
+        let r = run(&format!("{PLAN_MARKER}a\n{skipped}{END}"));
+        assert_eq!(counts(&r), (0, 0, 1), "{r:?}");
+        let r = run(&format!("{PLAN_MARKER}a\n{}{END}", suite("a", ONE, KSFT_SKIP)));
+        assert_eq!(counts(&r), (1, 1, 0), "{r:?}");
+    }
+
+    #[test]
+    fn a_suite_the_job_died_in_fails() {
+        let console = format!("{PLAN_MARKER}a b\n{SUITE_MARKER}a\n{ONE}\nradiance-guest: exit 2\n");
+        let r = run(&console);
+        assert_eq!(counts(&r), (1, 3, 0), "{r:?}");
+        assert!(r.reasons[0].contains("suite a (console line 2) never ended"), "{:?}", r.reasons);
+        assert!(r.reasons[1].contains("suite b is in the plan but never ran"), "{:?}", r.reasons);
+        assert!(r.reasons[2].contains("status 2"), "{:?}", r.reasons);
+    }
+
+    #[test]
+    fn suites_outside_the_plan_or_twice_fail() {
+        let console = format!(
+            "{PLAN_MARKER}a a\n{}{}{}{SUITE_MARKER}c exit 0\n{END}",
+            suite("a", ONE, 0),
+            suite("a", ONE, 0),
+            suite("b", ONE, 0)
+        );
+        let r = run(&console);
+        assert_eq!(counts(&r), (3, 4, 0), "{r:?}");
+        assert!(r.reasons[0].contains("suite a is in the plan twice"), "{:?}", r.reasons);
+        assert!(r.reasons[1].contains("suite a ran twice"), "{:?}", r.reasons);
+        assert!(r.reasons[2].contains("suite b is not in the plan"), "{:?}", r.reasons);
+        assert!(r.reasons[3].contains("suite c ended without beginning"), "{:?}", r.reasons);
+    }
+
+    #[test]
+    fn a_suite_that_begins_ends_the_one_before() {
+        let console = format!("{PLAN_MARKER}a b\n{SUITE_MARKER}a\n{ONE}\n{}{END}", suite("b", ONE, 0));
+        let r = run(&console);
+        assert_eq!(counts(&r), (2, 1, 0), "{r:?}");
+        assert!(r.reasons[0].contains("suite a (console line 2) never ended: b began"), "{:?}", r.reasons);
+    }
+
+    #[test]
+    fn documents_end_at_suite_boundaries() {
+        // a's document stops after one of three results; b's results,
+        // without a version line of their own, are not a's.
+        let console = format!(
+            "{PLAN_MARKER}a b\n{}{}{END}",
+            suite("a", "TAP version 13\n1..3\nok 1 x", 1),
+            suite("b", "1..1\nok 1 y", 0)
+        );
+        let r = run(&console);
+        assert_eq!(counts(&r), (2, 2, 0), "{r:?}");
+        assert_eq!(r.reasons.len(), 1, "{:?}", r.reasons);
+        assert!(r.reasons[0].contains("suite a): plan 1..3 but only 1 results"), "{:?}", r.reasons);
+    }
+
+    #[test]
+    fn plans_add_up_across_nested_jobs() {
+        // robust-job runs test-job, whose plan comes later.
+        let console = format!(
+            "{PLAN_MARKER}outer\n{PLAN_MARKER}inner_1 inner_2\n{}{}{}{END}",
+            suite("inner_1", ONE, 0),
+            suite("inner_2", ONE, 0),
+            suite("outer", ONE, 0)
+        );
+        let r = run(&console);
+        assert_eq!(counts(&r), (3, 0, 0), "{r:?}");
+        assert!(r.success());
+    }
+
+    #[test]
+    fn results_outside_the_plan_fail() {
+        let r = run(&format!("{PLAN_MARKER}a\n{}{ONE}\nok 2 u\n{END}", suite("a", ONE, 0)));
+        assert_eq!(counts(&r), (3, 1, 0), "{r:?}");
+        assert_eq!(r.reasons, vec!["2 results outside every suite of the plan".to_string()]);
+    }
+
+    #[test]
+    fn a_test_run_without_a_plan_fails_where_one_is_required() {
+        let required = Options { plan_required: true, ..Options::default() };
+        let r = parse(&format!("{ONE}\n{END}"), required);
+        assert_eq!(counts(&r), (1, 1, 0), "{r:?}");
+        assert!(r.reasons[0].starts_with("no plan"), "{:?}", r.reasons);
+        let r = parse(&format!("{PLAN_MARKER}a\n{}{END}", suite("a", ONE, 0)), required);
+        assert!(r.success(), "{r:?}");
+        let demo = Options { no_results_ok: true, plan_required: true };
+        assert!(parse(&format!("hello\n{END}"), demo).success());
+    }
+
+    #[test]
+    fn suite_markers_that_do_not_parse_fail() {
+        let r = run(&format!(
+            "{PLAN_MARKER}a\n{SUITE_MARKER}a\n{ONE}\n{SUITE_MARKER}a exit what\n{SUITE_MARKER}a b\n{END}"
+        ));
+        assert_eq!(counts(&r), (1, 2, 0), "{r:?}");
+        assert!(r.reasons[0].contains("its exit status did not parse"), "{:?}", r.reasons);
+        assert!(r.reasons[1].contains("a suite marker that did not parse"), "{:?}", r.reasons);
     }
 
     #[test]

@@ -2,27 +2,35 @@
 //! `ktap [--no-results-ok] < console`: echoes a QEMU test run's serial
 //! console line by line as it arrives, then prints why the run failed (if it
 //! did) and, as the last line, `N passed, N failed, N skipped`.
+//! `ktap --libtest < cargo-test.log` judges `cargo test`'s output instead
+//! (src/libtest.rs), printing only the failures and that line.
 //! Exit status: 0 if nothing failed, 1 if something did, 2 on bad usage.
 //! The rules are in the library's documentation (src/lib.rs).
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::process::ExitCode;
 
-use ktap::{Options, Parser};
+use ktap::{Options, Parser, Report};
 
 const USAGE: &str = "usage: ktap [--no-results-ok] < console.log
+       ktap --libtest < cargo-test.log
 
-Echoes the console from stdin, counts the KTAP results of each test document,
-checks for the guest's 'radiance-guest: exit <rc>' marker and for kernel
-splats, and ends with 'N passed, N failed, N skipped'. Exit status 0 only if
-nothing failed (and, without --no-results-ok, at least one result was seen).
+Echoes the console from stdin, counts the KTAP results of each test document
+and of each suite of the job's plan, checks for the guest's
+'radiance-guest: exit <rc>' marker and for kernel splats, and ends with
+'N passed, N failed, N skipped'. Exit status 0 only if nothing failed (and,
+without --no-results-ok, at least one result was seen, and the job declared
+its plan). --libtest: sums what each test binary of a 'cargo test' log ran.
 ";
 
 fn main() -> ExitCode {
-    let mut opts = Options::default();
+    // A test run must say what it runs; a demo need not.
+    let mut opts = Options { plan_required: true, ..Options::default() };
+    let mut libtest = false;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
-            "--no-results-ok" => opts.no_results_ok = true,
+            "--no-results-ok" => opts = Options { no_results_ok: true, plan_required: false },
+            "--libtest" => libtest = true,
             "-h" | "--help" => {
                 print!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -32,6 +40,15 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+
+    if libtest {
+        let mut log = Vec::new();
+        if let Err(e) = io::stdin().lock().read_to_end(&mut log) {
+            eprintln!("ktap: reading the log: {e}");
+            return ExitCode::from(2);
+        }
+        return verdict(&ktap::libtest::parse(&String::from_utf8_lossy(&log)), &mut io::stdout().lock());
     }
 
     let mut parser = Parser::new(opts);
@@ -63,7 +80,11 @@ fn main() -> ExitCode {
         let _ = writeln!(out);
     }
 
-    let report = parser.finish();
+    verdict(&parser.finish(), &mut out)
+}
+
+/// Prints the report; the exit status says whether anything failed.
+fn verdict(report: &Report, out: &mut impl Write) -> ExitCode {
     let _ = writeln!(out, "{report}");
     let _ = out.flush();
     if report.success() {
