@@ -171,17 +171,35 @@ impl SocModel {
         Err(LinkError::Address(addr))
     }
 
+    /// `(page, offset in it, bytes)` of each page piece of `len` bytes at
+    /// `addr`.
+    fn pieces(addr: u64, len: usize) -> impl Iterator<Item = (u64, usize, std::ops::Range<usize>)> {
+        let mut done = 0;
+        std::iter::from_fn(move || {
+            let a = addr + done as u64;
+            let at = (a % PAGE) as usize;
+            let n = (len - done).min(PAGE as usize - at);
+            let piece = (n > 0).then(|| (a / PAGE, at, done..done + n));
+            done += n;
+            piece
+        })
+    }
+
     fn load(&self, addr: u64, dst: &mut [u8]) {
-        for (i, b) in dst.iter_mut().enumerate() {
-            let a = addr + i as u64;
-            *b = self.pages.get(&(a / PAGE)).map_or(0, |p| p[(a % PAGE) as usize]);
+        for (page, at, range) in Self::pieces(addr, dst.len()) {
+            let n = range.len();
+            match self.pages.get(&page) {
+                Some(p) => dst[range].copy_from_slice(&p[at..at + n]),
+                None => dst[range].fill(0),
+            }
         }
     }
 
     fn store(&mut self, addr: u64, src: &[u8]) {
-        for (i, &b) in src.iter().enumerate() {
-            let a = addr + i as u64;
-            self.pages.entry(a / PAGE).or_insert_with(|| Box::new([0; PAGE as usize]))[(a % PAGE) as usize] = b;
+        for (page, at, range) in Self::pieces(addr, src.len()) {
+            let n = range.len();
+            let p = self.pages.entry(page).or_insert_with(|| Box::new([0; PAGE as usize]));
+            p[at..at + n].copy_from_slice(&src[range]);
         }
     }
 
@@ -303,6 +321,13 @@ mod tests {
         // A register is one 32-bit access.
         assert_eq!(soc.read64(ALL_FINISHED), Err(LinkError::Address(ALL_FINISHED)));
         soc.write64(CLUSTER_BASE + PRINTBUF + 8 * 63, 7).unwrap();
+        // Across pages, and zeros where nothing was written.
+        let bytes: Vec<u8> = (0..9000u32).map(|i| i as u8).collect();
+        soc.write(DRAM_BASE + 4090, &bytes).unwrap();
+        let mut back = vec![0xff; 9010];
+        soc.read(DRAM_BASE + 4090, &mut back).unwrap();
+        assert_eq!(back[..9000], bytes[..]);
+        assert_eq!(back[9000..], [0; 10]);
         assert_eq!(soc.read64(CLUSTER_BASE + PRINTBUF + 8 * 63), Ok(7));
         assert!(soc.read64(CLUSTER_BASE + PRINTBUF + 8 * 64).is_err());
         assert!(soc.read32(DRAM_BASE + DRAM_SIZE).is_err());
