@@ -33,14 +33,17 @@ gone() {
 	while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
 }
 
-# The test devices' shape: 4 cores (two clusters of two).
-set -- $(serve b0 --link model --vram-mib 64 --clusters 2)
-b0=$1
+# The two test devices, each of their shape: 4 cores (two clusters of two).
+set -- $(serve k0 --link model --vram-mib 64 --clusters 2)
+k0=$1
+set -- $(serve k1 --link model --vram-mib 64 --clusters 2)
+k1=$1
 for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /sem_alias_test /queue_test /launch_test; do
 	RADIANCE_TEST_SERVER=soc "$t"
 done
-kill -TERM "$b0"
-gone "$b0"
+kill -TERM "$k0" "$k1"
+gone "$k0"
+gone "$k1"
 
 # Bytes $@ as binary.
 bytes() {

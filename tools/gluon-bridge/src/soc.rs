@@ -184,6 +184,7 @@ impl<L: Link> Soc<L> {
             }
             if started.elapsed() > self.timeout {
                 let (warp, report) = self.timeout_report(started.elapsed())?;
+                eprint!("gluon-bridge: {report}");
                 printed.extend_from_slice(report.as_bytes());
                 break Some(Some((status::EXECUTION, l.start_pc, warp)));
             }
