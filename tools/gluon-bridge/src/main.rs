@@ -69,14 +69,17 @@ enum Mode {
     },
     /// Serve a Radiance SoC reached over a memory link.
     Soc {
-        /// `model` (the in-repo SoC model) or `unix:PATH`.
+        /// `model[:hang|:epilogue|:print=TEXT]` (the in-repo SoC model) or
+        /// `unix:PATH` (a process serving the link protocol, README).
         #[arg(long, default_value = "model")]
         link: String,
         /// GPU DRAM to declare, in MiB (the SoC has 2048).
         #[arg(long, default_value_t = 2048)]
         vram_mib: u32,
+        /// Clusters of Muon cores (the taped-out part: 1).
         #[arg(long, default_value_t = 1)]
         clusters: u32,
+        /// Cores per cluster (the taped-out part: 2).
         #[arg(long, default_value_t = 2)]
         cores_per_cluster: u32,
         /// Wait for the tapeout epilogue's DONE slots, not finished.

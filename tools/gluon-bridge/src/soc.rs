@@ -19,7 +19,7 @@
 
 use crate::{
     control::{declaration, Control},
-    error::Result,
+    error::{Error, Result},
     link::{self, Link, LinkError, LinkResult, MAX_ACCESS},
     soc_map::*,
 };
@@ -371,13 +371,16 @@ fn kernel<L: Link>(
 /// Declares the SoC's device and serves it until the control file or the
 /// link fails.
 pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
+    let vram_size = u64::from(opts.vram_mib) << 20;
+    if vram_size == 0 || vram_size > DRAM_SIZE {
+        return Err(Error::Usage(format!("--vram-mib {}: 1 to 2048", opts.vram_mib)));
+    }
+    if opts.geometry.clusters == 0 || opts.geometry.cores_per_cluster == 0 {
+        return Err(Error::Usage("--clusters and --cores-per-cluster: at least 1".into()));
+    }
     let link = link::open(&opts.link, opts.geometry)?;
     let soc = Soc::new(link, opts);
     soc.hold()?;
-    let vram_size = u64::from(opts.vram_mib) << 20;
-    if vram_size == 0 || vram_size > DRAM_SIZE {
-        return Err(crate::error::Error::Usage(format!("--vram-mib {}: 1 to 2048", opts.vram_mib)));
-    }
     let mut decl = declaration("Radiance SoC (gluon-bridge soc)");
     decl.dialect = Sim16.id();
     decl.streams = STREAMS.into();
