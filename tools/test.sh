@@ -120,6 +120,11 @@ if ((guest_fail == 0)); then
 	# node, its death, and user devices beside an emulated one.
 	log "guest: devices served by gluon-bridge (model mode)"
 	guest_run user-job ""
+	# A Radiance SoC behind a memory link: gluon-bridge soc over its model
+	# link carries copies out as link accesses and launches by the SoC's
+	# reset protocol.
+	log "guest: a Radiance SoC served by gluon-bridge soc (model link)"
+	guest_run soc-job ""
 	# Robustness: KASAN, lockdep, kmemleak and fault injection watching the
 	# kselftests, the stress tests, the fail-nth sweep and the fuzzer.
 	log "guest: the debug kernel: stress, fail-nth, fuzzer, kmemleak"

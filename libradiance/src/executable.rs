@@ -56,6 +56,18 @@ impl Executable {
             }
             segments.push(Segment { addr, data: data.to_vec(), mem_size });
         }
+        let symbols = file
+            .symbols()
+            .filter_map(|s| Some((s.name().ok()?.to_owned(), u32::try_from(s.address()).ok()?)))
+            .filter(|(name, _)| !name.is_empty())
+            .collect();
+        Self::new(file.elf_header().e_entry(endian), segments, symbols)
+    }
+
+    /// An executable of `segments` (in any order) starting at `entry`, for
+    /// a loader that found them in another container (a fused SoC image);
+    /// `InvalidArgument` when there are none or they overlap.
+    pub fn new(entry: u32, mut segments: Vec<Segment>, symbols: Vec<(String, u32)>) -> Result<Self> {
         if segments.is_empty() {
             return Err(invalid("no loadable segment"));
         }
@@ -63,12 +75,7 @@ impl Executable {
         if segments.windows(2).any(|w| w[0].addr + w[0].mem_size > w[1].addr) {
             return Err(invalid("overlapping segments"));
         }
-        let symbols = file
-            .symbols()
-            .filter_map(|s| Some((s.name().ok()?.to_owned(), u32::try_from(s.address()).ok()?)))
-            .filter(|(name, _)| !name.is_empty())
-            .collect();
-        Ok(Self { entry: file.elf_header().e_entry(endian), segments, symbols })
+        Ok(Self { entry, segments, symbols })
     }
 
     /// The entry point: where warps start.

@@ -65,7 +65,9 @@ TEST(get_info_reports_each_device)
 		EXPECT_EQ(radiance_test_backend(), info.backend);
 		EXPECT_EQ(0, info.pad1);
 		ASSERT_EQ('\0', info.name[RADIANCE_NAME_LEN - 1]);
-		EXPECT_STREQ(radiance_served_by_bridge() ? "Radiance (gluon-bridge model)" : "Radiance (emulated Gluon)",
+		EXPECT_STREQ(radiance_served_by_soc()	   ? "Radiance SoC (gluon-bridge soc)" :
+			     radiance_served_by_bridge() ? "Radiance (gluon-bridge model)" :
+							   "Radiance (emulated Gluon)",
 			     info.name);
 		/* The name is zero-padded, not followed by stale bytes. */
 		for (size_t j = strlen(info.name); j < RADIANCE_NAME_LEN; j++)
@@ -79,7 +81,7 @@ TEST(get_info_reports_each_device)
 		EXPECT_EQ(getpagesize(), info.doorbell_page_size);
 		EXPECT_EQ(0, info.features);
 		/* FILL_U32, COPY_U32, VECADD_U32, SPIN, PRINTF_U32, START. */
-		EXPECT_EQ(0x3f, info.builtins);
+		EXPECT_EQ(radiance_served_by_soc() ? 0 : 0x3f, info.builtins);
 		EXPECT_EQ(0, info.pad2);
 		EXPECT_TRUE(info.dialect == RADIANCE_DIALECT_GLUON_SIM_16 ||
 			    info.dialect == RADIANCE_DIALECT_GLUON_24);

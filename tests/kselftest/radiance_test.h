@@ -118,8 +118,25 @@ static inline int radiance_served_by_bridge(void)
 {
 	const char *server = getenv("RADIANCE_TEST_SERVER");
 
-	return server && !strcmp(server, "bridge");
+	return server && (!strcmp(server, "bridge") || !strcmp(server, "soc"));
 }
+
+/* Whether the bridge serves them as a Radiance SoC over a memory link
+ * (gluon-bridge soc, $RADIANCE_TEST_SERVER=soc): no built-ins, and a launch
+ * runs the image at 0x10000000 by the SoC's reset protocol, so a test of a
+ * built-in kernel has nothing to run there. */
+static inline int radiance_served_by_soc(void)
+{
+	const char *server = getenv("RADIANCE_TEST_SERVER");
+
+	return server && !strcmp(server, "soc");
+}
+
+#define RADIANCE_SKIP_ON_SOC()                                                \
+	do {                                                                  \
+		if (radiance_served_by_soc())                                 \
+			SKIP(return, "a SoC runs no built-in kernels");       \
+	} while (0)
 
 /* The backend GET_INFO must report for the test devices. */
 static inline uint32_t radiance_test_backend(void)

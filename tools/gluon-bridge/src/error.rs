@@ -11,6 +11,9 @@ pub enum Error {
     /// gluon-sim broke the protocol, went away or stopped answering.
     #[error("gluon-sim: {0}")]
     Sim(String),
+    /// The memory link to a SoC failed.
+    #[error("the SoC's link: {0}")]
+    Link(#[from] crate::link::LinkError),
     /// A command line value is out of range.
     #[error("{0}")]
     Usage(String),

@@ -6,15 +6,21 @@
 //! runs in front of a Gluon that is a process:
 //! - `socket`: gluon-sim, over its Unix socket;
 //! - `model`: the software Gluon model, the command core the kernel's
-//!   emulated device runs (for tests, and as a reference).
+//!   emulated device runs (for tests, and as a reference);
+//! - `soc`: a Radiance SoC over a memory link, its launch protocol carried
+//!   out by the bridge.
 //!
 //! The device lives as long as the bridge: when it exits or is killed,
 //! radiance.ko removes the device and its clients get ENODEV.
 
 mod control;
 mod error;
+mod link;
 mod model;
 mod sim;
+mod soc;
+mod soc_map;
+mod soc_model;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -61,6 +67,31 @@ enum Mode {
         #[arg(long, default_value_t = 256)]
         vram_mib: u32,
     },
+    /// Serve a Radiance SoC reached over a memory link.
+    Soc {
+        /// `model[:hang|:epilogue|:print=TEXT]` (the in-repo SoC model) or
+        /// `unix:PATH` (a process serving the link protocol, README).
+        #[arg(long, default_value = "model")]
+        link: String,
+        /// GPU DRAM to declare, in MiB (the SoC has 2048).
+        #[arg(long, default_value_t = 2048)]
+        vram_mib: u32,
+        /// Clusters of Muon cores (the taped-out part: 1).
+        #[arg(long, default_value_t = 1)]
+        clusters: u32,
+        /// Cores per cluster (the taped-out part: 2).
+        #[arg(long, default_value_t = 2)]
+        cores_per_cluster: u32,
+        /// Wait for the tapeout epilogue's DONE slots, not finished.
+        #[arg(long)]
+        done_slots: bool,
+        /// Milliseconds a launch may run before the bridge resets the GPU.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// Microseconds between polls of finished.
+        #[arg(long, default_value_t = 100)]
+        poll_us: u64,
+    },
 }
 
 fn parse_u64(s: &str) -> Result<u64, String> {
@@ -85,6 +116,12 @@ fn run(cli: Cli) -> error::Result<()> {
             let dialect = radiance_gluon::by_name(&dialect)
                 .ok_or_else(|| error::Error::Usage(format!("unknown dialect {dialect}: gluon-sim-16 or gluon-24")))?;
             model::serve(control, &model::ModelOptions { dialect, gluon_sim, vram_mib })
+        }
+        Mode::Soc { link, vram_mib, clusters, cores_per_cluster, done_slots, timeout_ms, poll_us } => {
+            let geometry = soc_map::Geometry { clusters, cores_per_cluster };
+            let timeout = std::time::Duration::from_millis(timeout_ms);
+            let poll = std::time::Duration::from_micros(poll_us);
+            soc::serve(control, &soc::SocOptions { link, geometry, vram_mib, done_slots, timeout, poll })
         }
     }
 }

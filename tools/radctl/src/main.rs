@@ -10,6 +10,7 @@
 
 mod error;
 mod run;
+mod soc_elf;
 mod submit;
 mod topology;
 

@@ -23,7 +23,7 @@ use std::{path::PathBuf, process::ExitCode};
 /// `radctl run`'s arguments.
 #[derive(Args)]
 pub(crate) struct Run {
-    /// The Muon ELF32 executable.
+    /// The Muon ELF32 executable, or a fused SoC image (`.soc.elf`).
     file: PathBuf,
     /// kmod:N, N, radianceN or a /dev path.
     #[arg(long, default_value = "kmod:0")]
@@ -129,7 +129,7 @@ pub(crate) fn run(args: &Run, as_json: bool) -> ExitCode {
 fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
     let bytes =
         std::fs::read(&args.file).map_err(|e| radiance::Error::io(format!("reading {}", args.file.display()), &e))?;
-    let exe = Executable::parse(&bytes)?;
+    let exe = crate::soc_elf::executable(&bytes)?;
     let address = |name: &Option<String>| match name {
         None => Ok(exe.entry()),
         Some(name) => match exe.symbol(name) {

@@ -1,0 +1,108 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the QEMU guest (as /job): the device is a Radiance SoC served
+# by `gluon-bridge soc` over its model link (the SoC's address map in the
+# bridge's process; its GPU runs no Muon code but plays the reset protocol).
+# The kselftests that make sense on such a device run against it (copies,
+# fills, faults, everything but the built-in kernels, which a SoC has not);
+# then radctl run launches an image at the SoC's start PC, a start PC the
+# SoC cannot run, a GPU that never finishes (the bridge's timeout and the
+# kernel's watchdog), and the bridge's death under a client.
+set -u
+
+# Matches radiance_test.h: 64 MiB of VRAM, a 500 ms launch timeout.
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
+
+# Starts bridge NAME in soc mode (further arguments are its), logging to
+# /tmp/NAME; waits for its node and prints the bridge's pid and its node.
+serve() {
+	log=/tmp/$1
+	shift
+	/gluon-bridge soc "$@" >"$log" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do
+		node=$(head -n1 "$log" 2>/dev/null)
+		[ -n "$node" ] && [ -e "/dev/$node" ] && break
+		sleep 0.1
+	done
+	echo "$pid $node"
+}
+
+# Waits until process $1 (not a child of this shell) is gone.
+gone() {
+	while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
+}
+
+# The two test devices, each of their shape: 4 cores (two clusters of two).
+set -- $(serve k0 --link model --vram-mib 64 --clusters 2)
+k0=$1
+set -- $(serve k1 --link model --vram-mib 64 --clusters 2)
+k1=$1
+for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /sem_alias_test /queue_test /launch_test; do
+	RADIANCE_TEST_SERVER=soc "$t"
+done
+kill -TERM "$k0" "$k1"
+gone "$k0"
+gone "$k1"
+
+# Bytes $@ as binary.
+bytes() {
+	for b in "$@"; do printf "\\$(printf %03o $((b)))"; done
+}
+le16() { bytes $(($1 & 255)) $(($1 >> 8 & 255)); }
+le32() { bytes $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
+
+# A Muon ELF32 executable: 16 bytes at 0x10000000, its entry. The model
+# runs no code, so any bytes do; they are read back to show the image
+# reached GPU DRAM over the link.
+{
+	bytes 0x7f 0x45 0x4c 0x46 1 1 1 0 0 0 0 0 0 0 0 0
+	le16 2; le16 243; le32 1; le32 0x10000000; le32 52; le32 0; le32 0
+	le16 52; le16 32; le16 1; le16 40; le16 0; le16 0
+	for v in 1 84 0x10000000 0x10000000 16 16 5 4; do le32 "$v"; done
+	bytes 0x13 0 0 0 0x6f 0 0 0 0xde 0xc0 0xad 0x0b 0x11 0x0c 0x1a 0x6e
+} >/tmp/image.elf
+
+set -- $(serve b1 --link model --vram-mib 512)
+b1=$1 d1=$2
+/ktap-one.sh soc_runs_an_image_at_its_link_address sh -c \
+	"/radctl run --device $d1 --read 0x10000000:16 /tmp/image.elf && cat /tmp/b1" >/tmp/run.ktap
+cat /tmp/run.ktap
+/ktap-one.sh soc_image_reached_gpu_dram_and_completed sh -c \
+	'grep -q "^# completed$" /tmp/run.ktap && grep -q "^# 0x10000000  13 00 00 00 6f 00 00 00 de c0 ad 0b 11 0c 1a 6e$" /tmp/run.ktap'
+# The SoC starts warps only at 0x10000000: anything else is Gluon's
+# execution fault at that PC (exit 3), and reset is never released.
+/ktap-one.sh soc_refuses_another_start_pc sh -c \
+	"/radctl run --device $d1 --entry 0x10000100 /tmp/image.elf; test \$? = 3" >/tmp/run.ktap
+cat /tmp/run.ktap
+/ktap-one.sh soc_fault_names_the_start_pc grep -q '^# fault: Gluon status 1 at pc 0x10000100' /tmp/run.ktap
+
+# A GPU that never finishes: the bridge's own timeout answers an execution
+# fault at the start PC and resets the GPU; the device serves on.
+set -- $(serve b2 --link model:hang --vram-mib 512 --timeout-ms 200)
+b2=$1 d2=$2
+/ktap-one.sh soc_bridge_timeout_is_an_execution_fault sh -c \
+	"/radctl run --device $d2 /tmp/image.elf; test \$? = 3 && grep 'no finish after' /tmp/b2"
+/ktap-one.sh soc_device_serves_on_after_a_timeout sh -c \
+	"/radctl run --device $d2 --read 0x10000000:16 /tmp/image.elf | grep '^0x10000000  13 00'; kill -0 $b2"
+# The kernel's watchdog (500 ms) comes first: it resets the device, the
+# bridge holds the GPU in reset and acknowledges.
+set -- $(serve b3 --link model:hang --vram-mib 512 --timeout-ms 60000)
+b3=$1 d3=$2
+/ktap-one.sh soc_watchdog_reset_ends_a_hung_launch sh -c \
+	"timeout 20 /radctl run --device $d3 /tmp/image.elf; rc=\$?; echo rc \$rc; test \$rc = 3 && kill -0 $b3"
+kill -TERM "$b2" "$b3"
+gone "$b2"
+gone "$b3"
+
+# The bridge dies under a client launching over and over: the client ends
+# with ENODEV's message, nothing hangs, the device goes.
+sh -c "while /radctl run --device $d1 /tmp/image.elf >/tmp/client.out 2>&1; do :; done" &
+client=$!
+sleep 2
+kill -KILL "$b1"
+wait "$client"
+gone "$b1"
+/ktap-one.sh client_fails_when_its_soc_bridge_dies sh -c \
+	"cat /tmp/client.out; grep -qi 'no such device\|ENODEV\|not found\|no /dev' /tmp/client.out && ! test -e /dev/$d1"
+/ktap-one.sh module_unloads_after_its_soc_servers_died rmmod radiance

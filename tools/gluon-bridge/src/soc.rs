@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! Soc mode: the device is a Radiance SoC reached over a memory link
+//! (`link`). The SoC has no Gluon: its host drives the GPU through the reset
+//! aggregator (`soc_map`). So the kernel keeps speaking Gluon to the bridge
+//! and the bridge carries each command out as link accesses:
+//! - COPY, SET and FENCE run in Gluon's model (`radiance_gluon::model`)
+//!   over GPU DRAM at `DRAM_BASE + device address`;
+//! - KERNEL runs the image already in GPU DRAM (a loader such as `radctl
+//!   run` copied its segments to their link addresses) by the protocol of
+//!   radiance-kernels' host code (`kernels/launch/host.cpp` 2fa5703,
+//!   `lib/include/rad_host.h` aed22f7): the params to the argument page, L0I
+//!   invalidated, reset released, finished polled while the tocpu mailbox is
+//!   served, reset held again ([`Soc::launch`]).
+//!
+//! Reset stays held whenever no launch runs, so that copies never race a
+//! running GPU; a device reset from the kernel (its watchdog) holds it too.
+//! A link that fails ends the bridge, and with it the device.
+
+use crate::{
+    control::{declaration, Control},
+    error::{Error, Result},
+    link::{self, Link, LinkError, LinkResult, MAX_ACCESS},
+    soc_map::*,
+};
+use radiance_gluon::{
+    model::{MemError, Memory, Model, MAX_LAUNCH_BLOCK},
+    sim16::Sim16,
+    status, Command, Dialect, Response, RESPONSE_SIZE,
+};
+use radiance_uapi::{caps, gluon_err, PrintfRing};
+use std::{
+    cell::{Cell, RefCell},
+    fmt::Write as _,
+    time::{Duration, Instant},
+};
+
+/// The compute shape declared: the SoC's own is not readable over the link.
+const WARPS_PER_CORE: u32 = 8;
+const THREADS_PER_WARP: u32 = 16;
+const STREAMS: u8 = 4;
+/// Gluon's model implements these over the link; no WAIT (its counts would
+/// miss the launches run here), no counters, no built-ins.
+const CAPS: u64 = caps::SET | caps::COPY_D2D | caps::SUBWORD | caps::FENCE;
+
+/// What the SoC is and how to reach it.
+pub struct SocOptions {
+    /// `model` or `unix:PATH`.
+    pub link: String,
+    pub geometry: Geometry,
+    /// GPU DRAM to declare, in MiB (at most 2048).
+    pub vram_mib: u32,
+    /// Poll finished as the tapeout epilogue needs: every core's DONE slot.
+    pub done_slots: bool,
+    /// How long a launch may run before the bridge resets the GPU.
+    pub timeout: Duration,
+    /// Time between two polls of finished.
+    pub poll: Duration,
+}
+
+/// How a launch ended, when it ended.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Launched {
+    /// `status::OK`, or the execution error's status, PC and warp (the
+    /// response's stream is the caller's).
+    pub fault: Option<(u8, u32, u32)>,
+    /// What the device printed through the mailbox, and the bridge's report
+    /// of a timeout.
+    pub printed: Vec<u8>,
+}
+
+impl Launched {
+    fn failed(status: u8, pc: u32, warp: u32) -> Self {
+        Self { fault: Some((status, pc, warp)), printed: Vec::new() }
+    }
+}
+
+/// A SoC behind a link.
+pub struct Soc<L: Link> {
+    link: RefCell<L>,
+    geometry: Geometry,
+    done_slots: bool,
+    timeout: Duration,
+    poll: Duration,
+    /// The first link failure: the bridge stops after the command it broke.
+    failed: RefCell<Option<LinkError>>,
+}
+
+impl<L: Link> Soc<L> {
+    pub fn new(link: L, opts: &SocOptions) -> Self {
+        Self {
+            link: RefCell::new(link),
+            geometry: opts.geometry,
+            done_slots: opts.done_slots,
+            timeout: opts.timeout,
+            poll: opts.poll,
+            failed: RefCell::new(None),
+        }
+    }
+
+    #[cfg(test)]
+    pub fn into_link(self) -> L {
+        self.link.into_inner()
+    }
+
+    /// Holds every core in reset.
+    pub fn hold(&self) -> LinkResult<()> {
+        self.link.borrow_mut().write32(RESET, 1)
+    }
+
+    /// Reads `dst.len()` bytes at link address `addr`, a block at a time.
+    fn read_block(&self, addr: u64, dst: &mut [u8]) -> LinkResult<()> {
+        for (i, chunk) in dst.chunks_mut(MAX_ACCESS).enumerate() {
+            self.link.borrow_mut().read(addr + (i * MAX_ACCESS) as u64, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `src` at link address `addr`, a block at a time.
+    fn write_block(&self, addr: u64, src: &[u8]) -> LinkResult<()> {
+        for (i, chunk) in src.chunks(MAX_ACCESS).enumerate() {
+            self.link.borrow_mut().write(addr + (i * MAX_ACCESS) as u64, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Notes a link failure for the serve loop and gives the model its
+    /// memory error.
+    fn note(&self, e: LinkError) -> MemError {
+        self.failed.borrow_mut().get_or_insert(e);
+        MemError::Vram
+    }
+
+    /// Runs the image in GPU DRAM for the launch block `block` (its header,
+    /// params and the rest, in `dialect`'s layout). None when `aborted` said
+    /// a reset came first (the GPU is held again; there is no response).
+    pub fn launch(
+        &self,
+        dialect: &dyn Dialect,
+        block: &[u8],
+        aborted: &dyn Fn() -> bool,
+    ) -> LinkResult<Option<Launched>> {
+        let head = dialect.launch_header_size();
+        let Ok(l) = dialect.decode_launch(block) else {
+            return Ok(Some(Launched::failed(gluon_err::BAD_LAUNCH, 0, 0)));
+        };
+        // Warps start where the image is linked; the SoC has no start PC
+        // register, so any other PC cannot be run.
+        if l.start_pc != START_PC {
+            return Ok(Some(Launched::failed(status::EXECUTION, l.start_pc, 0)));
+        }
+        let params = block.get(head..head + l.params_size as usize).filter(|p| p.len() as u64 <= ARG_SIZE);
+        let Some(params) = params else { return Ok(Some(Launched::failed(gluon_err::BAD_LAUNCH, l.start_pc, 0))) };
+
+        self.hold()?;
+        self.write_block(ARG_BASE, params)?;
+        let mut link = self.link.borrow_mut();
+        // An empty mailbox, and no DONE left over from the last run.
+        link.write64(TOCPU, 0)?;
+        if self.done_slots {
+            for core in 0..self.geometry.cores() {
+                link.write64(self.geometry.printbuf_slot(core, DONE_SLOT, true), 0)?;
+            }
+        }
+        // Soft reset keeps stale instructions in L0I (rad_host.h aed22f7,
+        // rad_tapeout.h 0108517): a store of 0 invalidates it.
+        for core in 0..self.geometry.cores() {
+            link.write32(self.geometry.l0i_flush(core), 0)?;
+        }
+        link.write32(RESET, 0)?;
+        drop(link);
+
+        let started = Instant::now();
+        let mut printed = Vec::new();
+        let outcome = loop {
+            self.serve_mailbox(&mut printed)?;
+            if self.finished()? {
+                // What was posted just before the end.
+                self.serve_mailbox(&mut printed)?;
+                break Some(None);
+            }
+            if aborted() {
+                break None;
+            }
+            if started.elapsed() > self.timeout {
+                let (warp, report) = self.timeout_report(started.elapsed())?;
+                eprint!("gluon-bridge: {report}");
+                printed.extend_from_slice(report.as_bytes());
+                break Some(Some((status::EXECUTION, l.start_pc, warp)));
+            }
+            std::thread::sleep(self.poll);
+        };
+        self.hold()?;
+        Ok(outcome.map(|fault| Launched { fault, printed }))
+    }
+
+    /// Takes what the GPU posted in the tocpu mailbox, as the SoC's host
+    /// does (radiance.h 08b0e8a `SYNC_GPU`): a putchar is the device's
+    /// printf; other HTIF words are reported.
+    fn serve_mailbox(&self, printed: &mut Vec<u8>) -> LinkResult<()> {
+        let mut link = self.link.borrow_mut();
+        let word = link.read64(TOCPU)?;
+        if word == 0 {
+            return Ok(());
+        }
+        if word & !0xff == HTIF_PUTCHAR {
+            printed.push(word as u8);
+        } else {
+            let _ = writeln!(Bytes(printed), "[soc: HTIF word {word:#x} from the GPU]");
+        }
+        link.write64(TOCPU, 0)
+    }
+
+    /// Whether every core finished: the all-finished register, or every
+    /// DONE slot with the tapeout epilogue (whose cores never raise
+    /// finished).
+    fn finished(&self) -> LinkResult<bool> {
+        let mut link = self.link.borrow_mut();
+        if !self.done_slots {
+            return Ok(link.read32(ALL_FINISHED)? != 0);
+        }
+        for core in 0..self.geometry.cores() {
+            if link.read64(self.geometry.printbuf_slot(core, DONE_SLOT, true))? as u32 != DONE_MAGIC {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The first core not finished, and a report of every core's finished
+    /// bit, DONE and trace slots and cluster 0's kernel beacons: what the
+    /// SoC shows of how far a launch got.
+    fn timeout_report(&self, after: Duration) -> LinkResult<(u32, String)> {
+        let mut link = self.link.borrow_mut();
+        let mut report = format!("[soc: no finish after {} ms;", after.as_millis());
+        let mut first = None;
+        for core in 0..self.geometry.cores() {
+            let bit = link.read32(CORE_FINISHED + 4 * u64::from(core))?;
+            let done = link.read64(self.geometry.printbuf_slot(core, DONE_SLOT, true))?;
+            let trace = link.read64(self.geometry.printbuf_slot(core, TRACE_SLOT, true))?;
+            let finished = if self.done_slots { done as u32 == DONE_MAGIC } else { bit != 0 };
+            if !finished && first.is_none() {
+                first = Some(core);
+            }
+            let _ = write!(report, " core {core} finished {bit} done {done:#x} trace {trace:#x};");
+        }
+        report.push_str(" beacons");
+        for slot in 0..BEACON_SLOTS {
+            let _ = write!(report, " {:#x}", link.read64(self.geometry.printbuf_slot(0, slot, false))?);
+        }
+        report.push_str("]\n");
+        Ok((first.unwrap_or(0), report))
+    }
+}
+
+/// `fmt::Write` into a byte vector.
+struct Bytes<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Bytes<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// GPU DRAM over the link, host memory through the kernel: what Gluon's
+/// model runs COPY and SET over.
+struct SocMem<'a, L: Link> {
+    control: &'a Control,
+    soc: &'a Soc<L>,
+    vram_size: u64,
+    /// A reset was seen while a command ran.
+    aborted: Cell<bool>,
+}
+
+impl<L: Link> SocMem<'_, L> {
+    /// The link address of `[addr, addr + len)` of VRAM.
+    fn dram(&self, addr: u64, len: usize) -> std::result::Result<u64, MemError> {
+        match addr.checked_add(len as u64) {
+            Some(end) if end <= self.vram_size => Ok(DRAM_BASE + addr),
+            _ => Err(MemError::Vram),
+        }
+    }
+}
+
+impl<L: Link> Memory for SocMem<'_, L> {
+    fn read_vram(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError> {
+        let at = self.dram(addr, dst.len())?;
+        self.soc.read_block(at, dst).map_err(|e| self.soc.note(e))
+    }
+
+    fn write_vram(&self, addr: u64, src: &[u8]) -> std::result::Result<(), MemError> {
+        let at = self.dram(addr, src.len())?;
+        self.soc.write_block(at, src).map_err(|e| self.soc.note(e))
+    }
+
+    fn host_to_vram(&self, host: u64, vram: u64, len: u32) -> std::result::Result<(), MemError> {
+        let at = self.dram(vram, len as usize)?;
+        let mut buf = vec![0; len as usize];
+        self.control.host_read(host, &mut buf).map_err(|_| MemError::Host)?;
+        self.soc.write_block(at, &buf).map_err(|e| self.soc.note(e))
+    }
+
+    fn vram_to_host(&self, vram: u64, host: u64, len: u32) -> std::result::Result<(), MemError> {
+        let mut buf = vec![0; len as usize];
+        self.read_vram(vram, &mut buf)?;
+        self.control.host_write(host, &buf).map_err(|_| MemError::Host)
+    }
+
+    fn write_host(&self, host: u64, src: &[u8]) -> std::result::Result<(), MemError> {
+        self.control.host_write(host, src).map_err(|_| MemError::Host)
+    }
+
+    /// Never asked: the device declares no counters.
+    fn clock_ns(&self) -> i64 {
+        0
+    }
+
+    /// Looks at the control file without waiting: a reset pending means the
+    /// running command was given up.
+    fn aborted(&self) -> bool {
+        if !self.aborted.get() {
+            self.aborted.set(self.control.wait(Some(0)).is_ok_and(|r| r.reset));
+        }
+        self.aborted.get()
+    }
+
+    fn pause(&self) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// KERNEL: the launch block from host memory, the launch on the SoC, what
+/// it printed to the launch's printf buffer. None if a reset aborted it.
+fn kernel<L: Link>(
+    mem: &SocMem<'_, L>,
+    stream: u8,
+    host_addr: u64,
+    size: u32,
+) -> LinkResult<Option<[u8; RESPONSE_SIZE]>> {
+    let respond = |status, pc, warp| Some(Sim16.encode_response(&Response { stream, status, pc, warp }));
+    if (size as usize) < Sim16.launch_header_size() || size > MAX_LAUNCH_BLOCK {
+        return Ok(respond(gluon_err::BAD_LAUNCH, 0, 0));
+    }
+    // The SoC's kernels read their arguments from the argument page, not
+    // from a launch block in VRAM: the block stays in the bridge.
+    let mut block = vec![0; size as usize];
+    if mem.control.host_read(host_addr, &mut block).is_err() {
+        return Ok(respond(gluon_err::DMA, 0, 0));
+    }
+    let Some(launched) = mem.soc.launch(&Sim16, &block, &|| mem.aborted())? else { return Ok(None) };
+    let (status, pc, warp) = launched.fault.unwrap_or((status::OK, 0, 0));
+    let header = Sim16.decode_launch(&block).ok();
+    if let Some(l) = header.filter(|l| l.printf_host_addr != 0) {
+        // The launch's printf ring (after the params and binary) says how
+        // many bytes its buffer takes.
+        let ring = Sim16.launch_header_size() + l.params_size as usize + l.binary_size as usize;
+        let limit_at = ring + std::mem::offset_of!(PrintfRing, limit);
+        let limit = block.get(limit_at..limit_at + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let text = &launched.printed[..launched.printed.len().min(limit as usize)];
+        let host = u64::from(l.printf_host_addr);
+        let drained =
+            mem.write_host(host, &(text.len() as u32).to_le_bytes()).and_then(|()| mem.write_host(host + 4, text));
+        if drained.is_err() {
+            return Ok(respond(gluon_err::DMA, pc, warp));
+        }
+    }
+    Ok(respond(status, pc, warp))
+}
+
+/// Declares the SoC's device and serves it until the control file or the
+/// link fails.
+pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
+    let vram_size = u64::from(opts.vram_mib) << 20;
+    if vram_size == 0 || vram_size > DRAM_SIZE {
+        return Err(Error::Usage(format!("--vram-mib {}: 1 to 2048", opts.vram_mib)));
+    }
+    if opts.geometry.clusters == 0 || opts.geometry.cores_per_cluster == 0 {
+        return Err(Error::Usage("--clusters and --cores-per-cluster: at least 1".into()));
+    }
+    let link = link::open(&opts.link, opts.geometry)?;
+    let soc = Soc::new(link, opts);
+    soc.hold()?;
+    let mut decl = declaration("Radiance SoC (gluon-bridge soc)");
+    decl.dialect = Sim16.id();
+    decl.streams = STREAMS.into();
+    decl.stream_depth = 16;
+    decl.cores = opts.geometry.cores();
+    decl.warps_per_core = WARPS_PER_CORE;
+    decl.threads_per_warp = THREADS_PER_WARP;
+    decl.vram_size = vram_size;
+    decl.caps = CAPS;
+    let index = control.declare(&mut decl)?;
+    crate::announce(index, &format!("a Radiance SoC over the {} link", opts.link));
+
+    let mut model = Model::new(&Sim16, CAPS, STREAMS, vram_size);
+    let mem = SocMem { control: &control, soc: &soc, vram_size, aborted: Cell::new(false) };
+    loop {
+        let ready = control.wait(None)?;
+        if ready.reset || mem.aborted.get() {
+            soc.hold()?;
+            control.ack_reset()?;
+            model.reset();
+            mem.aborted.set(false);
+            continue;
+        }
+        for frame in control.read_frames()? {
+            let response = match Sim16.decode(&frame) {
+                Ok((stream, Command::Kernel { host_addr, size, .. })) if stream < STREAMS => {
+                    kernel(&mem, stream, host_addr, size)?
+                }
+                _ => model.run(&mem, &frame),
+            };
+            if let Some(e) = soc.failed.borrow_mut().take() {
+                return Err(e.into());
+            }
+            // None: a reset came while it ran; the frames after it are gone
+            // too.
+            let Some(response) = response else { break };
+            control.respond(&response)?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::soc_model::{Event, Gpu, SocModel};
+    use radiance_gluon::Launch;
+
+    fn options(done_slots: bool) -> SocOptions {
+        SocOptions {
+            link: "model".into(),
+            geometry: Geometry::default(),
+            vram_mib: 64,
+            done_slots,
+            timeout: Duration::from_millis(50),
+            poll: Duration::ZERO,
+        }
+    }
+
+    /// A launch block starting at `start_pc` with `params`.
+    fn block(start_pc: u32, params: &[u8]) -> Vec<u8> {
+        let l = Launch { start_pc, params_size: params.len() as u32, regs_per_thread: 1, ..Default::default() };
+        let mut b = vec![0; Sim16.launch_header_size()];
+        Sim16.encode_launch(&l, &mut b).unwrap();
+        b.extend_from_slice(params);
+        b
+    }
+
+    /// An image written to GPU DRAM, then one launch of it on a SoC whose
+    /// GPU plays `gpu`: how it ended and the SoC's record.
+    fn run(gpu: Gpu, done_slots: bool, params: &[u8]) -> (Option<Launched>, SocModel) {
+        let soc = Soc::new(SocModel::new(Geometry::default(), gpu), &options(done_slots));
+        soc.write_block(DRAM_BASE + u64::from(START_PC), &[0x13; 64]).unwrap();
+        let launched = soc.launch(&Sim16, &block(START_PC, params), &|| false).unwrap();
+        (launched, soc.into_link())
+    }
+
+    fn position(events: &[Event], e: Event) -> usize {
+        events.iter().position(|&x| x == e).unwrap_or_else(|| panic!("no {e:?} in {events:?}"))
+    }
+
+    #[test]
+    fn the_image_and_arguments_are_written_before_release() {
+        let (launched, soc) = run(Gpu::default(), false, &[1, 2, 3, 4]);
+        assert_eq!(launched, Some(Launched { fault: None, printed: Vec::new() }));
+        let events = soc.events();
+        let release = position(events, Event::Release);
+        let image = Event::DramWrite { addr: DRAM_BASE + u64::from(START_PC), len: 64 };
+        let args = Event::DramWrite { addr: ARG_BASE, len: 4 };
+        assert!(position(events, image) < release);
+        assert!(position(events, args) < release);
+        // Nothing reaches DRAM while the GPU runs but the mailbox's ack.
+        assert!(events[release..].iter().all(|e| !matches!(e, Event::DramWrite { addr, .. } if *addr != TOCPU)));
+        let mut link = soc;
+        assert_eq!(link.read32(ARG_BASE), Ok(0x0403_0201));
+    }
+
+    #[test]
+    fn every_l0i_is_invalidated_while_held_and_no_l0d_is_flushed() {
+        let (_, soc) = run(Gpu::default(), false, &[]);
+        let events = soc.events();
+        let release = position(events, Event::Release);
+        let hold = position(events, Event::Hold);
+        for core in 0..2 {
+            let inv = position(events, Event::L0iInvalidate(core));
+            assert!(hold < inv && inv < release, "{events:?}");
+        }
+        assert!(!events.iter().any(|e| matches!(e, Event::L0dFlush(_))), "the L0D flush wedges the taped-out L0D");
+    }
+
+    #[test]
+    fn reset_is_held_again_after_finish() {
+        for done_slots in [false, true] {
+            let gpu = Gpu::Finishes { after_polls: 3, prints: Vec::new(), done_slots };
+            let (launched, soc) = run(gpu, done_slots, &[]);
+            assert_eq!(launched.unwrap().fault, None);
+            let events = soc.events();
+            let finished = events.iter().rposition(|&e| e == Event::SawFinished).unwrap();
+            assert_eq!(events[finished + 1..], [Event::Hold], "done_slots {done_slots}: {events:?}");
+            assert!(position(events, Event::Release) < finished);
+        }
+    }
+
+    #[test]
+    fn a_launch_that_never_finishes_times_out_and_resets_the_device() {
+        let (launched, soc) = run(Gpu::Hangs, false, &[]);
+        let launched = launched.unwrap();
+        // The first core not finished is named.
+        assert_eq!(launched.fault, Some((status::EXECUTION, START_PC, 0)));
+        let report = String::from_utf8(launched.printed).unwrap();
+        assert!(report.starts_with("[soc: no finish after"), "{report}");
+        assert!(report.contains("core 1 finished 0"), "{report}");
+        assert_eq!(soc.events().last(), Some(&Event::Hold));
+        assert!(!soc.events().contains(&Event::SawFinished));
+    }
+
+    #[test]
+    fn the_tapeout_variant_waits_for_every_done_slot() {
+        // Its GPU never raises finished: polling finished would time out.
+        let gpu = Gpu::Finishes { after_polls: 1, prints: Vec::new(), done_slots: true };
+        let (launched, _) = run(gpu.clone(), false, &[]);
+        assert_eq!(launched.unwrap().fault, Some((status::EXECUTION, START_PC, 0)));
+        let (launched, _) = run(gpu, true, &[]);
+        assert_eq!(launched.unwrap().fault, None);
+    }
+
+    #[test]
+    fn device_printf_comes_through_the_mailbox() {
+        let gpu = Gpu::Finishes { after_polls: 1, prints: b"hello\n".to_vec(), done_slots: false };
+        let (launched, soc) = run(gpu, false, &[]);
+        assert_eq!(launched.unwrap().printed, b"hello\n");
+        let acks = soc.events().iter().filter(|e| matches!(e, Event::DramWrite { addr: TOCPU, len: 8 })).count();
+        // One before release, one per character.
+        assert_eq!(acks, 1 + 6);
+    }
+
+    #[test]
+    fn a_start_pc_the_soc_cannot_run_never_releases_reset() {
+        let soc = Soc::new(SocModel::default(), &options(false));
+        let launched = soc.launch(&Sim16, &block(0xFFFF_0500, &[]), &|| false).unwrap();
+        assert_eq!(launched.unwrap().fault, Some((status::EXECUTION, 0xFFFF_0500, 0)));
+        assert_eq!(soc.into_link().events(), &[]);
+    }
+
+    #[test]
+    fn params_larger_than_the_argument_page_are_a_bad_launch() {
+        let soc = Soc::new(SocModel::default(), &options(false));
+        let big = vec![0; ARG_SIZE as usize + 4];
+        let launched = soc.launch(&Sim16, &block(START_PC, &big), &|| false).unwrap();
+        assert_eq!(launched.unwrap().fault, Some((gluon_err::BAD_LAUNCH, START_PC, 0)));
+        // Short of the params it names.
+        let mut short = block(START_PC, &[0; 8]);
+        short.truncate(short.len() - 4);
+        let launched = soc.launch(&Sim16, &short, &|| false).unwrap();
+        assert_eq!(launched.unwrap().fault, Some((gluon_err::BAD_LAUNCH, START_PC, 0)));
+        assert_eq!(soc.into_link().events(), &[]);
+    }
+
+    #[test]
+    fn a_reset_during_a_launch_holds_the_gpu_and_answers_nothing() {
+        let soc = Soc::new(SocModel::new(Geometry::default(), Gpu::Hangs), &options(false));
+        let polls = Cell::new(0);
+        let aborted = || {
+            polls.set(polls.get() + 1);
+            polls.get() > 3
+        };
+        assert_eq!(soc.launch(&Sim16, &block(START_PC, &[]), &aborted).unwrap(), None);
+        assert_eq!(soc.into_link().events().last(), Some(&Event::Hold));
+    }
+
+    #[test]
+    fn a_launch_over_the_unix_link_follows_the_same_protocol() {
+        use std::os::unix::net::UnixListener;
+        let path = format!("{}/gluon-bridge-soc-{}.sock", std::env::temp_dir().display(), std::process::id());
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            let gpu = Gpu::Finishes { after_polls: 2, prints: b"hi".to_vec(), done_slots: false };
+            let mut model = SocModel::new(Geometry::default(), gpu);
+            link::tests::serve(listener.accept().unwrap().0, &mut model);
+            model
+        });
+        let soc = Soc::new(link::open(&format!("unix:{path}"), Geometry::default()).unwrap(), &options(false));
+        soc.hold().unwrap();
+        let launched = soc.launch(&Sim16, &block(START_PC, &[9; 8]), &|| false).unwrap().unwrap();
+        assert_eq!(launched, Launched { fault: None, printed: b"hi".to_vec() });
+        drop(soc);
+        let events = server.join().unwrap().events().to_vec();
+        let release = position(&events, Event::Release);
+        assert!(position(&events, Event::DramWrite { addr: ARG_BASE, len: 8 }) < release);
+        assert_eq!(events.last(), Some(&Event::Hold));
+        std::fs::remove_file(&path).unwrap();
+    }
+}
