@@ -19,8 +19,9 @@
 #  3. build radiance.ko against those headers with the kernel's own gcc.
 # Steps 1 and 2 are cached under $RADIANCE_CACHE/distro/RELEASE (about ten
 # minutes cold, a few GiB); a rerun only rebuilds the module (seconds).
-# Prints a directory holding radiance.ko, the kernel's unmodified vmlinuz
-# and reference.ko, one of the kernel's own modules (for its vermagic).
+# Prints a directory holding radiance.ko, the kernel's unmodified vmlinuz,
+# reference.ko, one of the kernel's own modules (for its vermagic), and
+# radiance-signed.ko, signed with a key the kernel does not trust.
 # Needs root (debootstrap, chroot), or sudo.
 source "$(dirname "$0")/lib.sh"
 
@@ -131,6 +132,15 @@ in_root make -C "$headers" M=/usr/src/radiance -j"$JOBS" modules >"$out/build.lo
 	die "radiance.ko did not build for $release: see $out/build.log"
 }
 cp "$root/usr/src/radiance/kmod/radiance.ko" "$out/"
+# A copy signed with a key of our own, which the kernel does not trust (as
+# DKMS's own key until it is enrolled as a MOK): for the Secure Boot test.
+if [[ ! -f $root/root/radiance-test-key.pem ]]; then
+	in_root openssl req -new -x509 -nodes -utf8 -sha256 -days 36500 -batch -subj "/CN=radiance test key/" \
+		-newkey rsa:2048 -keyout /root/radiance-test-key.pem -out /root/radiance-test-key.pem 2>/dev/null
+fi
+in_root sh -c "cp /usr/src/radiance/kmod/radiance.ko /tmp/radiance-signed.ko &&
+	$headers/scripts/sign-file sha256 /root/radiance-test-key.pem /root/radiance-test-key.pem /tmp/radiance-signed.ko"
+cp "$root/tmp/radiance-signed.ko" "$out/"
 
 # The kernel's unmodified image and one of its own modules (loop.ko: no
 # dependencies), whose vermagic radiance.ko's must equal.

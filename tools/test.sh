@@ -134,15 +134,19 @@ if ((guest_fail == 0)); then
 	# Debian 13's own 7.3.4 kernel, its vmlinuz unchanged, with radiance.ko
 	# built for it (tools/build-for-distro.sh; cached after the first run,
 	# which takes about ten minutes): vermagic, load, the kselftests and
-	# the conformance suite, unload. The guest's other files are the test
-	# kernel's stage: static userspace runs on either kernel.
+	# the conformance suite, unload; then module signatures enforced. The
+	# guest's other files are the test kernel's stage: static userspace
+	# runs on either kernel.
 	log "guest: Debian's own kernel with radiance.ko built for it"
 	if distro=$("$TOP"/tools/build-for-distro.sh); then
 		rm -rf "$BUILD/stage-distro"
 		cp -R "$stage" "$BUILD/stage-distro"
-		cp "$distro/radiance.ko" "$distro/reference.ko" "$BUILD/stage-distro/"
+		cp "$distro/radiance.ko" "$distro/reference.ko" "$distro/radiance-signed.ko" "$BUILD/stage-distro/"
 		# guest_run boots $stage; bash scopes these to the call.
 		stage=$BUILD/stage-distro RADIANCE_KERNEL_IMAGE=$distro/vmlinuz guest_run distro-job ""
+		# Signatures enforced, as under Secure Boot: refused unless signed
+		# by a key the kernel trusts.
+		stage=$BUILD/stage-distro RADIANCE_KERNEL_IMAGE=$distro/vmlinuz guest_run distro-sig-job module.sig_enforce=1
 	else
 		guest_fail=$((guest_fail + 1))
 	fi
