@@ -25,15 +25,6 @@ case ${1:-} in
 *) die "usage: $0 [--debug]" ;;
 esac
 
-# The Debian mirror this machine already uses, so no host is hard-coded.
-debian_mirror() {
-	{
-		grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
-		grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-			sed -E 's/\[[^]]*\]//' | awk '{print $2}'
-	} | grep -E '/debian/?$' | head -n1
-}
-
 fetch_source_deb() {
 	local deb
 	deb=$(ls "$apt_dir"/${KERNEL_PKG}_*.deb 2>/dev/null | sort -V | tail -n1 || true)

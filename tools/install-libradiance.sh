@@ -22,7 +22,9 @@ install -m 644 "$TOP/target/release/libradiance.a" "$prefix/lib/"
 install -m 755 "$TOP/target/release/libradiance.so" "$prefix/lib/"
 install -m 644 "$TOP/libradiance/include/libradiance.h" "$TOP/uapi/include/radiance.h" "$prefix/include/"
 # Libs.private: what Rust's std needs from the system when the static
-# library is linked (`rustc --print native-static-libs`).
+# library is linked (`rustc --print native-static-libs`), less -lgcc_s:
+# gcc links the unwinder itself (libgcc_s as needed, or libgcc_eh under
+# -static, where there is no libgcc_s to find).
 cat >"$prefix/lib/pkgconfig/libradiance.pc" <<PC
 prefix=\${pcfiledir}/../..
 libdir=\${prefix}/lib
@@ -32,7 +34,7 @@ Name: libradiance
 Description: The Radiance GPU driver stack's userspace HAL (C ABI)
 Version: $version
 Libs: -L\${libdir} -lradiance
-Libs.private: -lpthread -ldl -lm -lrt -lutil -lgcc_s
+Libs.private: -lpthread -ldl -lm -lrt -lutil
 Cflags: -I\${includedir}
 PC
 log "installed libradiance $version under $prefix"

@@ -19,6 +19,18 @@ JOBS=${JOBS:-$(nproc)}
 
 export PATH=$HOME/.cargo/bin:$PATH
 
+# The Debian mirror this machine already uses, so no host is hard-coded
+# (tools/build-kernel.sh, tools/build-for-distro.sh). Either file may be
+# missing (hence `|| true`): only an empty answer is a failure, the caller's
+# to report.
+debian_mirror() {
+	{
+		sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources || true
+		sed -E -n 's/\[[^]]*\]//; s/^deb[[:space:]]+([^[:space:]]+).*/\1/p' \
+			/etc/apt/sources.list /etc/apt/sources.list.d/*.list || true
+	} 2>/dev/null | tr ' ' '\n' | awk '/\/debian\/?$/ && !seen++'
+}
+
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 

@@ -17,6 +17,8 @@
 # $KTAP: a ktap binary to use instead of building tools/ktap.
 # $RADIANCE_GUEST_CMDLINE: more kernel parameters (e.g. swiotlb=force).
 # $RADIANCE_KERNEL=debug: boot the debug kernel (tools/build-kernel.sh --debug).
+# $RADIANCE_KERNEL_IMAGE: boot that kernel image instead of our own (a
+# distribution's vmlinuz: tools/build-for-distro.sh).
 source "$(dirname "$0")/lib.sh"
 
 usage() {
@@ -47,8 +49,13 @@ done
 [[ -n $initramfs ]] || usage
 [[ -f $initramfs ]] || die "no initramfs at $initramfs"
 
-bzimage=$(kernel_dir)/arch/x86/boot/bzImage
-[[ -f $bzimage ]] || die "no bzImage at $bzimage: run tools/build-kernel.sh"
+if [[ -n ${RADIANCE_KERNEL_IMAGE:-} ]]; then
+	bzimage=$RADIANCE_KERNEL_IMAGE
+	[[ -f $bzimage ]] || die "no kernel image at $bzimage"
+else
+	bzimage=$(kernel_dir)/arch/x86/boot/bzImage
+	[[ -f $bzimage ]] || die "no bzImage at $bzimage: run tools/build-kernel.sh"
+fi
 
 if [[ -n ${KTAP:-} ]]; then
 	ktap=$KTAP
@@ -93,7 +100,7 @@ stop_qemu() {
 }
 trap stop_qemu INT TERM HUP
 
-log "booting the $RADIANCE_KERNEL kernel with $initramfs (timeout ${timeout_s}s)"
+log "booting $bzimage with $initramfs (timeout ${timeout_s}s)"
 start=$SECONDS
 # In the background so that the trap runs while we wait; the loop waits
 # again after a signal interrupted the wait.

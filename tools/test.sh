@@ -8,7 +8,9 @@
 # that move data between host memory and the device again with every DMA
 # bounced (swiotlb=force); then on the debug kernel (KASAN, KCOV, kmemleak,
 # fault injection) the kselftests, the stress tests, the fail-nth sweep and
-# the fuzzer in its CI budget, with kmemleak scans (tests/guest/robust-job.sh).
+# the fuzzer in its CI budget, with kmemleak scans (tests/guest/robust-job.sh);
+# then Debian 13's own kernel with radiance.ko built for it
+# (tools/build-for-distro.sh, tests/guest/distro-job.sh).
 # The last line is the total: `N passed, N failed, N skipped`; the exit code
 # is non-zero if any test failed, or if either stage could not run.
 # $RADIANCE_FUZZ_EXECS: the fuzzer's budget (default 3000 executions).
@@ -47,6 +49,15 @@ read -r install_pass install_fail < <(awk '/^ok /{p++} /^not ok /{f++} END {prin
 # A script that died before its plan counts as one failure.
 grep -q '^1\.\.' "$BUILD/install.log" || install_fail=$((install_fail + 1))
 host_pass=$((host_pass + install_pass)) host_fail=$((host_fail + install_fail))
+
+# The distribution build refuses a rustc, bindgen or gcc other than the
+# kernel's, naming both versions.
+log "host: tools/distro/check-toolchain.sh refuses another toolchain"
+"$TOP"/tests/distro/toolchain-gate.sh >"$BUILD/toolchain-gate.log" 2>&1 || true
+cat "$BUILD/toolchain-gate.log"
+read -r gate_pass gate_fail < <(awk '/^ok /{p++} /^not ok /{f++} END {print p + 0, f + 0}' "$BUILD/toolchain-gate.log")
+grep -q '^1\.\.' "$BUILD/toolchain-gate.log" || gate_fail=$((gate_fail + 1))
+host_pass=$((host_pass + gate_pass)) host_fail=$((host_fail + gate_fail))
 
 # Userspace keeps rustfmt.toml's style (uapi/ and gluon/ the kernel's).
 log "host: cargo fmt --check"
@@ -129,6 +140,25 @@ if ((guest_fail == 0)); then
 	# kselftests, the stress tests, the fail-nth sweep and the fuzzer.
 	log "guest: the debug kernel: stress, fail-nth, fuzzer, kmemleak"
 	guest_run robust-job "radiance_fuzz.execs=${RADIANCE_FUZZ_EXECS:-3000} radiance_fuzz.seed=1" debug 2400
+	# Debian 13's own 7.3.4 kernel, its vmlinuz unchanged, with radiance.ko
+	# built for it (tools/build-for-distro.sh; cached after the first run,
+	# which takes about ten minutes): vermagic, load, the kselftests and
+	# the conformance suite, unload; then module signatures enforced. The
+	# guest's other files are the test kernel's stage: static userspace
+	# runs on either kernel.
+	log "guest: Debian's own kernel with radiance.ko built for it"
+	if distro=$("$TOP"/tools/build-for-distro.sh); then
+		rm -rf "$BUILD/stage-distro"
+		cp -R "$stage" "$BUILD/stage-distro"
+		cp "$distro/radiance.ko" "$distro/reference.ko" "$distro/radiance-signed.ko" "$BUILD/stage-distro/"
+		# guest_run boots $stage; bash scopes these to the call.
+		stage=$BUILD/stage-distro RADIANCE_KERNEL_IMAGE=$distro/vmlinuz guest_run distro-job ""
+		# Signatures enforced, as under Secure Boot: refused unless signed
+		# by a key the kernel trusts.
+		stage=$BUILD/stage-distro RADIANCE_KERNEL_IMAGE=$distro/vmlinuz guest_run distro-sig-job module.sig_enforce=1
+	else
+		guest_fail=$((guest_fail + 1))
+	fi
 fi
 
 log "host: $host_pass passed, $host_fail failed, $host_skip skipped"

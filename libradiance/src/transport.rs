@@ -169,14 +169,16 @@ impl Transport {
 
     /// Waits for everything queued on `stream`, then hands each pending
     /// device-to-host copy's bytes to `deliver(token, bytes)`. The first
-    /// failure of the stream's operations, with its message, if one failed.
-    pub fn synchronize(&mut self, stream: u8, mut deliver: impl FnMut(usize, &[u8])) -> Result<()> {
+    /// failure of the stream's operations, with its message, if one failed;
+    /// else the first failure of `deliver` (the remaining copies are
+    /// dropped).
+    pub fn synchronize(&mut self, stream: u8, mut deliver: impl FnMut(usize, &[u8]) -> Result<()>) -> Result<()> {
         let Some(s) = self.streams.get_mut(&stream) else { return Ok(()) };
         s.semaphore.wait(s.value, SYNC_TIMEOUT)?;
         for p in s.pending.drain(..) {
             let mut bytes = vec![0; p.staging.size() as usize];
             p.staging.map()?.read(0, &mut bytes)?;
-            deliver(p.host, &bytes);
+            deliver(p.host, &bytes)?;
         }
         Ok(())
     }

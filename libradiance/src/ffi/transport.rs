@@ -5,10 +5,15 @@
 //! threads take turns.
 //!
 //! The seam's host addresses are plain integers. H2D sources are read
-//! through `/proc/self/mem`, and D2H destinations checked the same way when
-//! the copy is submitted, so an address that is no mapped memory of this
-//! process is an INVALID_ARGUMENT status, not a crash (Merlin's own smoke
-//! test passes a device address as a host pointer).
+//! through `/proc/self/mem`; D2H destinations are written with
+//! `process_vm_writev` on this process, which honours page protections and
+//! fails with EFAULT where a store would raise SIGSEGV (a write through
+//! `/proc/self/mem` would not: it forces its way into read-only pages).
+//! Each D2H destination is probed that way when the copy is submitted and
+//! written that way at `synchronize`. So a host address that is no mapped,
+//! or no writable, memory of this process is an INVALID_ARGUMENT status,
+//! not a crash (Merlin's own smoke test passes a device address as a host
+//! pointer; a read-only destination reached synchronize and died there).
 
 use super::{
     handle::{self, c_str, get, put, slice},
@@ -98,8 +103,9 @@ pub extern "C" fn radiance_transport_submit_copy(
                 t.copy_to_device(stream_id, &src, dst_address)
             }
             D2H => {
-                // Mapped now; written at synchronize.
-                host_bytes(dst_address, length)?;
+                // Writable now (its own bytes written back: the copy
+                // overwrites them anyway); written again at synchronize.
+                write_host(dst_address, &host_bytes(dst_address, length)?)?;
                 t.copy_to_host(stream_id, src_address, length, dst_address as usize)
             }
             d => Err(Error::InvalidArgument(format!("copy direction {d} is neither H2D (0) nor D2H (1)"))),
@@ -133,6 +139,30 @@ fn host_bytes(address: u64, length: u32) -> crate::Result<Vec<u8>> {
         }
     }
     Ok(bytes)
+}
+
+/// Writes `bytes` to this process's memory at `address` with
+/// `process_vm_writev`: INVALID_ARGUMENT, not SIGSEGV, if any of it is not
+/// mapped writable.
+fn write_host(address: u64, bytes: &[u8]) -> crate::Result<()> {
+    let mut done = 0;
+    while done < bytes.len() {
+        let local = libc::iovec { iov_base: bytes[done..].as_ptr().cast_mut().cast(), iov_len: bytes.len() - done };
+        let remote = libc::iovec { iov_base: (address as usize + done) as *mut c_void, iov_len: bytes.len() - done };
+        // SAFETY: `local` is the rest of `bytes`, which the kernel only
+        // reads; it checks `remote` against this process's mappings and
+        // their protections, failing with EFAULT rather than writing where
+        // a store would fault.
+        let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if n <= 0 {
+            return Err(Error::InvalidArgument(format!(
+                "host address {address:#x}+{} is not writable memory of this process",
+                bytes.len()
+            )));
+        }
+        done += n as usize;
+    }
+    Ok(())
 }
 
 /// `radiance_transport_submit_fill`: a 4-byte pattern.
@@ -185,11 +215,10 @@ pub extern "C" fn radiance_transport_submit_dispatch(
 #[no_mangle]
 pub extern "C" fn radiance_transport_synchronize(transport: *const Handle, stream_id: u8) -> StatusPtr {
     call(|| {
+        // `host` is the destination the caller gave `submit_copy`, which
+        // may have been unmapped or made read-only since.
         // SAFETY: the caller passes a live handle.
-        lock(unsafe { get(transport, "transport") }?).synchronize(stream_id, |host, bytes| {
-            // SAFETY: `host` is the destination the caller gave
-            // `submit_copy` for these bytes, still valid (its contract).
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host as *mut u8, bytes.len()) }
-        })
+        lock(unsafe { get(transport, "transport") }?)
+            .synchronize(stream_id, |host, bytes| write_host(host as u64, bytes))
     })
 }

@@ -5,9 +5,13 @@
  * statuses; a command buffer; then the IREE HAL driver's seam sequence
  * through the transport part of the ABI. Prints one line per check; exits non-zero on any failure.
  */
+#define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS, sysconf under -std=c11 */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "libradiance.h"
 #include "radiance.h"
@@ -277,6 +281,22 @@ static void test_transport(const char *uri)
 	       "an H2D source that is not mapped");
 	expect(radiance_transport_submit_copy(t, 1, da, 0x10, 64, RADIANCE_COPY_D2H), RADIANCE_STATUS_INVALID_ARGUMENT,
 	       "a D2H destination that is not mapped");
+	/* D2H destinations the process cannot write: errors, not SIGSEGV. A
+	 * read-only one is refused at submit; one made read-only after its
+	 * submit fails the synchronize that would have written it. */
+	static const uint32_t read_only[16] = { 1 };
+	expect(radiance_transport_submit_copy(t, 4, dc, (uintptr_t)read_only, sizeof(read_only), RADIANCE_COPY_D2H),
+	       RADIANCE_STATUS_INVALID_ARGUMENT, "a read-only D2H destination");
+	long page = sysconf(_SC_PAGESIZE);
+	uint32_t *late = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(late != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (late != MAP_FAILED) {
+		OK(radiance_transport_submit_copy(t, 4, dc, (uintptr_t)late, 64, RADIANCE_COPY_D2H));
+		CHECK(mprotect(late, page, PROT_READ) == 0, "mprotect: %s", strerror(errno));
+		expect(radiance_transport_synchronize(t, 4), RADIANCE_STATUS_INVALID_ARGUMENT,
+		       "a D2H destination made read-only before synchronize");
+		munmap(late, page);
+	}
 	/* A launch at a PC where no kernel lives (Merlin's smoke test uses
 	 * 0x100): synchronize reports the device fault, with the PC, and the
 	 * stream stays failed; another stream goes on. */
