@@ -161,6 +161,9 @@ pub(crate) struct Scheduler {
     /// 1 while a queue waits on a semaphore: only then do semaphore
     /// changes wake the scheduler (host-only semaphores cost no pass).
     blocked: Atomic<i32>,
+    /// Commands given to the device since it was created, not counting
+    /// those given again after a reset; for debugfs: what packets cost.
+    issued: Atomic<i64>,
     #[pin]
     state: Mutex<State>,
     #[pin]
@@ -217,6 +220,7 @@ impl Scheduler {
                 hw: device_hw,
                 staging,
                 blocked: Atomic::new(0),
+                issued: Atomic::new(0),
                 state <- new_mutex!(state, "Scheduler::state"),
                 work <- new_work!("Scheduler::work"),
                 watchdog <- new_delayed_work!("Scheduler::watchdog"),
@@ -332,6 +336,11 @@ impl Scheduler {
     pub(crate) fn counts(&self) -> (usize, usize, u64) {
         let state = self.state.lock();
         (state.queues.len(), state.sent, state.resets)
+    }
+
+    /// Commands given to the device so far, for debugfs.
+    pub(crate) fn issued(&self) -> i64 {
+        self.issued.load(Relaxed)
     }
 
     /// Device teardown: disconnects the interrupt (breaking the cycle
@@ -693,6 +702,7 @@ impl Scheduler {
         }
         stream.sent += 1;
         *sent += 1;
+        self.issued.add(1, Relaxed);
         Ok(true)
     }
 
