@@ -11,7 +11,10 @@
  *     emulated device copies with the kernel's); and the device commands
  *     it took per MiB (debugfs commands_issued);
  *  4. a cross-queue dependency edge (SIGNAL on queue A, WAIT on queue B)
- *     per edge over a chain of 256 edges, against the NOP round trip;
+ *     per edge over a chain of 256 edges, against the NOP round trip and
+ *     against two NOPs taken in one pass (a burst published at once): an
+ *     edge is two packets, each taken by the scheduler, so this is its
+ *     floor where no host round trip is left;
  *  5. VRAM scrub on free: a 4 KiB FILL round trip right after freeing a
  *     written 1 MiB BO, against the same FILL with nothing freed.
  * 2, 3, 4 and 5 run in interleaved rounds and print medians. Absolute
@@ -142,10 +145,10 @@ static void fill(struct queue *q, uint32_t bo, uint64_t size, double *ns)
 
 int main(void)
 {
-	enum { PACKETS = 10000, NULLS = 10000, TRIPS = 50, EDGES = 256, ROUNDS = 7 };
+	enum { PACKETS = 10000, NULLS = 10000, TRIPS = 50, EDGES = 256, ROUNDS = 7, BURST = 1024 };
 	struct radiance_queue_query query = { 0 };
 	struct queue q, a, b;
-	double t, submit, null;
+	double t, submit, null, in_pass[ROUNDS], pass_ratio[ROUNDS];
 	double trip[ROUNDS], copy_ns[ROUNDS], memcpy_ns[ROUNDS], copy_ratio[ROUNDS], edge[ROUNDS], edge_ratio[ROUNDS];
 	double kcopy_ns[ROUNDS], kcopy_ratio[ROUNDS], per_mib[ROUNDS], fill_ns[ROUNDS], after_free_ns[ROUNDS], free_ns[ROUNDS], scrub_ratio[ROUNDS];
 	long burst_kicks;
@@ -206,7 +209,15 @@ int main(void)
 		struct radiance_bo_destroy d;
 		int64_t before;
 
-		/* 2. NOP round trip. */
+		/* 2. NOPs taken in one pass: BURST published at once. */
+		for (int i = 0; i < BURST; i++)
+			put(&q, &nop_packet);
+		t = now_ns();
+		publish(&q);
+		drain(&q);
+		in_pass[r] = (now_ns() - t) / BURST;
+
+		/* NOP round trip. */
 		trip[r] = 0;
 		for (int i = 0; i < TRIPS; i++)
 			trip[r] += round_trip(&q, &nop_packet) / TRIPS;
@@ -248,6 +259,7 @@ int main(void)
 		drain(&b);
 		edge[r] = (now_ns() - t) / EDGES;
 		edge_ratio[r] = edge[r] / trip[r];
+		pass_ratio[r] = edge[r] / (2 * in_pass[r]);
 
 		/* 5. A 4 KiB FILL alone, then right after freeing a written
 		 * 1 MiB BO (its scrub before or around the FILL). */
@@ -285,6 +297,8 @@ int main(void)
 	printf("COPY HOST->VRAM device commands per MiB: %.2f\n", median(per_mib, ROUNDS));
 	printf("cross-queue edge (SIGNAL on A, WAIT on B), %d edges: %.0f ns per edge (edge / NOP round trip = %.2f)\n",
 	       EDGES, median(edge, ROUNDS), median(edge_ratio, ROUNDS));
+	printf("  NOP taken in a pass (%d published at once) %.0f ns (edge / 2 such NOPs = %.2f)\n", BURST,
+	       median(in_pass, ROUNDS), median(pass_ratio, ROUNDS));
 	printf("4 KiB FILL after freeing %zu KiB: %.0f ns (free %.0f ns) vs %.0f ns alone (after free / alone = %.2f)\n",
 	       freed >> 10, median(after_free_ns, ROUNDS), median(free_ns, ROUNDS), median(fill_ns, ROUNDS),
 	       median(scrub_ratio, ROUNDS));
