@@ -6,10 +6,10 @@
  *     asked), against one null ioctl (QUEUE_QUERY: the syscall floor);
  *  2. NOP round trip: one packet published to the read index moving;
  *  3. COPY HOST->VRAM bandwidth against a plain memcpy of the same size,
- *     and against the kernel's own copy (a pread of a memfd: under TCG the
- *     kernel's copy loop is slower than userspace's vector memcpy, and the
- *     emulated device copies with the kernel's); and the device commands
- *     it took per MiB (debugfs commands_issued);
+ *     and against a copy the kernel makes (a pread of a memfd: under TCG
+ *     the kernel's copy routines and userspace's memcpy differ in speed,
+ *     and the emulated device copies in the kernel); and the device
+ *     commands it took per MiB (debugfs commands_issued);
  *  4. a cross-queue dependency edge (SIGNAL on queue A, WAIT on queue B)
  *     per edge over a chain of 256 edges, against the NOP round trip and
  *     against two NOPs taken in one pass (a burst published at once): an
