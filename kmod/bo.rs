@@ -191,12 +191,7 @@ impl Bo {
                     each,
                 )
             }
-            Memory::Host { mem: host, .. } => host
-                .pages()
-                .get(first..end)
-                .ok_or(EINVAL)?
-                .iter()
-                .try_for_each(each),
+            Memory::Host { mem: host, .. } => host.pages(first, count, each),
             Memory::Vram(None) | Memory::Imported { .. } => Err(EINVAL),
         }
     }

@@ -351,6 +351,7 @@ impl Device {
         writeln!(f, "queues {queues}")?;
         writeln!(f, "commands_in_flight {in_flight}")?;
         writeln!(f, "device_resets {resets}")?;
+        writeln!(f, "commands_issued {}", self.scheduler.issued())?;
         writeln!(f, "open_files {}", counters.open_files)
     }
 }

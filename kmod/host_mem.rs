@@ -5,6 +5,12 @@
 //! memory as segments of DMA addresses, and copies to or from it are split
 //! at segment boundaries.
 //!
+//! The pages are taken in physically contiguous blocks where the allocator
+//! has them cheaply (up to [`MAX_BLOCK_ORDER`]), each split into pages of
+//! their own, so that a segment, and a copy's device command, spans many
+//! pages; where memory is fragmented it falls back to smaller blocks, down
+//! to single pages.
+//!
 //! What the memory is for (a HOST buffer object, counted against the
 //! device's pinned-memory limit, or the scheduler's own staging) is the
 //! owner's business: this file knows only pages and their mapping.
@@ -14,11 +20,14 @@
 //! race; a process may write its mapping of the pages meanwhile, which only
 //! changes the bytes (the device and the process share them by design).
 
+use core::ptr::NonNull;
+
 use kernel::{
     bindings,
     device::Device,
     new_mutex,
     page::{
+        BorrowedPage,
         Page,
         PAGE_SIZE, //
     },
@@ -31,11 +40,95 @@ use crate::sg_table::{
     Handover, //
 };
 
+/// The largest block of contiguous pages asked for: 2 MiB (order 9), the
+/// most a copy gains from (a device command per 2 MiB is noise next to
+/// the bytes it moves), and no more than the buddy allocator keeps cheaply.
+const MAX_BLOCK_ORDER: u32 = 9;
+
+/// One page of host memory, alone or split off a larger block.
+///
+/// # Invariants
+///
+/// `page` is an order-0 page that this owns: freed on drop.
+struct HostPage {
+    page: NonNull<bindings::page>,
+}
+
+// SAFETY: a page has no thread affinity; moving its ownership is fine.
+unsafe impl Send for HostPage {}
+// SAFETY: `&HostPage` only hands out the page pointer, which any thread may use.
+unsafe impl Sync for HostPage {}
+
+impl HostPage {
+    /// The page, for as long as `self` owns it.
+    fn page(&self) -> BorrowedPage<'_> {
+        // SAFETY: a valid page, owned by `self` (invariant) and so valid while `self` is borrowed.
+        unsafe { BorrowedPage::from_raw(self.page) }
+    }
+}
+
+impl Drop for HostPage {
+    fn drop(&mut self) {
+        // SAFETY: an order-0 page this owns (invariant), not used after this.
+        unsafe { bindings::__free_pages(self.page.as_ptr(), 0) };
+    }
+}
+
+/// `count` zeroed pages, in physically contiguous blocks where the
+/// allocator has them without reclaim or compaction.
+fn alloc_pages(count: usize) -> Result<KVec<HostPage>> {
+    let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
+    let mut order = MAX_BLOCK_ORDER;
+    while pages.len() < count {
+        let left = count - pages.len();
+        while order > 0 && 1usize << order > left {
+            order -= 1;
+        }
+        // A large block only if one is free now: a failure falls back to a
+        // smaller order, and later blocks start from there.
+        let cheap = if order > 0 {
+            bindings::__GFP_NOWARN | (1 << bindings::___GFP_NORETRY_BIT)
+        } else {
+            0
+        };
+        let gfp = bindings::GFP_KERNEL | bindings::__GFP_ZERO | cheap;
+        // SAFETY: `alloc_pages` may be called with any flags and order from a sleeping context.
+        let block = NonNull::new(unsafe { bindings::alloc_pages(gfp, order) });
+        let Some(block) = block else {
+            if order == 0 {
+                return Err(ENOMEM);
+            }
+            order -= 1;
+            continue;
+        };
+        if order > 0 {
+            // SAFETY: `block` is a non-compound block of order `order` just allocated, which
+            // `split_page` turns into `1 << order` order-0 pages, each freed on its own.
+            unsafe { bindings::split_page(block.as_ptr(), order) };
+        }
+        let mut dropped = false;
+        for i in 0..1usize << order {
+            // SAFETY: page `i` of the block is within the `1 << order` contiguous `struct page`s
+            // of one buddy block, which the memory map keeps contiguous.
+            let page = unsafe { block.add(i) };
+            // INVARIANT: an order-0 page of the split block, owned from here on.
+            let page = HostPage { page };
+            // Within the capacity reserved above (`1 << order <= left`),
+            // so every page is taken; one that were not is freed here.
+            dropped |= pages.push_within_capacity(page).is_err();
+        }
+        if dropped {
+            return Err(ENOMEM);
+        }
+    }
+    Ok(pages)
+}
+
 /// Zeroed, DMA-mapped host pages.
 pub(crate) struct HostMem {
     // Fields drop in order: the DMA mapping goes before the pages.
     dma: KBox<DmaSgTable>,
-    pages: KVec<Page>,
+    pages: KVec<HostPage>,
     /// Held by every Rust access to the pages' bytes.
     bytes: Pin<KBox<Mutex<()>>>,
 }
@@ -44,12 +137,10 @@ impl HostMem {
     /// `size` bytes (a multiple of the page size), zeroed, mapped for `dev`.
     pub(crate) fn new(dev: &Device, size: u64) -> Result<Self> {
         let count = usize::try_from(size / PAGE_SIZE as u64)?;
-        let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
+        let pages = alloc_pages(count)?;
         let mut raw = KVec::with_capacity(count, GFP_KERNEL)?;
-        for _ in 0..count {
-            let page = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
-            raw.push(page.as_ptr(), GFP_KERNEL)?;
-            pages.push(page, GFP_KERNEL)?;
+        for page in pages.iter() {
+            raw.push(page.page.as_ptr(), GFP_KERNEL)?;
         }
         // SAFETY: the pages are owned by `pages`, which the returned object
         // keeps, and its field order drops the table first.
@@ -75,9 +166,20 @@ impl HostMem {
         self.dma.segments()
     }
 
-    /// The pages, in order.
-    pub(crate) fn pages(&self) -> &[Page] {
-        &self.pages
+    /// Calls `each` with pages `first .. first + count`, in order; EINVAL
+    /// past the end.
+    pub(crate) fn pages(
+        &self,
+        first: usize,
+        count: usize,
+        each: &mut dyn FnMut(&Page) -> Result,
+    ) -> Result {
+        let end = first.checked_add(count).ok_or(EINVAL)?;
+        self.pages
+            .get(first..end)
+            .ok_or(EINVAL)?
+            .iter()
+            .try_for_each(|page| each(&page.page()))
     }
 
     /// Copies `dst.len()` bytes at `offset` into `dst` (a process may be
@@ -86,7 +188,7 @@ impl HostMem {
         let _bytes = self.bytes.lock();
         let mut done = 0;
         each_page_chunk(offset, dst.len(), self.size(), |page, at, n| {
-            let page = self.pages.get(page).ok_or(EINVAL)?;
+            let page = self.pages.get(page).ok_or(EINVAL)?.page();
             let dst = dst.get_mut(done..done + n).ok_or(EINVAL)?;
             // SAFETY: `dst` is valid for `n` writable bytes, and `bytes` is held: no other Rust code
             // reads or writes the pages meanwhile (only `read` and `write` do, under it).
@@ -101,7 +203,7 @@ impl HostMem {
         let _bytes = self.bytes.lock();
         let mut done = 0;
         each_page_chunk(offset, src.len(), self.size(), |page, at, n| {
-            let page = self.pages.get(page).ok_or(EINVAL)?;
+            let page = self.pages.get(page).ok_or(EINVAL)?.page();
             let src = src.get(done..done + n).ok_or(EINVAL)?;
             // SAFETY: `src` is valid for `n` bytes, and `bytes` is held: no other Rust code reads or
             // writes the pages meanwhile (only `read` and `write` do, under it).

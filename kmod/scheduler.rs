@@ -161,6 +161,16 @@ pub(crate) struct Scheduler {
     /// 1 while a queue waits on a semaphore: only then do semaphore
     /// changes wake the scheduler (host-only semaphores cost no pass).
     blocked: Atomic<i32>,
+    /// 1 while a pass runs. A semaphore change then only sets `missed`
+    /// instead of queueing another pass: the running pass looks at every
+    /// queue again after clearing `missed`, and queues another pass itself
+    /// if `missed` is set when it ends. Its own completions' signals so
+    /// cost no pass (and no worker woken to find the work running).
+    passing: Atomic<i32>,
+    missed: Atomic<i32>,
+    /// Commands given to the device since it was created, not counting
+    /// those given again after a reset; for debugfs: what packets cost.
+    issued: Atomic<i64>,
     #[pin]
     state: Mutex<State>,
     #[pin]
@@ -217,6 +227,9 @@ impl Scheduler {
                 hw: device_hw,
                 staging,
                 blocked: Atomic::new(0),
+                passing: Atomic::new(0),
+                missed: Atomic::new(0),
+                issued: Atomic::new(0),
                 state <- new_mutex!(state, "Scheduler::state"),
                 work <- new_work!("Scheduler::work"),
                 watchdog <- new_delayed_work!("Scheduler::watchdog"),
@@ -244,10 +257,23 @@ impl Scheduler {
     /// The caller changed it under the semaphore lock, which the scheduler
     /// takes to look at a semaphore after setting `blocked`: so either the
     /// scheduler sees the change or this sees the flag.
+    ///
+    /// While a pass runs, the change is left to it (see `passing`): this
+    /// sets `missed`, then looks at `passing` again; the pass clears
+    /// `passing`, then looks at `missed`. With full barriers between each
+    /// store and load, at least one of the two sees the other's store and
+    /// queues a pass.
     pub(crate) fn semaphore_changed(this: &Arc<Self>) {
-        if this.blocked.load(Acquire) != 0 {
-            Self::kick(this);
+        if this.blocked.load(Acquire) == 0 {
+            return;
         }
+        if this.passing.load(Relaxed) != 0 {
+            this.missed.xchg(1, Full);
+            if this.passing.load(Relaxed) != 0 {
+                return;
+            }
+        }
+        Self::kick(this);
     }
 
     /// Schedules a new queue, on the stream with fewest queues; ENOSPC past
@@ -332,6 +358,11 @@ impl Scheduler {
     pub(crate) fn counts(&self) -> (usize, usize, u64) {
         let state = self.state.lock();
         (state.queues.len(), state.sent, state.resets)
+    }
+
+    /// Commands given to the device so far, for debugfs.
+    pub(crate) fn issued(&self) -> i64 {
+        self.issued.load(Relaxed)
     }
 
     /// Device teardown: disconnects the interrupt (breaking the cycle
@@ -693,6 +724,7 @@ impl Scheduler {
         }
         stream.sent += 1;
         *sent += 1;
+        self.issued.add(1, Relaxed);
         Ok(true)
     }
 
@@ -799,12 +831,25 @@ impl WorkItem for Scheduler {
 }
 
 impl Scheduler {
-    /// One pass of the work item.
+    /// One pass of the work item; another is queued if a semaphore changed
+    /// after it last looked (see `passing`).
     fn pass(this: &Arc<Self>) {
         let mut state = this.state.lock();
         if state.lost {
             return;
         }
+        this.passing.xchg(1, Full);
+        Self::pass_locked(this, &mut state);
+        this.passing.xchg(0, Full);
+        let missed = this.missed.xchg(0, Full) != 0;
+        drop(state);
+        if missed {
+            Self::kick(this);
+        }
+    }
+
+    /// The pass itself, under the state lock.
+    fn pass_locked(this: &Arc<Self>, state: &mut State) {
         // Set again below by any queue still waiting on a semaphore.
         this.blocked.store(0, Relaxed);
         // Busy now: processes need not kick.
@@ -812,14 +857,17 @@ impl Scheduler {
             q.queue.set_needs_kick(false);
         }
         loop {
-            this.take_responses(&mut state);
-            if this.submit(&mut state) {
+            this.take_responses(state);
+            // Every queue is looked at below, under the semaphores' locks:
+            // changes before this are seen there.
+            this.missed.xchg(0, Full);
+            if this.submit(state) {
                 continue;
             }
             if state.sent > 0 {
                 // The interrupt brings the scheduler back; the watchdog
                 // makes sure it does.
-                Self::watchdog(this, &mut state);
+                Self::watchdog(this, state);
                 return;
             }
             // Idle: ask for kicks, then look once more (a packet published

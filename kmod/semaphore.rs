@@ -282,8 +282,14 @@ impl Semaphores {
 
     /// Wakes this file's host waiters.
     fn wake_waiters(&self) {
-        let mut generation = self.wake.lock();
-        *generation = generation.wrapping_add(1);
+        {
+            let mut generation = self.wake.lock();
+            *generation = generation.wrapping_add(1);
+        }
+        // Notified after the lock is dropped, so that a waiter does not
+        // wake into a held lock. None is missed: a waiter goes to sleep
+        // only if the count did not move, and is on `changed`'s queue
+        // before it drops the lock.
         self.changed.notify_all();
     }
 
@@ -676,9 +682,14 @@ impl Semaphores {
                 });
             }
         };
+        // Reached already: no need to count as a waiter, or to sleep.
+        if let Check::Done(i) = self.check(points, any) {
+            *index = i;
+            return Ok(());
+        }
         count(true);
+        let mut seen = *self.wake.lock();
         let result = loop {
-            let seen = *self.wake.lock();
             match self.check(points, any) {
                 Check::Done(i) => {
                     *index = i;
@@ -695,20 +706,28 @@ impl Semaphores {
             if remaining <= 0 {
                 break Err(ETIME);
             }
-            // Rounded up, so a wake-up by timeout is never early; the loop
-            // rechecks the clock anyway.
-            let ms = u32::try_from((remaining as u64).div_ceil(1_000_000)).unwrap_or(u32::MAX);
             let mut generation = self.wake.lock();
-            // A change since the look: look again.
-            if *generation != seen {
-                continue;
+            // A change since the look: look again. Else sleep until one.
+            if *generation == seen {
+                let signalled = if deadline_ns == i64::MAX {
+                    // No deadline: no timer to arm and cancel.
+                    self.changed.wait_interruptible(&mut generation)
+                } else {
+                    // Rounded up, so a wake-up by timeout is never early;
+                    // the loop rechecks the clock anyway.
+                    let ms = (remaining as u64).div_ceil(1_000_000);
+                    let ms = u32::try_from(ms).unwrap_or(u32::MAX);
+                    matches!(
+                        self.changed
+                            .wait_interruptible_timeout(&mut generation, msecs_to_jiffies(ms)),
+                        CondVarTimeoutResult::Signal { .. }
+                    )
+                };
+                if signalled {
+                    break Err(ERESTARTSYS);
+                }
             }
-            if let CondVarTimeoutResult::Signal { .. } = self
-                .changed
-                .wait_interruptible_timeout(&mut generation, msecs_to_jiffies(ms))
-            {
-                break Err(ERESTARTSYS);
-            }
+            seen = *generation;
         };
         count(false);
         result

@@ -77,8 +77,11 @@ use crate::{
     },
 };
 
-/// Bytes of zeros a scrub copies at once on a device without MEM SET.
-const ZEROS: usize = 16 * PAGE_SIZE;
+/// Bytes of zeros a scrub copies at once on a device without MEM SET:
+/// host memory comes in contiguous blocks ([`HostMem`]), so a free of up to
+/// 1 MiB is one command where the block is whole (a smaller first segment
+/// only makes more commands).
+const ZEROS: usize = 256 * PAGE_SIZE;
 
 /// Most commands one stream may take at once.
 const MAX_STREAM_DEPTH: u32 = 16;

@@ -10,8 +10,10 @@
 //! - no SUBWORD (gluon-sim moves whole 4-byte words only): the words
 //!   around a range's partial ends are read into a host page, the bytes
 //!   between them moved on the CPU ([`HostStep`], run by the scheduler in
-//!   stream order) and the words written back; anything else not in whole
-//!   words is refused ([`check_words`]);
+//!   stream order) and the words written back; a copy whose two sides are
+//!   in the same phase in their words does only its ends so and the whole
+//!   words between directly; anything else not in whole words is refused
+//!   ([`check_words`]);
 //! - no COUNTERS: READ_COUNTER and TIMESTAMP are refused with EOPNOTSUPP.
 //!
 //! [`HwDesc::caps`]: crate::hw::HwDesc::caps
@@ -304,10 +306,12 @@ fn words(start: u32, end: u32) -> ((u32, u32), Edges) {
 
 /// A copy of `size` bytes from `src` to `dst` (a BO and an offset each,
 /// one of them in VRAM at least). VRAM to VRAM bounces through a host page
-/// where the device cannot copy it itself ([`d2d_bounce`]), and on a device
-/// without sub-word accesses a copy that is not all whole words goes
-/// through a host page in pieces ([`bounced_copy`]). False if that page is
-/// not to be had now.
+/// where the device cannot copy it itself ([`d2d_bounce`]). On a device
+/// without sub-word accesses, a copy that is not all whole words moves its
+/// partial words at either end through a host page ([`bounced_copy`]) and
+/// the whole words between directly, where both sides are in the same
+/// phase in their words; else all of it through the page. False if that
+/// page is not to be had now.
 pub(super) fn copy(
     t: &Translator<'_>,
     out: &mut Staged,
@@ -317,43 +321,69 @@ pub(super) fn copy(
 ) -> Result<bool> {
     let ((s, src_off), (d, dst_off)) = (src, dst);
     let vram = uapi::placement::VRAM;
-    let (s_vram, d_vram) = (s.placement() == vram, d.placement() == vram);
+    let direct = !(s.placement() == vram && d.placement() == vram) || t.has(caps::COPY_D2D);
     // VRAM BOs start on a 256-byte granule and host BOs on a page, so an
     // offset's alignment is its address's.
-    let words = src_off % 4 == 0 && dst_off % 4 == 0 && size % 4 == 0;
-    let slot = if !t.has(caps::SUBWORD) && !words {
-        let Some(slot) = t.slot()? else {
-            return Ok(false);
-        };
-        bounced_copy(out, &slot, src, dst, size)?;
-        Some(slot)
-    } else if s_vram && d_vram && !t.has(caps::COPY_D2D) {
-        let Some(slot) = t.slot()? else {
-            return Ok(false);
-        };
-        d2d_bounce(out, &slot, src, dst, size)?;
-        Some(slot)
+    let (head, middle) = if t.has(caps::SUBWORD) {
+        (0, size)
     } else {
-        match (s_vram, d_vram) {
-            (true, true) => split(size, MAX_COMMAND_BYTES, |done, len| {
-                let (src, dst) = (
-                    vram_addr(s, src_off + done)?.into(),
-                    vram_addr(d, dst_off + done)?.into(),
-                );
-                out.push(Command::Copy {
-                    src,
-                    dst,
-                    len,
-                    dir: CopyDir::DeviceToDevice,
-                })
-            })?,
-            (false, _) => host_copy(out, s, src_off, d, dst_off, size, CopyDir::HostToDevice)?,
-            (_, false) => host_copy(out, d, dst_off, s, src_off, size, CopyDir::DeviceToHost)?,
-        }
-        None
+        whole_words(src_off, dst_off, size)
     };
-    out.completion.staging = slot;
+    if direct && middle == size {
+        direct_copy(out, src, dst, size)?;
+        return Ok(true);
+    }
+    let Some(slot) = t.slot()? else {
+        return Ok(false);
+    };
+    if !direct && middle == size {
+        d2d_bounce(out, &slot, src, dst, size)?;
+    } else if direct && middle > 0 {
+        // The ends through the page, the words between directly: the
+        // stream runs them in order.
+        let (tail_src, tail_dst) = ((s, src_off + head + middle), (d, dst_off + head + middle));
+        bounced_copy(out, &slot, src, dst, head)?;
+        direct_copy(out, (s, src_off + head), (d, dst_off + head), middle)?;
+        bounced_copy(out, &slot, tail_src, tail_dst, size - head - middle)?;
+    } else {
+        bounced_copy(out, &slot, src, dst, size)?;
+    }
+    out.completion.staging = Some(slot);
     Ok(true)
+}
+
+/// Of a copy of `size` bytes from offset `src` to offset `dst`: the bytes
+/// before the first whole word of both sides, and the whole words after
+/// them; `(0, 0)` if the two sides are in different phases in their words.
+fn whole_words(src: u64, dst: u64, size: u64) -> (u64, u64) {
+    if src % 4 != dst % 4 {
+        return (0, 0);
+    }
+    let head = ((4 - src % 4) % 4).min(size);
+    (head, (size - head) & !3)
+}
+
+/// A copy the device makes itself: VRAM to VRAM, or between host memory
+/// and VRAM.
+fn direct_copy(out: &mut Staged, src: (&Arc<Bo>, u64), dst: (&Arc<Bo>, u64), size: u64) -> Result {
+    let ((s, src_off), (d, dst_off)) = (src, dst);
+    let vram = uapi::placement::VRAM;
+    match (s.placement() == vram, d.placement() == vram) {
+        (true, true) => split(size, MAX_COMMAND_BYTES, |done, len| {
+            let (src, dst) = (
+                vram_addr(s, src_off + done)?.into(),
+                vram_addr(d, dst_off + done)?.into(),
+            );
+            out.push(Command::Copy {
+                src,
+                dst,
+                len,
+                dir: CopyDir::DeviceToDevice,
+            })
+        }),
+        (false, _) => host_copy(out, s, src_off, d, dst_off, size, CopyDir::HostToDevice),
+        (_, false) => host_copy(out, d, dst_off, s, src_off, size, CopyDir::DeviceToHost),
+    }
 }
 
 /// A VRAM-to-VRAM copy on a device without COPY_D2D: to page `bounce` and
@@ -476,9 +506,10 @@ fn bounced_copy(
 }
 
 /// COPY commands between host BO `host` and VRAM BO `vram` (direction
-/// `dir`), split where the host side's DMA segments end. What the device
-/// will read is handed to it now; what it will write is handed back to the
-/// CPU when the packet completes.
+/// `dir`): one per run of the host side that is contiguous in DMA
+/// addresses, however many segments or pages it spans, up to
+/// [`MAX_COMMAND_BYTES`]. What the device will read is handed to it now;
+/// what it will write is handed back to the CPU when the packet completes.
 fn host_copy(
     out: &mut Staged,
     host: &Arc<Bo>,
@@ -495,9 +526,11 @@ fn host_copy(
             .written
             .push((host.clone(), host_off, size), GFP_KERNEL)?;
     }
-    let mut at = 0;
-    host.host_pieces(host_off, size, &mut |dma, piece| {
-        split(piece, MAX_COMMAND_BYTES, |done, len| {
+    // The run not yet issued: its DMA address, length, and offset in the
+    // copy (the VRAM side is contiguous throughout).
+    let mut run = (0u64, 0u64, 0u64);
+    let mut issue = |(dma, len, at): (u64, u64, u64)| {
+        split(len, MAX_COMMAND_BYTES, |done, n| {
             let host_addr = dma + done;
             let dev = vram_addr(vram, vram_off + at + done)?.into();
             let (src, dst) = if dir == CopyDir::HostToDevice {
@@ -505,11 +538,29 @@ fn host_copy(
             } else {
                 (dev, host_addr)
             };
-            out.push(Command::Copy { src, dst, len, dir })
-        })?;
+            out.push(Command::Copy {
+                src,
+                dst,
+                len: n,
+                dir,
+            })
+        })
+    };
+    let mut at = 0;
+    host.host_pieces(host_off, size, &mut |dma, piece| {
+        let (start, len, _) = run;
+        if len > 0 && start + len == dma && len + piece <= MAX_COMMAND_BYTES {
+            run.1 += piece;
+        } else {
+            if len > 0 {
+                issue(run)?;
+            }
+            run = (dma, piece, at);
+        }
         at += piece;
         Ok(())
-    })
+    })?;
+    issue(run)
 }
 
 /// A READ_COUNTER of `counter` into VRAM `dst`; EOPNOTSUPP on a device

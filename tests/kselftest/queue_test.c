@@ -188,6 +188,160 @@ TEST_F(q, copy_from_an_imported_udmabuf)
 	close(dev);
 }
 
+/* Whether the `n` bytes at `p` are all `byte`. */
+static int all_bytes(const uint8_t *p, size_t n, uint8_t byte)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != byte)
+			return 0;
+	return 1;
+}
+
+/*
+ * A copy spanning many pages and more than one of a HOST BO's contiguous
+ * blocks (at most 2 MiB each), with partial words at both ends in the same
+ * phase on both sides: byte-exact both ways, nothing written past either
+ * end (nor into the VRAM BOs next to it), and fewer device commands than
+ * pages (one per contiguous run; on a whole-word device, a few more for the
+ * ends).
+ */
+TEST_F(q, merged_copies_cross_pages_and_blocks_and_keep_their_ends)
+{
+	const size_t bo_size = 3 << 20, size = (2 << 20) + 3 * 4096 + 123, pages = size / 4096;
+	struct radiance_copy_packet to_host = {
+		.header = { .kind = RADIANCE_PACKET_COPY, .flags = RADIANCE_PACKET_BARRIER },
+		.src_offset = 5, .dst_offset = 9, .size = size,
+	};
+	struct radiance_bo_create hc, bc;
+	uint8_t *host, *back, *got;
+	int64_t before, commands;
+	struct queue q;
+	int below = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	int v = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, bo_size, 0, NULL);
+	int above = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, bo_size, RADIANCE_BO_MAPPABLE, &hc);
+	int b = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, bo_size, RADIANCE_BO_MAPPABLE, &bc);
+
+	ASSERT_LT(0, below);
+	ASSERT_LT(0, v);
+	ASSERT_LT(0, above);
+	ASSERT_LT(0, h);
+	ASSERT_LT(0, b);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	host = mmap(NULL, bo_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, hc.mmap_offset);
+	back = mmap(NULL, bo_size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, bc.mmap_offset);
+	got = malloc(bo_size);
+	ASSERT_NE(MAP_FAILED, host);
+	ASSERT_NE(MAP_FAILED, back);
+	ASSERT_NE(NULL, got);
+	pattern(host, bo_size, 3);
+	fill(&q, below, 0, 4096, 0xa5, 1);
+	fill(&q, v, 0, bo_size, 0x5a, 1);
+	fill(&q, above, 0, 4096, 0xa5, 1);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+
+	/* HOST -> VRAM: offsets 1 and 5, the same phase in their words. */
+	before = radiance_mem_stat("commands_issued");
+	ASSERT_LE(0, before);
+	copy(&q, h, 1, v, 5, size);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	commands = radiance_mem_stat("commands_issued") - before;
+	TH_LOG("%zu pages copied in %lld device commands", pages, (long long)commands);
+	EXPECT_LT(0, commands);
+	EXPECT_GT((int64_t)pages / 4, commands);
+	ASSERT_EQ(0, queue_read_vram(&q, v, 0, got, bo_size));
+	EXPECT_TRUE(all_bytes(got, 5, 0x5a));
+	EXPECT_EQ(0, memcmp(host + 1, got + 5, size));
+	EXPECT_TRUE(all_bytes(got + 5 + size, bo_size - 5 - size, 0x5a));
+	ASSERT_EQ(0, queue_read_vram(&q, below, 0, got, 4096));
+	EXPECT_TRUE(all_bytes(got, 4096, 0xa5));
+	ASSERT_EQ(0, queue_read_vram(&q, above, 0, got, 4096));
+	EXPECT_TRUE(all_bytes(got, 4096, 0xa5));
+
+	/* VRAM -> HOST: into a zeroed BO at offset 9 (phase 1 again). */
+	to_host.src = v;
+	to_host.dst = b;
+	queue_put(&q, &to_host);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	EXPECT_TRUE(all_bytes(back, 9, 0));
+	EXPECT_EQ(0, memcmp(host + 1, back + 9, size));
+	EXPECT_TRUE(all_bytes(back + 9 + size, bo_size - 9 - size, 0));
+	free(got);
+	queue_close(&q);
+}
+
+/*
+ * Copies to and from an imported udmabuf whose pages were faulted in one by
+ * one between the pages of another memfd (so scattered: no run for a COPY
+ * to merge), at offsets with partial words at the ends. Under 256 KiB, the
+ * most swiotlb maps at once, since udmabuf's table does not split for it.
+ */
+TEST_F(q, copies_to_and_from_a_scattered_udmabuf)
+{
+	const size_t buf_size = 192 << 10, half = buf_size / 2, size = half - 4096 + 1;
+	struct udmabuf_create create = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = buf_size };
+	struct radiance_bo_import imp = { 0 };
+	int memfd = memfd_create("radiance", MFD_ALLOW_SEALING), dev = open("/dev/udmabuf", O_RDWR);
+	int spacer_fd = memfd_create("spacer", 0);
+	uint8_t *buf, *spacer, *want = malloc(buf_size);
+	int64_t before;
+	struct queue q;
+	int v;
+
+	ASSERT_LE(0, dev);
+	ASSERT_LE(0, spacer_fd);
+	ASSERT_NE(NULL, want);
+	ASSERT_EQ(0, ftruncate(memfd, buf_size));
+	ASSERT_EQ(0, ftruncate(spacer_fd, buf_size));
+	ASSERT_EQ(0, fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK));
+	buf = mmap(NULL, buf_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	spacer = mmap(NULL, buf_size, PROT_READ | PROT_WRITE, MAP_SHARED, spacer_fd, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	ASSERT_NE(MAP_FAILED, spacer);
+	for (size_t page = 0; page < buf_size / 4096; page++) {
+		buf[page * 4096] = 1;
+		spacer[page * 4096] = 1;
+	}
+	pattern(buf, buf_size, 11);
+	memcpy(want, buf, buf_size);
+	create.memfd = memfd;
+	imp.fd = ioctl(dev, UDMABUF_CREATE, &create);
+	ASSERT_LE(0, imp.fd);
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_BO_IMPORT, &imp));
+	v = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, buf_size, 0, NULL);
+	ASSERT_LT(0, v);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	/* Its first half (from byte 2) to VRAM byte 6, and back into its
+	 * second half (byte half + 2), after a barrier. */
+	copy(&q, imp.handle, 2, v, 6, size);
+	{
+		struct radiance_copy_packet p = {
+			.header = { .kind = RADIANCE_PACKET_COPY, .flags = RADIANCE_PACKET_BARRIER },
+			.src = v, .dst = imp.handle, .src_offset = 6, .dst_offset = half + 2, .size = size,
+		};
+
+		queue_put(&q, &p);
+	}
+	before = radiance_mem_stat("commands_issued");
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	TH_LOG("2 copies of %zu bytes in %lld device commands", size,
+	       (long long)(radiance_mem_stat("commands_issued") - before));
+	memcpy(want + half + 2, want + 2, size);
+	EXPECT_EQ(0, memcmp(want, buf, buf_size));
+	queue_close(&q);
+	close(imp.fd);
+	munmap(buf, buf_size);
+	munmap(spacer, buf_size);
+	close(memfd);
+	close(spacer_fd);
+	close(dev);
+	free(want);
+}
+
 /* A LAUNCH of built-in `pc` with `params`, its block in HOST BO `blk`. */
 TEST_F(q, vector_add_launch_checked_element_by_element)
 {

@@ -304,6 +304,10 @@ TEST_F(sem, signals_restart_or_interrupt_the_wait)
 	ualarm(50 * 1000, 0);
 	EXPECT_EQ(-EINTR, wait_one(self->fd, h, 1, radiance_now_ns() + 5000 * MS));
 	EXPECT_EQ(1, atomic_load(&handled));
+	/* So too a wait with no deadline, which sleeps without a timer. */
+	ualarm(50 * 1000, 0);
+	EXPECT_EQ(-EINTR, wait_one(self->fd, h, 1, INT64_MAX));
+	EXPECT_EQ(2, atomic_load(&handled));
 
 	/* With SA_RESTART the wait goes on to the same absolute deadline. */
 	sa.sa_flags = SA_RESTART;
@@ -311,14 +315,14 @@ TEST_F(sem, signals_restart_or_interrupt_the_wait)
 	ualarm(50 * 1000, 0);
 	deadline = radiance_now_ns() + 150 * MS;
 	EXPECT_EQ(-ETIME, wait_one(self->fd, h, 1, deadline));
-	EXPECT_EQ(2, atomic_load(&handled));
+	EXPECT_EQ(3, atomic_load(&handled));
 	EXPECT_LE(deadline, radiance_now_ns());
 
 	/* ... and still sees a later signal. */
 	ASSERT_EQ(0, pthread_create(&t, NULL, signal_later, &s));
 	ualarm(50 * 1000, 0);
 	EXPECT_EQ(0, wait_one(self->fd, h, 1, INT64_MAX));
-	EXPECT_EQ(3, atomic_load(&handled));
+	EXPECT_EQ(4, atomic_load(&handled));
 	pthread_join(t, NULL);
 	signal(SIGALRM, SIG_DFL);
 }

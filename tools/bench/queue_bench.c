@@ -5,11 +5,22 @@
  *     (10,000 NOPs written and published in bursts of 64, kicking only when
  *     asked), against one null ioctl (QUEUE_QUERY: the syscall floor);
  *  2. NOP round trip: one packet published to the read index moving;
- *  3. COPY HOST->VRAM bandwidth against a plain memcpy of the same size;
+ *  3. COPY HOST->VRAM bandwidth against a plain memcpy of the same size,
+ *     and against a copy the kernel makes (a pread of a memfd: under TCG
+ *     the kernel's copy routines and userspace's memcpy differ in speed,
+ *     and the emulated device copies in the kernel); and the device
+ *     commands it took per MiB (debugfs commands_issued);
  *  4. a cross-queue dependency edge (SIGNAL on queue A, WAIT on queue B)
- *     per edge over a chain of 512 edges.
- * Absolute times under TCG are noise; the ratios within one run are not.
+ *     per edge over a chain of 256 edges, against the NOP round trip and
+ *     against two NOPs taken in one pass (a burst published at once): an
+ *     edge is two packets, each taken by the scheduler, so this is its
+ *     floor where no host round trip is left;
+ *  5. VRAM scrub on free: a 4 KiB FILL round trip right after freeing a
+ *     written 1 MiB BO, against the same FILL with nothing freed.
+ * 2, 3, 4 and 5 run in interleaved rounds and print medians. Absolute
+ * times under TCG are noise; the ratios within one run are not.
  */
+#define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,15 +110,54 @@ static void nop(struct queue *q)
 	put(q, &p);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ns of one packet's round trip: published to drained. */
+static double round_trip(struct queue *q, const void *packet)
+{
+	double t = now_ns();
+
+	put(q, packet);
+	publish(q);
+	drain(q);
+	return now_ns() - t;
+}
+
+static void fill(struct queue *q, uint32_t bo, uint64_t size, double *ns)
+{
+	struct radiance_fill_packet p = {
+		.header = { .kind = RADIANCE_PACKET_FILL }, .dst = bo, .pattern_size = 4, .size = size, .pattern = 7,
+	};
+
+	*ns = round_trip(q, &p);
+}
+
 int main(void)
 {
-	enum { PACKETS = 10000, NULLS = 10000, TRIPS = 200, EDGES = 512 };
+	enum { PACKETS = 10000, NULLS = 10000, TRIPS = 50, EDGES = 256, ROUNDS = 7, BURST = 1024 };
 	struct radiance_queue_query query = { 0 };
 	struct queue q, a, b;
-	double t, submit, null, trip, copy_ns, memcpy_ns, edge;
+	double t, submit, null, in_pass[ROUNDS], pass_ratio[ROUNDS];
+	double trip[ROUNDS], copy_ns[ROUNDS], memcpy_ns[ROUNDS], copy_ratio[ROUNDS], edge[ROUNDS], edge_ratio[ROUNDS];
+	double kcopy_ns[ROUNDS], kcopy_ratio[ROUNDS], per_mib[ROUNDS], fill_ns[ROUNDS], after_free_ns[ROUNDS], free_ns[ROUNDS], scrub_ratio[ROUNDS];
 	long burst_kicks;
-	const size_t size = 8 << 20;
-	struct radiance_bo_create hc, vc;
+	const size_t size = 8 << 20, freed = 1 << 20;
+	struct radiance_bo_create hc, vc, small;
+	struct radiance_sem_create s1 = { 0 }, s2 = { 0 };
+	uint64_t n = 0;
+	char *src, *dst;
+	int memfd;
 
 	fd = radiance_open(0);
 	if (fd < 0)
@@ -132,55 +182,68 @@ int main(void)
 		radiance_ioctl(fd, RADIANCE_IOCTL_QUEUE_QUERY, &query);
 	null = (now_ns() - t) / NULLS;
 
-	/* 2. NOP round trip. */
-	t = now_ns();
-	for (int i = 0; i < TRIPS; i++) {
-		nop(&q);
-		publish(&q);
-		drain(&q);
-	}
-	trip = (now_ns() - t) / TRIPS;
-
-	/* 3. COPY HOST -> VRAM against memcpy. */
 	if (radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, size, RADIANCE_BO_MAPPABLE, &hc) < 0 ||
-	    radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, size, 0, &vc) < 0)
+	    radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, size, 0, &vc) < 0 ||
+	    radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &small) < 0)
 		die("BO_CREATE");
-	{
+	src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, hc.mmap_offset);
+	dst = malloc(size);
+	if (src == MAP_FAILED || !dst)
+		die("buffers");
+	memset(src, 1, size);
+	memset(dst, 2, size);
+	memfd = memfd_create("kernel-copy", 0);
+	if (memfd < 0 || write(memfd, src, size) != (ssize_t)size)
+		die("memfd");
+	queue_open(&a, 1024);
+	queue_open(&b, 1024);
+	if (radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s1) || radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s2))
+		die("SEM_CREATE");
+
+	for (int r = 0; r < ROUNDS; r++) {
+		struct radiance_packet nop_packet = { .header = { .kind = RADIANCE_PACKET_NOP } };
 		struct radiance_copy_packet p = {
 			.header = { .kind = RADIANCE_PACKET_COPY }, .src = hc.handle, .dst = vc.handle, .size = size,
 		};
-		char *src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, hc.mmap_offset);
-		char *dst = malloc(size);
+		struct radiance_bo_create big;
+		struct radiance_bo_destroy d;
+		int64_t before;
 
-		if (src == MAP_FAILED || !dst)
-			die("buffers");
-		memset(src, 1, size);
-		memset(dst, 2, size);
+		/* 2. NOPs taken in one pass: BURST published at once. */
+		for (int i = 0; i < BURST; i++)
+			put(&q, &nop_packet);
 		t = now_ns();
-		put(&q, &p);
 		publish(&q);
 		drain(&q);
-		copy_ns = now_ns() - t;
+		in_pass[r] = (now_ns() - t) / BURST;
+
+		/* NOP round trip. */
+		trip[r] = 0;
+		for (int i = 0; i < TRIPS; i++)
+			trip[r] += round_trip(&q, &nop_packet) / TRIPS;
+
+		/* 3. COPY HOST -> VRAM against memcpy. */
+		before = radiance_mem_stat("commands_issued");
+		copy_ns[r] = round_trip(&q, &p);
+		per_mib[r] = (double)(radiance_mem_stat("commands_issued") - before) / (size >> 20);
 		t = now_ns();
 		memcpy(dst, src, size);
-		memcpy_ns = now_ns() - t + (dst[size - 1] == 3);
-		free(dst);
-	}
-
-	/* 4. Cross-queue edges: A signals n, B waits for n and signals n on
-	 * another semaphore that A waits for next. */
-	{
-		struct radiance_sem_create s1 = { 0 }, s2 = { 0 };
-
-		queue_open(&a, 1024);
-		queue_open(&b, 1024);
-		if (radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s1) || radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s2))
-			die("SEM_CREATE");
+		memcpy_ns[r] = now_ns() - t + (dst[size - 1] == 3);
+		copy_ratio[r] = memcpy_ns[r] / copy_ns[r];
 		t = now_ns();
-		for (uint64_t n = 1; n <= EDGES / 2; n++) {
+		if (pread(memfd, dst, size, 0) != (ssize_t)size)
+			die("pread");
+		kcopy_ns[r] = now_ns() - t;
+		kcopy_ratio[r] = kcopy_ns[r] / copy_ns[r];
+
+		/* 4. Cross-queue edges: A signals n, B waits for n and signals
+		 * n on another semaphore that A waits for next. */
+		t = now_ns();
+		for (int i = 0; i < EDGES / 2; i++) {
 			struct radiance_semaphore_packet sig = { .header = { .kind = RADIANCE_PACKET_SIGNAL_SEMAPHORE } };
 			struct radiance_semaphore_packet wait = { .header = { .kind = RADIANCE_PACKET_WAIT_SEMAPHORE } };
 
+			n++;
 			sig.handle = s1.handle, sig.value = n;
 			put(&a, &sig);
 			wait.handle = s1.handle, wait.value = n;
@@ -194,16 +257,50 @@ int main(void)
 		publish(&b);
 		drain(&a);
 		drain(&b);
-		edge = (now_ns() - t) / EDGES;
+		edge[r] = (now_ns() - t) / EDGES;
+		edge_ratio[r] = edge[r] / trip[r];
+		pass_ratio[r] = edge[r] / (2 * in_pass[r]);
+
+		/* 5. A 4 KiB FILL alone, then right after freeing a written
+		 * 1 MiB BO (its scrub before or around the FILL). */
+		fill(&q, small.handle, 4096, &fill_ns[r]);
+		if (radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, freed, 0, &big) < 0)
+			die("BO_CREATE");
+		{
+			struct radiance_fill_packet fp = {
+				.header = { .kind = RADIANCE_PACKET_FILL }, .dst = big.handle, .pattern_size = 4,
+				.size = freed, .pattern = 9,
+			};
+
+			round_trip(&q, &fp);
+		}
+		d.handle = big.handle;
+		t = now_ns();
+		if (radiance_ioctl(fd, RADIANCE_IOCTL_BO_DESTROY, &d))
+			die("BO_DESTROY");
+		free_ns[r] = now_ns() - t;
+		fill(&q, small.handle, 4096, &after_free_ns[r]);
+		after_free_ns[r] += free_ns[r];
+		scrub_ratio[r] = after_free_ns[r] / fill_ns[r];
 	}
 
 	printf("queue packets: %d NOPs in bursts of 64, %ld kicks\n", PACKETS, burst_kicks);
 	printf("  per packet submitted        %8.0f ns\n", submit);
 	printf("  null ioctl (QUEUE_QUERY)    %8.0f ns  (packet / ioctl = %.3f)\n", null, submit / null);
-	printf("  NOP round trip              %8.0f ns  (%.1f null ioctls)\n", trip, trip / null);
+	printf("medians of %d interleaved rounds:\n", ROUNDS);
+	printf("  NOP round trip              %8.0f ns  (%.1f null ioctls)\n", median(trip, ROUNDS),
+	       median(trip, ROUNDS) / null);
 	printf("COPY HOST->VRAM %zu MiB: %.1f MB/s; memcpy %.1f MB/s (copy / memcpy = %.3f)\n", size >> 20,
-	       size / copy_ns * 1e3, size / memcpy_ns * 1e3, memcpy_ns / copy_ns);
-	printf("cross-queue edge (SIGNAL on A, WAIT on B), %d edges: %.0f ns per edge (%.1f null ioctls)\n", EDGES,
-	       edge, edge / null);
+	       size / median(copy_ns, ROUNDS) * 1e3, size / median(memcpy_ns, ROUNDS) * 1e3, median(copy_ratio, ROUNDS));
+	printf("  kernel copy (memfd pread) %.1f MB/s (COPY / kernel copy = %.3f)\n", size / median(kcopy_ns, ROUNDS) * 1e3,
+	       median(kcopy_ratio, ROUNDS));
+	printf("COPY HOST->VRAM device commands per MiB: %.2f\n", median(per_mib, ROUNDS));
+	printf("cross-queue edge (SIGNAL on A, WAIT on B), %d edges: %.0f ns per edge (edge / NOP round trip = %.2f)\n",
+	       EDGES, median(edge, ROUNDS), median(edge_ratio, ROUNDS));
+	printf("  NOP taken in a pass (%d published at once) %.0f ns (edge / 2 such NOPs = %.2f)\n", BURST,
+	       median(in_pass, ROUNDS), median(pass_ratio, ROUNDS));
+	printf("4 KiB FILL after freeing %zu KiB: %.0f ns (free %.0f ns) vs %.0f ns alone (after free / alone = %.2f)\n",
+	       freed >> 10, median(after_free_ns, ROUNDS), median(free_ns, ROUNDS), median(fill_ns, ROUNDS),
+	       median(scrub_ratio, ROUNDS));
 	return 0;
 }

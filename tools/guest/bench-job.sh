@@ -1,7 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Benchmarks, inside the QEMU guest (as /job): two emulated devices with the
-# default 256 MiB of VRAM each (the second for the device-group edge).
+# default 256 MiB of VRAM each (the second for the device-group edge); then
+# the queue figures again on an emulated gluon-sim device (no SET), and on
+# devices served by gluon-bridge in model mode, in full and as gluon-sim
+# (no SET: freed VRAM is scrubbed by copies through the bridge).
 set -eu
 insmod /radiance.ko emulated_devices=2
 /vram_bench
@@ -10,3 +13,25 @@ insmod /radiance.ko emulated_devices=2
 /bench-hal kmod:0
 /bench-hal group kmod:0 kmod:1
 rmmod radiance
+echo "queue_bench on an emulated gluon-sim device:"
+insmod /radiance.ko emulated_gluon_sim=1
+/queue_bench
+rmmod radiance
+
+# The queue figures on a device gluon-bridge serves with ARGS.
+bridged() {
+	echo "queue_bench on a device served by gluon-bridge model $*:"
+	insmod /radiance.ko emulated_devices=0
+	/gluon-bridge model "$@" >/tmp/bridge 2>&1 &
+	bridge=$!
+	for _ in $(seq 100); do
+		[ -e /dev/radiance0 ] && break
+		sleep 0.1
+	done
+	/queue_bench
+	kill "$bridge"
+	wait "$bridge" || true
+	rmmod radiance
+}
+bridged
+bridged --gluon-sim
