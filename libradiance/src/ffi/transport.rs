@@ -5,10 +5,10 @@
 //! threads take turns.
 //!
 //! The seam's host addresses are plain integers. H2D sources are read
-//! through `/proc/self/mem`; D2H destinations are written with
-//! `process_vm_writev` on this process, which honours page protections and
-//! fails with EFAULT where a store would raise SIGSEGV (a write through
-//! `/proc/self/mem` would not: it forces its way into read-only pages).
+//! through `/proc/self/mem`; D2H destinations are written by reading them
+//! out of a pipe, which honours page protections and fails with EFAULT
+//! where a store would raise SIGSEGV (a write through `/proc/self/mem`
+//! would not: it forces its way into read-only pages).
 //! Each D2H destination is probed that way when the copy is submitted and
 //! written that way at `synchronize`. So a host address that is no mapped,
 //! or no writable, memory of this process is an INVALID_ARGUMENT status,
@@ -22,6 +22,7 @@ use super::{
 use crate::{lock::lock, transport::Transport, Error, Launch};
 use std::{
     ffi::{c_char, c_void},
+    os::fd::AsRawFd,
     sync::{Arc, Mutex},
 };
 
@@ -141,26 +142,44 @@ fn host_bytes(address: u64, length: u32) -> crate::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Writes `bytes` to this process's memory at `address` with
-/// `process_vm_writev`: INVALID_ARGUMENT, not SIGSEGV, if any of it is not
-/// mapped writable.
+/// Writes `bytes` to this process's memory at `address` through a pipe:
+/// the kernel copies out of the pipe as it copies out for any system call,
+/// so memory that is unmapped or read-only is EFAULT (INVALID_ARGUMENT
+/// here), never a SIGSEGV. (`process_vm_writev` would do as well, but
+/// needs CONFIG_CROSS_MEMORY_ATTACH, which small kernels such as the test
+/// kernel leave out.)
 fn write_host(address: u64, bytes: &[u8]) -> crate::Result<()> {
-    let mut done = 0;
-    while done < bytes.len() {
-        let local = libc::iovec { iov_base: bytes[done..].as_ptr().cast_mut().cast(), iov_len: bytes.len() - done };
-        let remote = libc::iovec { iov_base: (address as usize + done) as *mut c_void, iov_len: bytes.len() - done };
-        // SAFETY: `local` is the rest of `bytes`, which the kernel only
-        // reads; it checks `remote` against this process's mappings and
-        // their protections, failing with EFAULT rather than writing where
-        // a store would fault.
-        let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
-        if n <= 0 {
-            return Err(Error::InvalidArgument(format!(
-                "host address {address:#x}+{} is not writable memory of this process",
-                bytes.len()
-            )));
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "host address {address:#x}+{} is not writable memory of this process",
+            bytes.len()
+        ))
+    };
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    if address == 0 {
+        return Err(bad());
+    }
+    let (from, into) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| Error::os("pipe", e))?;
+    // What the pipe holds without blocking its only writer, this thread:
+    // at least a page, however small the kernel made it.
+    let chunk = rustix::pipe::fcntl_getpipe_size(&from).unwrap_or(4096).max(1);
+    for (i, piece) in bytes.chunks(chunk).enumerate() {
+        rustix::io::write(&into, piece).ok().filter(|&n| n == piece.len()).ok_or_else(|| bad())?;
+        let mut got = 0;
+        while got < piece.len() {
+            let at = address as usize + i * chunk + got;
+            // SAFETY: a raw address goes to the kernel, no reference is
+            // made to it; the kernel checks it against this process's
+            // mappings and their protections and fails with EFAULT where a
+            // store would fault.
+            let n = unsafe { libc::read(from.as_raw_fd(), at as *mut c_void, piece.len() - got) };
+            if n <= 0 {
+                return Err(bad());
+            }
+            got += n as usize;
         }
-        done += n as usize;
     }
     Ok(())
 }
