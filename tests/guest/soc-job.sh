@@ -9,6 +9,13 @@
 # SoC cannot run, a GPU that never finishes (the bridge's timeout and the
 # kernel's watchdog), and the bridge's death under a client.
 set -u
+. /suite.sh || exit 1
+
+kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test"
+plan $kselftests soc_runs_an_image_at_its_link_address soc_image_reached_gpu_dram_and_completed \
+	soc_refuses_another_start_pc soc_fault_names_the_start_pc soc_bridge_timeout_is_an_execution_fault \
+	soc_device_serves_on_after_a_timeout soc_watchdog_reset_ends_a_hung_launch \
+	client_fails_when_its_soc_bridge_dies module_unloads_after_its_soc_servers_died
 
 # Matches radiance_test.h: 64 MiB of VRAM, a 500 ms launch timeout.
 insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
@@ -38,8 +45,8 @@ set -- $(serve k0 --link model --vram-mib 64 --clusters 2)
 k0=$1
 set -- $(serve k1 --link model --vram-mib 64 --clusters 2)
 k1=$1
-for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /sem_alias_test /queue_test /launch_test; do
-	RADIANCE_TEST_SERVER=soc "$t"
+for t in $kselftests; do
+	suite "$t" env RADIANCE_TEST_SERVER=soc "/$t"
 done
 kill -TERM "$k0" "$k1"
 gone "$k0"
@@ -65,31 +72,29 @@ le32() { bytes $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 
 
 set -- $(serve b1 --link model --vram-mib 512)
 b1=$1 d1=$2
-/ktap-one.sh soc_runs_an_image_at_its_link_address sh -c \
-	"/radctl run --device $d1 --read 0x10000000:16 /tmp/image.elf && cat /tmp/b1" >/tmp/run.ktap
-cat /tmp/run.ktap
-/ktap-one.sh soc_image_reached_gpu_dram_and_completed sh -c \
-	'grep -q "^# completed$" /tmp/run.ktap && grep -q "^# 0x10000000  13 00 00 00 6f 00 00 00 de c0 ad 0b 11 0c 1a 6e$" /tmp/run.ktap'
+test_one soc_runs_an_image_at_its_link_address sh -c \
+	"/radctl run --device $d1 --read 0x10000000:16 /tmp/image.elf >/tmp/run.out 2>&1; rc=\$?; cat /tmp/run.out /tmp/b1; test \$rc = 0"
+test_one soc_image_reached_gpu_dram_and_completed sh -c \
+	'grep -q "^completed$" /tmp/run.out && grep -q "^0x10000000  13 00 00 00 6f 00 00 00 de c0 ad 0b 11 0c 1a 6e$" /tmp/run.out'
 # The SoC starts warps only at 0x10000000: anything else is Gluon's
 # execution fault at that PC (exit 3), and reset is never released.
-/ktap-one.sh soc_refuses_another_start_pc sh -c \
-	"/radctl run --device $d1 --entry 0x10000100 /tmp/image.elf; test \$? = 3" >/tmp/run.ktap
-cat /tmp/run.ktap
-/ktap-one.sh soc_fault_names_the_start_pc grep -q '^# fault: Gluon status 1 at pc 0x10000100' /tmp/run.ktap
+test_one soc_refuses_another_start_pc sh -c \
+	"/radctl run --device $d1 --entry 0x10000100 /tmp/image.elf >/tmp/run.out 2>&1; rc=\$?; cat /tmp/run.out; test \$rc = 3"
+test_one soc_fault_names_the_start_pc grep -q '^fault: Gluon status 1 at pc 0x10000100' /tmp/run.out
 
 # A GPU that never finishes: the bridge's own timeout answers an execution
 # fault at the start PC and resets the GPU; the device serves on.
 set -- $(serve b2 --link model:hang --vram-mib 512 --timeout-ms 200)
 b2=$1 d2=$2
-/ktap-one.sh soc_bridge_timeout_is_an_execution_fault sh -c \
+test_one soc_bridge_timeout_is_an_execution_fault sh -c \
 	"/radctl run --device $d2 /tmp/image.elf; test \$? = 3 && grep 'no finish after' /tmp/b2"
-/ktap-one.sh soc_device_serves_on_after_a_timeout sh -c \
+test_one soc_device_serves_on_after_a_timeout sh -c \
 	"/radctl run --device $d2 --read 0x10000000:16 /tmp/image.elf | grep '^0x10000000  13 00'; kill -0 $b2"
 # The kernel's watchdog (500 ms) comes first: it resets the device, the
 # bridge holds the GPU in reset and acknowledges.
 set -- $(serve b3 --link model:hang --vram-mib 512 --timeout-ms 60000)
 b3=$1 d3=$2
-/ktap-one.sh soc_watchdog_reset_ends_a_hung_launch sh -c \
+test_one soc_watchdog_reset_ends_a_hung_launch sh -c \
 	"timeout 20 /radctl run --device $d3 /tmp/image.elf; rc=\$?; echo rc \$rc; test \$rc = 3 && kill -0 $b3"
 kill -TERM "$b2" "$b3"
 gone "$b2"
@@ -103,6 +108,6 @@ sleep 2
 kill -KILL "$b1"
 wait "$client"
 gone "$b1"
-/ktap-one.sh client_fails_when_its_soc_bridge_dies sh -c \
+test_one client_fails_when_its_soc_bridge_dies sh -c \
 	"cat /tmp/client.out; grep -qi 'no such device\|ENODEV\|not found\|no /dev' /tmp/client.out && ! test -e /dev/$d1"
-/ktap-one.sh module_unloads_after_its_soc_servers_died rmmod radiance
+test_one module_unloads_after_its_soc_servers_died rmmod radiance
