@@ -7,6 +7,11 @@
 # and the conformance suite on kmod:0 pass, and the module unloads cleanly
 # (the host checks the console for splats afterwards).
 set -u
+. /suite.sh || exit 1
+
+kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test lifecycle_test"
+plan vermagic_is_the_kernels_own vermagic_names_the_running_kernel the_kernels_own_module_loads \
+	module_taint_is_only_out_of_tree_and_unsigned $kselftests cts_kmod0
 
 # A module's vermagic string, read from its .modinfo strings (busybox
 # modinfo wants a modules.dep even for a path).
@@ -20,21 +25,21 @@ theirs=$(vermagic /reference.ko)
 echo "radiance-guest: running $release"
 echo "radiance-guest: radiance.ko vermagic: $ours"
 echo "radiance-guest: reference.ko vermagic: $theirs"
-/ktap-one.sh vermagic_is_the_kernels_own test -n "$ours" -a "$ours" = "$theirs"
-/ktap-one.sh vermagic_names_the_running_kernel test "${ours%% *}" = "$release"
+test_one vermagic_is_the_kernels_own test -n "$ours" -a "$ours" = "$theirs"
+test_one vermagic_names_the_running_kernel test "${ours%% *}" = "$release"
 # The guest itself can load the kernel's own modules: a failure below is
 # radiance.ko's.
-/ktap-one.sh the_kernels_own_module_loads insmod /reference.ko
+test_one the_kernels_own_module_loads insmod /reference.ko
 
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
 # Unsigned and out of tree: the kernel says so in the taint (E, O), and
 # nothing else.
-/ktap-one.sh module_taint_is_only_out_of_tree_and_unsigned \
+test_one module_taint_is_only_out_of_tree_and_unsigned \
 	sh -c 'cat /sys/module/radiance/taint; [ "$(cat /sys/module/radiance/taint)" = OE ]'
 
-for t in /device_test /bo_test /dmabuf_test /sem_test /sync_file_test /sem_alias_test /queue_test /launch_test /user_test /lifecycle_test; do
-	RADIANCE_KO=/radiance.ko "$t"
+for t in $kselftests; do
+	suite "$t" env RADIANCE_KO=/radiance.ko "/$t"
 done
-/radiance-cts --device kmod:0
+suite cts_kmod0 /radiance-cts --device kmod:0
 
 rmmod radiance

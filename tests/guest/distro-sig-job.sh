@@ -6,9 +6,13 @@
 # not trust (radiance-signed.ko), are refused with EKEYREJECTED ("Key was
 # rejected by service") and the kernel's reason in its log.
 set -u
+. /suite.sh || exit 1
+
+plan signatures_are_enforced the_kernels_own_signed_module_loads an_unsigned_radiance_ko_is_refused \
+	a_radiance_ko_signed_by_an_untrusted_key_is_refused radiance_is_not_loaded
 
 # Whether insmod $1 fails with "Key was rejected by service" and the
-# kernel logs "Loading of $2 is rejected" (a script: ktap-one.sh runs
+# kernel logs "Loading of $2 is rejected" (a script: test_one runs
 # programs, not functions).
 refused='
 out=$(insmod "$1" 2>&1) && { echo "$1 loaded"; rmmod radiance; exit 1; }
@@ -16,8 +20,8 @@ echo "$out"
 dmesg | grep "Loading of $2 is rejected" || { echo "no \"Loading of $2 is rejected\" in dmesg"; exit 1; }
 echo "$out" | grep -q "Key was rejected by service"'
 
-/ktap-one.sh signatures_are_enforced grep -qx Y /sys/module/module/parameters/sig_enforce
-/ktap-one.sh the_kernels_own_signed_module_loads insmod /reference.ko
-/ktap-one.sh an_unsigned_radiance_ko_is_refused sh -c "$refused" refused /radiance.ko "unsigned module"
-/ktap-one.sh a_radiance_ko_signed_by_an_untrusted_key_is_refused sh -c "$refused" refused /radiance-signed.ko "module with unavailable key"
-/ktap-one.sh radiance_is_not_loaded sh -c '! grep -q "^radiance " /proc/modules'
+test_one signatures_are_enforced grep -qx Y /sys/module/module/parameters/sig_enforce
+test_one the_kernels_own_signed_module_loads insmod /reference.ko
+test_one an_unsigned_radiance_ko_is_refused sh -c "$refused" refused /radiance.ko "unsigned module"
+test_one a_radiance_ko_signed_by_an_untrusted_key_is_refused sh -c "$refused" refused /radiance-signed.ko "module with unavailable key"
+test_one radiance_is_not_loaded sh -c '! grep -q "^radiance " /proc/modules'
