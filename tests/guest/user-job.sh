@@ -6,18 +6,23 @@
 # conformance suite and the C ABI's test run against them. Then the bridge's
 # death: killed with SIGKILL while a client's work is in flight, the client
 # gets errors, nothing hangs, the module unloads. Then two user devices and
-# an emulated one at once.
+# an emulated one at once. Then socket mode, as a person runs gluon-sim:
+# the bridge in front of its sim-model playing gluon-sim in each handshake,
+# the same suites, and what broke with the real gluon-sim: clients at once
+# against a sim that drops what a busy engine gets, a stream after a
+# reset, a kernel that never ends on a sim that cannot be reset, the sim
+# dying mid-launch, a riscv-tests verdict.
 set -u
 
 # Matches radiance_test.h: 64 MiB of VRAM each, a 500 ms launch timeout.
 insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
 
-# Starts bridge NAME in model mode (further arguments are its), logging to
-# /tmp/NAME; waits for its node and prints the bridge's pid.
+# Starts bridge NAME (further arguments are its mode and options), logging
+# to /tmp/NAME; waits for its node and prints the bridge's pid.
 serve() {
 	log=/tmp/$1
 	shift
-	/gluon-bridge model --vram-mib 64 "$@" >"$log" 2>&1 &
+	/gluon-bridge "$@" >"$log" 2>&1 &
 	pid=$!
 	for _ in $(seq 100); do
 		node=$(head -n1 "$log" 2>/dev/null)
@@ -27,8 +32,8 @@ serve() {
 	echo "$pid"
 }
 
-b0=$(serve b0)
-b1=$(serve b1)
+b0=$(serve b0 model --vram-mib 64)
+b1=$(serve b1 model --vram-mib 64)
 /ktap-one.sh bridge_serves_two_devices sh -c 'test -e /dev/radiance0 && test -e /dev/radiance1'
 
 # The bridge declares the emulated devices' shape (radiance_test.h);
@@ -71,12 +76,133 @@ gone "$b0"
 
 # Two user devices beside an emulated one.
 insmod /radiance.ko emulated_devices=1 launch_timeout_ms=500 || exit 1
-b1=$(serve b1 --dialect gluon-24)
-b2=$(serve b2 --gluon-sim)
+b1=$(serve b1 model --vram-mib 64 --dialect gluon-24)
+b2=$(serve b2 model --vram-mib 64 --gluon-sim)
 /ktap-one.sh user_and_emulated_devices_side_by_side sh -c \
 	'grep -qx "nodes 3" /sys/kernel/debug/radiance/devices && /radctl info kmod:1 && /radctl info kmod:2'
 /radiance-cts --device kmod:2
 kill -TERM "$b1" "$b2"
 gone "$b1"
 gone "$b2"
+rmmod radiance
+
+# Starts sim-model NAME on /tmp/NAME.sock in handshake $2 (further arguments
+# are its), logging to /tmp/NAME.log; waits for its socket, prints its pid.
+sim() {
+	name=$1 hs=$2
+	shift 2
+	/gluon-bridge sim-model "/tmp/$name.sock" --handshake "$hs" --vram-mib 64 "$@" >"/tmp/$name.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do
+		[ -S "/tmp/$name.sock" ] && break
+		sleep 0.1
+	done
+	echo "$pid"
+}
+# Bridge NAME in front of sim $2 (handshake $3; further arguments are its),
+# declaring the test devices' shape and the model's built-ins.
+front() {
+	name=$1 s=$2 hs=$3
+	shift 3
+	serve "$name" socket "/tmp/$s.sock" --handshake "$hs" --vram-mib 64 --shape 4,8,16 --builtins 0x3f "$@"
+}
+
+# The suites through socket mode, in each handshake. The sim-model is a
+# gluon-sim device (no SET, FENCE, WAIT or counters, whole words, a stream
+# depth of 1), so the suites run as in gluon-sim mode; its SPIN ends after
+# 700 ms (later than the watchdog's 500), so a reset gives it up and the
+# sim answers it afterwards.
+export RADIANCE_PARAMS_EXTRA=emulated_gluon_sim=1
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
+for hs in memfd pid; do
+	s=$(sim "s$hs" "$hs" --spin-ms 700)
+	b=$(front "b$hs" "s$hs" "$hs")
+	/ktap-one.sh "socket_${hs}_reports_the_shape_it_was_given" sh -c \
+		'/radctl info kmod:0 && /radctl info --json kmod:0 | grep -q "\"cores\":4,.*\"warps_per_core\":8,.*\"threads_per_warp\":16"'
+	for t in /bo_test /dmabuf_test /sem_test /sync_file_test /queue_test /launch_test; do
+		RADIANCE_TEST_SERVER=bridge "$t"
+	done
+	for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue /libradiance-kmod_hal; do
+		/libtest-ktap.sh "$t" --ignored
+	done
+	/radiance-cts --device kmod:0
+	/ktap-one.sh "c_abi_test_against_socket_$hs" /c_abi_test kmod:0
+	kill -TERM "$b"
+	gone "$b"
+	gone "$s"
+done
+unset RADIANCE_PARAMS_EXTRA
+
+# Three processes at once, against a sim that drops a command whose engine
+# is busy (gluon-sim e554ff7): the bridge keeps one command per engine kind
+# at the sim, so every client completes and the sim dropped nothing.
+s=$(sim sdrop memfd --drop-busy --latency-ms 20)
+b=$(front bdrop sdrop memfd)
+clients=
+for i in 1 2 3; do
+	sh -c '/radctl submit launch --count 40 && /radctl submit copy --bytes 100000 && /radctl submit fill --bytes 10000' \
+		>"/tmp/client$i.out" 2>&1 &
+	clients="$clients $!"
+done
+clients_ok=0
+for c in $clients; do
+	wait "$c" && clients_ok=$((clients_ok + 1))
+done
+kill -TERM "$b"
+gone "$b"
+gone "$s"
+/ktap-one.sh three_clients_at_once_against_a_dropping_sim sh -c \
+	"cat /tmp/client*.out /tmp/sdrop.log; [ $clients_ok = 3 ] && grep -q ' 0 dropped\$' /tmp/sdrop.log && ! grep -q 'dropped a command' /tmp/sdrop.log"
+
+# ELFs by hand, and riscv-tests' verdict (radctl-smoke.sh).
+RADCTL_SMOKE_LIB=1 . /radctl-smoke.sh
+elf32 0x01300000 16 0x01300000 0 >/tmp/any.elf
+
+# A stream after a reset: a SPIN (700 ms) is given up by the watchdog
+# (500 ms); the sim still runs it, then answers, and the bridge drops that
+# answer; work on every stream, that one included, goes on.
+s=$(sim sstale pid --spin-ms 700)
+b=$(front bstale sstale pid)
+/ktap-one.sh a_stream_works_after_a_reset_the_sim_could_not_take sh -c \
+	'/radctl run /tmp/any.elf --entry 0xffff0300; [ $? = 3 ] && for i in 1 2 3 4 5 6; do /radctl submit launch --count 8 || exit 1; done'
+verdict 0700000001000000 >/tmp/v.out 2>&1
+rc=$?
+/ktap-one.sh riscv_tests_verdict_through_socket_mode sh -c \
+	"cat /tmp/v.out; [ $rc = 4 ] && grep -q 'failed case 3' /tmp/v.out"
+kill -TERM "$b"
+gone "$b"
+gone "$s"
+
+# A kernel that never ends, on a sim that has no reset: the watchdog gives
+# it up, the sim keeps it; past --timeout-ms the bridge declares the device
+# lost, so the next client fails at once with ENODEV and the node goes.
+s=$(sim sspin memfd)
+b=$(front bspin sspin memfd --timeout-ms 1500)
+/radctl run /tmp/any.elf --entry 0xffff0300 >/tmp/spin.out 2>&1
+gone "$b"
+start=$(date +%s)
+/radctl submit nop >/tmp/after.out 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+/ktap-one.sh an_unresettable_sim_loses_the_device sh -c \
+	"cat /tmp/spin.out /tmp/bspin /tmp/after.out; grep -q 'the device is lost' /tmp/bspin && ! test -e /dev/radiance0 &&
+	[ $rc != 0 ] && grep -qi 'no such device' /tmp/after.out && [ $took -lt 3 ]"
+kill -KILL "$s"
+gone "$s"
+rmmod radiance
+
+# The sim dies mid-launch: radctl run reports the launch's own failure
+# (exit 3), not a later call's (a watchdog longer than the kill's delay).
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=20000 || exit 1
+s=$(sim sdie pid)
+b=$(front bdie sdie pid)
+/radctl run /tmp/any.elf --entry 0xffff0300 >/tmp/die.out 2>&1 &
+run=$!
+sleep 2
+kill -KILL "$s"
+wait "$run"
+rc=$?
+gone "$b"
+/ktap-one.sh run_reports_the_launch_when_the_sim_dies sh -c \
+	"cat /tmp/die.out; echo exit $rc; [ $rc = 3 ] && grep -q '^fault: ' /tmp/die.out && ! grep -q QUEUE_CREATE /tmp/die.out"
 rmmod radiance

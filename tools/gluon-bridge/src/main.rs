@@ -101,6 +101,10 @@ enum Mode {
         /// Drop a command whose engine is busy, as gluon-sim e554ff7 does.
         #[arg(long)]
         drop_busy: bool,
+        /// Milliseconds the built-in SPIN runs (default: for ever, as a
+        /// kernel that never ends on gluon-sim).
+        #[arg(long)]
+        spin_ms: Option<u64>,
     },
 }
 
@@ -158,8 +162,9 @@ fn run(cli: Cli) -> error::Result<()> {
             let control = control::Control::open(&cli.control)?;
             model::serve(control, &model::ModelOptions { dialect, gluon_sim, vram_mib })
         }
-        Mode::SimModel { socket, handshake, vram_mib, latency_ms, drop_busy } => {
-            sim_model::serve(&sim_model::SimModelOptions { socket, handshake, vram_mib, latency_ms, drop_busy })
+        Mode::SimModel { socket, handshake, vram_mib, latency_ms, drop_busy, spin_ms } => {
+            let spin = spin_ms.map(std::time::Duration::from_millis);
+            sim_model::serve(&sim_model::SimModelOptions { socket, handshake, vram_mib, latency_ms, drop_busy, spin })
         }
     }
 }

@@ -393,8 +393,14 @@ mod tests {
     /// `shared_addr`.
     fn connect(served: Handshake, spoken: Handshake, shared_addr: u64) -> Result<Sim> {
         let socket = format!("/tmp/gluon-bridge-test-{}-{}-{}.sock", std::process::id(), served.name(), spoken.name());
-        let opts =
-            SimModelOptions { socket: socket.clone(), handshake: served, vram_mib: 1, latency_ms: 1, drop_busy: false };
+        let opts = SimModelOptions {
+            socket: socket.clone(),
+            handshake: served,
+            vram_mib: 1,
+            latency_ms: 1,
+            drop_busy: false,
+            spin: None,
+        };
         std::thread::spawn(move || sim_model::serve(&opts));
         let sock = loop {
             match UnixStream::connect(&socket) {

@@ -11,7 +11,9 @@
 //!   engine is busy is dropped, never answered, as e554ff7's decode stage
 //!   does (without it, it waits, as 013add5's does);
 //! - no reset: a kernel that never ends (the built-in `SPIN`) is never
-//!   answered and keeps the KERNEL engine busy for good;
+//!   answered and keeps the KERNEL engine busy for good; with `--spin-ms`
+//!   it ends after that long instead (a slow kernel, which a watchdog reset
+//!   gives up on before it ends);
 //! - the caps of gluon-sim (whole words, no SET, FENCE, WAIT or counters).
 //!
 //! It prints a line per command it drops, and `sim-model: N in, M answered,
@@ -23,7 +25,7 @@ use crate::{
 };
 use radiance_gluon::{
     model::{self, MemError, Memory, Model},
-    Command, Dialect, RESPONSE_SIZE,
+    Command, Dialect, Response, RESPONSE_SIZE,
 };
 use rustix::{
     event::{poll, PollFd, PollFlags},
@@ -49,6 +51,8 @@ pub struct SimModelOptions {
     pub latency_ms: u64,
     /// Drop a command whose engine is busy, as gluon-sim e554ff7 does.
     pub drop_busy: bool,
+    /// How long a `SPIN` runs (None: for ever).
+    pub spin: Option<Duration>,
 }
 
 /// VRAM here, host memory in the client.
@@ -160,7 +164,7 @@ pub fn serve(opts: &SimModelOptions) -> Result<()> {
                     counts.answered += 1;
                     e.busy = None;
                     if let Some(next) = e.waiting.pop_front() {
-                        e.busy = Some(run(&mut model, &mem, &next, latency));
+                        e.busy = Some(run(dialect, &mut model, &mem, &next, latency, opts.spin));
                     }
                 }
             }
@@ -178,7 +182,7 @@ pub fn serve(opts: &SimModelOptions) -> Result<()> {
             let kind = engine_of(dialect, &f);
             let e = &mut engines[kind];
             if e.busy.is_none() {
-                e.busy = Some(run(&mut model, &mem, &f, latency));
+                e.busy = Some(run(dialect, &mut model, &mem, &f, latency, opts.spin));
             } else if opts.drop_busy {
                 counts.dropped += 1;
                 eprintln!("sim-model: dropped a command on stream {}: its engine is busy", f[0]);
@@ -202,10 +206,23 @@ fn engine_of(dialect: &dyn Dialect, frame: &[u8]) -> usize {
 }
 
 /// Runs a frame on the model now; its answer is due after `latency`, or
-/// never (a `SPIN`).
-fn run(model: &mut Model, mem: &Mem, frame: &[u8], latency: Duration) -> Option<(Instant, [u8; RESPONSE_SIZE])> {
+/// for a `SPIN` after `spin` (never: None).
+fn run(
+    dialect: &dyn Dialect,
+    model: &mut Model,
+    mem: &Mem,
+    frame: &[u8],
+    latency: Duration,
+    spin: Option<Duration>,
+) -> Option<(Instant, [u8; RESPONSE_SIZE])> {
     mem.spun.set(false);
-    model.run(mem, frame).map(|r| (Instant::now() + latency, r))
+    match model.run(mem, frame) {
+        Some(r) => Some((Instant::now() + latency, r)),
+        None => {
+            let ok = Response { stream: frame.first().copied().unwrap_or(0), ..Default::default() };
+            spin.map(|d| (Instant::now() + d, dialect.encode_response(&ok)))
+        }
+    }
 }
 
 /// Waits until the client sends or `due` passes.
