@@ -4,10 +4,11 @@
 //! and argument size, copies the argument in and out, and routes it to its
 //! handler.
 //!
-//! The size in the command word is the size userspace was built with. Any
-//! size from the first released one up to ours is accepted: a shorter
-//! (older) struct is zero-extended and only its own bytes are copied back.
-//! Anything else is EINVAL; a number or direction we do not know is ENOTTY.
+//! The size in the command word is the size userspace was built with. Only
+//! a size the struct was released with ([`IoctlArg::SIZES`]) is accepted: a
+//! shorter (older) struct is zero-extended and only its own bytes are
+//! copied back. Any other size is EINVAL; a number or direction we do not
+//! know is ENOTTY.
 
 use kernel::{
     prelude::*,

@@ -385,9 +385,21 @@ impl Scheduler {
     /// or is a launch of a destroyed queue (it may never end, and nobody
     /// waits for it); else looks again when the first would be overdue.
     fn watchdog(this: &Arc<Self>, state: &mut State) {
-        let timeout = Delta::from_millis(this.timeout_ms.into());
+        match this.watch(state) {
+            Watch::Idle => {}
+            Watch::Due(left) => {
+                let ms = u32::try_from(left.as_millis() + 1).unwrap_or(this.timeout_ms);
+                let _ = crate::raw::system_dfl()
+                    .enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(ms));
+            }
+            Watch::Reset { stream, abandoned } => Self::reset(this, state, stream, abandoned),
+        }
+    }
+
+    /// What the watchdog finds at the heads of the streams.
+    fn watch(&self, state: &State) -> Watch {
+        let timeout = Delta::from_millis(self.timeout_ms.into());
         let mut next: Option<Delta> = None;
-        let mut culprit = None;
         for (i, stream) in state.streams.iter().enumerate() {
             // Markers never stay at a head (see `settle`).
             let Some(head) = stream.fifo.front() else {
@@ -397,20 +409,21 @@ impl Scheduler {
                 matches!(head.cmd, Some(Command::Kernel { .. })) && head.queue.state().destroyed;
             let age = stream.head_since.elapsed();
             if age >= timeout || abandoned {
-                culprit = Some((i, abandoned));
-                break;
+                return Watch::Reset {
+                    stream: i,
+                    abandoned,
+                };
             }
             let left = timeout - age;
             next = Some(next.map_or(left, |n| if left < n { left } else { n }));
         }
-        let Some((guilty_stream, abandoned)) = culprit else {
-            if let Some(left) = next {
-                let ms = u32::try_from(left.as_millis() + 1).unwrap_or(this.timeout_ms);
-                let _ = crate::raw::system_dfl()
-                    .enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(ms));
-            }
-            return;
-        };
+        next.map_or(Watch::Idle, Watch::Due)
+    }
+
+    /// Resets the device for the command at the head of stream
+    /// `guilty_stream` (overdue, or `abandoned`): its queue faults, and the
+    /// other queues' commands are issued again.
+    fn reset(this: &Arc<Self>, state: &mut State, guilty_stream: usize, abandoned: bool) {
         this.hw.reset();
         state.resets += 1;
         let why = if abandoned {
@@ -436,13 +449,24 @@ impl Scheduler {
         };
         let guilty = head.queue.clone();
         guilty.fault(head.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
-        let dialect = this.hw.desc().dialect;
+        this.reissue(state, &guilty);
+        for i in 0..state.streams.len() {
+            this.settle(state, i);
+        }
+        Self::kick(this);
+    }
+
+    /// After a reset: issues every stream's commands again, in order, but
+    /// `guilty`'s, and but those behind a host step still to run (their
+    /// packets fault with EIO).
+    fn reissue(&self, state: &mut State, guilty: &Arc<Queue>) {
+        let dialect = self.hw.desc().dialect;
         let mut sent = 0;
         for (i, stream) in state.streams.iter_mut().enumerate() {
             stream.sent = 0;
             stream.host_steps = 0;
             stream.fifo.retain_pending(|e| {
-                if Arc::ptr_eq(&e.queue, &guilty) {
+                if Arc::ptr_eq(&e.queue, guilty) {
                     return false;
                 }
                 let Some(cmd) = e.cmd else {
@@ -459,7 +483,7 @@ impl Scheduler {
                 // The device was emptied and takes at most MAX_IN_FLIGHT.
                 let issued = dialect
                     .encode(i as u8, &cmd)
-                    .is_ok_and(|frame| this.hw.push_command(frame.as_bytes()).is_ok());
+                    .is_ok_and(|frame| self.hw.push_command(frame.as_bytes()).is_ok());
                 stream.sent += usize::from(issued);
                 issued
             });
@@ -467,10 +491,6 @@ impl Scheduler {
             stream.head_since = Instant::now();
         }
         state.sent = sent;
-        for i in 0..state.streams.len() {
-            this.settle(state, i);
-        }
-        Self::kick(this);
     }
 
     /// What completing a packet does: hands back what the device wrote,
@@ -568,7 +588,6 @@ impl Scheduler {
     /// Pushes as many commands of queue `q`'s staged packet as its stream
     /// and the device take, or its marker. True if anything was pushed.
     fn push_staged(&self, state: &mut State, q: usize) -> bool {
-        let desc = self.hw.desc();
         let State {
             queues,
             streams,
@@ -587,74 +606,94 @@ impl Scheduler {
             entry.staged = None;
         }
         let mut pushed = false;
-        while let Some(staged) = &mut entry.staged {
-            if stream.fifo.len() >= STREAM_ENTRIES {
-                break;
-            }
-            let step = staged.commands.get(staged.next).cloned();
-            let (mut cmd, mut host) = (None, None);
-            match step {
-                Some(Step::Host(work, bounce)) => {
-                    host = Some((work, bounce));
-                    staged.next += 1;
-                }
-                Some(Step::Device(c)) => cmd = Some(c),
-                None => {}
-            }
-            if let Some(cmd) = cmd {
-                if stream.sent >= desc.stream_depth.into()
-                    || *sent >= MAX_IN_FLIGHT
-                    || stream.host_steps > 0
-                {
-                    break;
-                }
-                let frame = match desc.dialect.encode(entry.stream, &cmd) {
-                    Ok(frame) => frame,
-                    Err(_) => {
-                        // Translation checked it could be said; if not, the
-                        // packet cannot run here.
-                        entry
-                            .queue
-                            .fault(staged.packet, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
-                        entry.staged = None;
-                        break;
-                    }
-                };
-                if self.hw.push_command(frame.as_bytes()).is_err() {
-                    break;
-                }
-                stream.sent += 1;
-                *sent += 1;
-                staged.next += 1;
-            }
-            let packet = staged.packet;
-            // The packet is all in the device (or a marker): what completing
-            // it does goes with its last entry.
-            let last = staged.next >= staged.commands.len();
-            let completion = if last {
-                entry.staged.take().map(|s| s.completion)
-            } else {
-                None
-            };
-            if stream.fifo.is_empty() {
-                stream.head_since = Instant::now();
-            }
-            // Room for STREAM_ENTRIES was reserved and checked above: this
-            // cannot fail.
-            stream.host_steps += usize::from(host.is_some());
-            let _ = stream.fifo.push(InFlight {
-                cmd,
-                host,
-                queue: entry.queue.clone(),
-                packet,
-                completion,
-            });
+        while self.push_step(entry, stream, sent) {
             pushed = true;
         }
         if pushed {
             self.settle(state, i);
         }
         pushed
+    }
+
+    /// Pushes the next step of `entry`'s staged packet into `stream`, its
+    /// stream: a command, if the stream and the device take it, or a
+    /// marker. `sent` counts the commands in the device. True if it pushed
+    /// one.
+    fn push_step(&self, entry: &mut Scheduled, stream: &mut Stream, sent: &mut usize) -> bool {
+        let Some(staged) = &mut entry.staged else {
+            return false;
+        };
+        if stream.fifo.len() >= STREAM_ENTRIES {
+            return false;
+        }
+        let step = staged.commands.get(staged.next).cloned();
+        let (mut cmd, mut host) = (None, None);
+        match step {
+            Some(Step::Host(work, bounce)) => {
+                host = Some((work, bounce));
+                staged.next += 1;
+            }
+            Some(Step::Device(c)) => cmd = Some(c),
+            None => {}
+        }
+        if let Some(cmd) = cmd {
+            match self.issue(entry.stream, stream, sent, &cmd) {
+                Ok(true) => staged.next += 1,
+                Ok(false) => return false,
+                Err(e) => {
+                    // Translation checked it could be said; if not, the
+                    // packet cannot run here.
+                    entry
+                        .queue
+                        .fault(staged.packet, e.to_errno().unsigned_abs(), 0, 0, 0);
+                    entry.staged = None;
+                    return false;
+                }
+            }
+        }
+        let packet = staged.packet;
+        // The packet is all in the device (or a marker): what completing
+        // it does goes with its last entry.
+        let last = staged.next >= staged.commands.len();
+        let completion = if last {
+            entry.staged.take().map(|s| s.completion)
+        } else {
+            None
+        };
+        if stream.fifo.is_empty() {
+            stream.head_since = Instant::now();
+        }
+        // Room for STREAM_ENTRIES was reserved and checked above: this
+        // cannot fail.
+        stream.host_steps += usize::from(host.is_some());
+        let _ = stream.fifo.push(InFlight {
+            cmd,
+            host,
+            queue: entry.queue.clone(),
+            packet,
+            completion,
+        });
+        true
+    }
+
+    /// Gives the device `cmd` for stream `id` (`stream`) if the stream, the
+    /// device (`sent` commands in it) and its FIFO take it now; false if
+    /// not. EINVAL if the device's dialect cannot say it.
+    fn issue(&self, id: u8, stream: &mut Stream, sent: &mut usize, cmd: &Command) -> Result<bool> {
+        let desc = self.hw.desc();
+        if stream.sent >= desc.stream_depth.into()
+            || *sent >= MAX_IN_FLIGHT
+            || stream.host_steps > 0
+        {
+            return Ok(false);
+        }
+        let frame = desc.dialect.encode(id, cmd).map_err(|_| EINVAL)?;
+        if self.hw.push_command(frame.as_bytes()).is_err() {
+            return Ok(false);
+        }
+        stream.sent += 1;
+        *sent += 1;
+        Ok(true)
     }
 
     /// One round-robin turn: every queue may submit one packet.
@@ -818,4 +857,15 @@ enum Head {
     Waiting,
     /// Something to take (or a packet that faults the queue).
     Runnable,
+}
+
+/// What the watchdog finds at the heads of the streams.
+enum Watch {
+    /// No stream runs anything.
+    Idle,
+    /// Nothing is overdue; the first head will be in this long.
+    Due(Delta),
+    /// Stream `stream`'s head is overdue, or `abandoned`: a launch of a
+    /// destroyed queue.
+    Reset { stream: usize, abandoned: bool },
 }

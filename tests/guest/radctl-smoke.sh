@@ -20,8 +20,34 @@ info_text() { o=$(/radctl info kmod:1) && echo "$o" && echo "$o" | grep -q '^vra
 info_json() { o=$(/radctl info --json 0) && echo "$o" && echo "$o" | grep -q '"vram_bytes":67108864' && echo "$o" | grep -q '"backend":"emulated"'; }
 # 64 MiB less the 64 KiB the driver keeps for the device.
 mem_text() { o=$(/radctl mem kmod:1) && echo "$o" && echo "$o" | grep -q '^vram total  *67043328 B' && echo "$o" | grep -q '^free blocks  *1$'; }
-submit_all() { for w in "nop --count 100" "fill --bytes 10000" "copy --bytes 100000" "launch --count 1000"; do /radctl submit $w || return 1; done; }
-submit_printf() { o=$(/radctl submit printf --count 3) && echo "$o" && [ "$(echo "$o" | head -n3)" = "$(printf 'thread 0: 0\nthread 1: 1\nthread 2: 2')" ]; }
+# Each report counts the packets the queue was given and the bytes compared:
+# 10003 bytes of fill are one 32-bit fill, a byte fill for each byte of the
+# partial last word, a barrier and the copy back.
+submit_all() {
+	for w in "nop --count 100|nop: 100 packet(s), 0 bytes checked" \
+		"fill --bytes 10003|fill: 6 packet(s), 10003 bytes checked" \
+		"copy --bytes 100000|copy: 3 packet(s), 100000 bytes checked" \
+		"launch --count 1000|launch: 6 packet(s), 4000 bytes checked"; do
+		o=$(/radctl submit ${w%%|*}) && echo "$o" && echo "$o" | grep -q "^${w#*|}, ok in " || return 1
+	done
+}
+submit_printf() {
+	o=$(/radctl submit printf --count 3) && echo "$o" &&
+		[ "$(echo "$o" | head -n3)" = "$(printf 'thread 0: 0\nthread 1: 1\nthread 2: 2')" ] &&
+		echo "$o" | tail -n1 | grep -q '^printf: 1 packet(s), 36 bytes checked, ok in '
+}
+# A byte inverted in what was read back (--flip-byte, there for this test)
+# is a data error: exit status 4 and a message naming the byte, no report.
+submit_data_error() {
+	/radctl submit fill --bytes 10003 --flip-byte 10001 >/tmp/out.txt 2>/tmp/err; rc=$?
+	cat /tmp/out.txt /tmp/err; echo "exit $rc"
+	[ $rc = 4 ] && [ ! -s /tmp/out.txt ] &&
+		grep -qx 'radctl: fill: the data read back differs at byte 10001: expected 0xbe, got 0x41' /tmp/err || return 1
+	/radctl submit printf --count 3 --flip-byte 7 >/tmp/out.txt 2>/tmp/err; rc=$?
+	cat /tmp/out.txt /tmp/err; echo "exit $rc"
+	[ $rc = 4 ] && ! grep -q 'bytes checked' /tmp/out.txt &&
+		grep -qx 'radctl: printf: the data read back differs at byte 7: expected 0x30, got 0xcf' /tmp/err
+}
 missing_device() { ! /radctl info kmod:5 2>/tmp/err && cat /tmp/err && grep -q 'no such device' /tmp/err; }
 no_driver() { rmmod radiance && ! /radctl list 2>/tmp/err; rc=$?; cat /tmp/err; insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 ${RADIANCE_PARAMS_EXTRA:-}; [ $rc = 0 ] && grep -q 'is radiance.ko loaded' /tmp/err; }
 
@@ -36,8 +62,9 @@ elf32() {
 	printf '\177ELF\001\001\001\000\000\000\000\000\000\000\000\000'
 	le16 2; le16 243; le32 1; le32 "$entry"; le32 52; le32 0; le32 0
 	le16 52; le16 32; le16 1; le16 40; le16 0; le16 0
-	n=$(($# * 4))
-	for v in 1 84 "$addr" "$addr" "$n" $((n + bss)) 5 4; do le32 "$v"; done
+	# Not `n`: that is the case counter.
+	size=$(($# * 4))
+	for v in 1 84 "$addr" "$addr" "$size" $((size + bss)) 5 4; do le32 "$v"; done
 	for w in "$@"; do le32 "$w"; done
 }
 # Its words land at their link address (16 MiB: the devices here have 64
@@ -100,8 +127,9 @@ check "radctl list shows both devices" list_shows_both
 check "radctl info prints device 1" info_text
 check "radctl info --json" info_json
 check "radctl mem shows VRAM use" mem_text
-check "radctl submit nop, fill, copy and launch check out" submit_all
+check "radctl submit nop, fill, copy and launch count what they checked" submit_all
 check "radctl submit printf prints what the device printed" submit_printf
+check "radctl submit: a byte that differs is a data error naming it" submit_data_error
 check "radctl info on a missing device fails clearly" missing_device
 check "radctl run: an ELF's segments land at their link address; a fault names the entry PC" run_faults_at_entry
 check "radctl run: start code calls the kernel at kernel_pc" run_start_code_vecadd

@@ -1180,8 +1180,13 @@ static int do_poll(struct state *st, const struct call *c)
 	return poll(p, 3, 0) < 0 ? -errno : 0;
 }
 
-/* Runs one call; returns its result (0, a count, or -errno). */
-static int call_exec(struct exec_env *env, struct state *st, const struct call *c)
+/* A call's runner: 0, a count, or -errno. Each runs the calls of one kind
+ * of object; call_exec picks it by the call's op. */
+typedef int call_fn(struct exec_env *env, struct state *st, const struct call *c);
+
+/* Opening, duplicating and closing fds; polling them; GET_INFO and raw
+ * ioctls. */
+static int fd_call(struct exec_env *env, struct state *st, const struct call *c)
 {
 	int dev = dev_fd(st, c, 0);
 
@@ -1210,6 +1215,8 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 		*RES_ADD(st->devs) = fd;
 		return 0;
 	}
+	case OP_POLL:
+		return do_poll(st, c);
 	case OP_GET_INFO: {
 		static const unsigned int sizes[] = { 96, 104, 120, 120, 112, 8 };
 		uint8_t buf[256] = { 0 };
@@ -1219,23 +1226,41 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 		memcpy(buf, in, sizeof(in));
 		return xioctl(dev, _IOC(_IOC_READ | _IOC_WRITE, RADIANCE_IOCTL_TYPE, 0x00, size), buf);
 	}
-	case OP_BO_CREATE: {
-		struct radiance_bo_create a = {
-			.size = c->a[0], .placement = c->a[1], .flags = c->a[2], .pad = c->a[3],
-			.device_address = c->a[4],
-		};
-		struct bo_res *bo;
-		int ret = xioctl(dev, RADIANCE_IOCTL_BO_CREATE, &a);
-
-		if (ret)
-			return ret;
-		bo = RES_ADD(st->bos);
-		*bo = (struct bo_res){ .fd = dev, .handle = a.handle, .placement = a.placement,
-				       .flags = a.flags, .size = a.size, .mmap_offset = a.mmap_offset };
-		if ((a.flags & RADIANCE_BO_MAPPABLE) && a.size <= (64u << 20))
-			bo->map = map(dev, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, a.mmap_offset);
-		return 0;
+	case OP_RAW_IOCTL:
+		return raw_ioctl(st, c);
+	default:
+		return -ENOSYS;
 	}
+}
+
+/* BO_CREATE: a mappable BO of up to 64 MiB is mapped at once. */
+static int bo_create(struct state *st, const struct call *c, int dev)
+{
+	struct radiance_bo_create a = {
+		.size = c->a[0], .placement = c->a[1], .flags = c->a[2], .pad = c->a[3],
+		.device_address = c->a[4],
+	};
+	struct bo_res *bo;
+	int ret = xioctl(dev, RADIANCE_IOCTL_BO_CREATE, &a);
+
+	if (ret)
+		return ret;
+	bo = RES_ADD(st->bos);
+	*bo = (struct bo_res){ .fd = dev, .handle = a.handle, .placement = a.placement,
+			       .flags = a.flags, .size = a.size, .mmap_offset = a.mmap_offset };
+	if ((a.flags & RADIANCE_BO_MAPPABLE) && a.size <= (64u << 20))
+		bo->map = map(dev, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, a.mmap_offset);
+	return 0;
+}
+
+/* Buffer objects, and dma-bufs in and out. */
+static int bo_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	int dev = dev_fd(st, c, 0);
+
+	switch (c->op) {
+	case OP_BO_CREATE:
+		return bo_create(st, c, dev);
 	case OP_BO_DESTROY: {
 		struct radiance_bo_destroy a = { .handle = bo_handle(st, c, 1), .pad = c->a[0] };
 
@@ -1266,6 +1291,17 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 							     .size = a.size };
 		return ret;
 	}
+	default:
+		return -ENOSYS;
+	}
+}
+
+/* A file's own semaphores: create, destroy, signal, query, fail, wait. */
+static int sem_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	int dev = dev_fd(st, c, 0);
+
+	switch (c->op) {
 	case OP_SEM_CREATE: {
 		struct radiance_sem_create a = { .initial = c->a[0], .flags = c->a[1] };
 		int ret = xioctl(dev, RADIANCE_IOCTL_SEM_CREATE, &a);
@@ -1303,6 +1339,18 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 	}
 	case OP_SEM_WAIT:
 		return sem_wait(st, c);
+	default:
+		return -ENOSYS;
+	}
+}
+
+/* Semaphores across files: sync_files out and in, handles of another
+ * file imported as aliases. */
+static int sem_share_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	int dev = dev_fd(st, c, 0);
+
+	switch (c->op) {
 	case OP_SEM_EXPORT_SYNC_FILE: {
 		struct sem_res *s = RES_GET(st->sems, c->res[1]);
 		struct radiance_sem_export_sync_file a = {
@@ -1338,37 +1386,51 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 							       .value = src ? src->value : 0 };
 		return ret;
 	}
-	case OP_QUEUE_CREATE: {
-		struct radiance_queue_create a = { .ring_packets = c->a[0], .priority = c->a[1],
-						   .flags = c->a[2] };
-		struct queue_res *q;
-		size_t ring_len;
-		int ret = xioctl(dev, RADIANCE_IOCTL_QUEUE_CREATE, &a);
-
-		if (ret)
-			return ret;
-		q = RES_ADD(st->queues);
-		*q = (struct queue_res){ .fd = dev, .id = a.queue_id, .packets = a.ring_packets,
-					 .ring_offset = a.ring_offset, .control_offset = a.control_offset };
-		ring_len = ((size_t)a.ring_packets * RADIANCE_PACKET_SIZE + PAGE - 1) & ~(PAGE - 1);
-		q->ring = map(dev, ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, a.ring_offset);
-		q->ctl = map(dev, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, a.control_offset);
-		return 0;
+	default:
+		return -ENOSYS;
 	}
+}
+
+/* QUEUE_CREATE: the ring and the control block are mapped at once. */
+static int queue_create(struct state *st, const struct call *c, int dev)
+{
+	struct radiance_queue_create a = { .ring_packets = c->a[0], .priority = c->a[1],
+					   .flags = c->a[2] };
+	struct queue_res *q;
+	size_t ring_len;
+	int ret = xioctl(dev, RADIANCE_IOCTL_QUEUE_CREATE, &a);
+
+	if (ret)
+		return ret;
+	q = RES_ADD(st->queues);
+	*q = (struct queue_res){ .fd = dev, .id = a.queue_id, .packets = a.ring_packets,
+				 .ring_offset = a.ring_offset, .control_offset = a.control_offset };
+	ring_len = ((size_t)a.ring_packets * RADIANCE_PACKET_SIZE + PAGE - 1) & ~(PAGE - 1);
+	q->ring = map(dev, ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, a.ring_offset);
+	q->ctl = map(dev, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, a.control_offset);
+	return 0;
+}
+
+/* Queues: their ioctls, packets written into their rings, waits on them. */
+static int queue_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	int dev = dev_fd(st, c, 0);
+	struct queue_res *q = pick_queue(st, c->res[1]);
+
+	switch (c->op) {
+	case OP_QUEUE_CREATE:
+		return queue_create(st, c, dev);
 	case OP_QUEUE_DESTROY: {
-		struct queue_res *q = pick_queue(st, c->res[1]);
 		struct radiance_queue_destroy a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
 
 		return xioctl(dev, RADIANCE_IOCTL_QUEUE_DESTROY, &a);
 	}
 	case OP_QUEUE_QUERY: {
-		struct queue_res *q = pick_queue(st, c->res[1]);
 		struct radiance_queue_query a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
 
 		return xioctl(dev, RADIANCE_IOCTL_QUEUE_QUERY, &a);
 	}
 	case OP_QUEUE_KICK: {
-		struct queue_res *q = pick_queue(st, c->res[1]);
 		struct radiance_queue_kick a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
 
 		return xioctl(dev, RADIANCE_IOCTL_QUEUE_KICK, &a);
@@ -1377,29 +1439,56 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 		return submit(st, c);
 	case OP_QUEUE_WAIT:
 		return queue_wait(st, c);
+	default:
+		return -ENOSYS;
+	}
+}
+
+/* Mappings of the device's fds, and unmapping them. */
+static int map_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	void **p;
+
+	switch (c->op) {
 	case OP_MMAP:
 		return do_mmap(st, c);
-	case OP_MUNMAP: {
-		void **p = (void **)RES_GET(st->maps, c->res[0]);
-
+	case OP_MUNMAP:
+		p = (void **)RES_GET(st->maps, c->res[0]);
 		if (!p || !*p)
 			return -ENOENT;
 		map_drop(*p);
 		*p = NULL;
 		return 0;
+	default:
+		return -ENOSYS;
 	}
-	case OP_RAW_IOCTL:
-		return raw_ioctl(st, c);
+}
+
+/* Other processes and signals: fds through the peer, fork with live
+ * objects, signals into blocking waits. */
+static int process_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	switch (c->op) {
 	case OP_SEND_TO_PEER:
 		return send_to_peer(env, st, c);
 	case OP_FORK:
 		return do_fork(env, st, c);
 	case OP_SIGNAL_WAIT:
 		return signal_wait(st, c);
+	default:
+		return -ENOSYS;
+	}
+}
+
+/* Other drivers' objects: udmabuf's dma-bufs, sw_sync's fences. */
+static int foreign_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	int *tl = RES_GET(st->timelines, c->res[0]);
+
+	switch (c->op) {
 	case OP_UDMABUF:
 		return udmabuf(st, c);
 	case OP_SW_SYNC_FENCE: {
-		int *tl = RES_GET(st->timelines, c->res[0]);
 		struct sw_sync_create_fence_data a = { .value = c->a[0] };
 
 		if (!tl || (c->a[0] & 4)) {
@@ -1417,11 +1506,19 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 		return 0;
 	}
 	case OP_SW_SYNC_INC: {
-		int *tl = RES_GET(st->timelines, c->res[0]);
 		uint32_t inc = c->a[0];
 
 		return tl ? xioctl(*tl, SW_SYNC_IOC_INC, &inc) : -ENOENT;
 	}
+	default:
+		return -ENOSYS;
+	}
+}
+
+/* The control node: declaring devices and serving them. */
+static int control_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	switch (c->op) {
 	case OP_CONTROL_OPEN: {
 		int fd = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 
@@ -1443,13 +1540,40 @@ static int call_exec(struct exec_env *env, struct state *st, const struct call *
 		return control_rw(st, c, 0);
 	case OP_CONTROL_WRITE:
 		return control_rw(st, c, 1);
-	case OP_POLL:
-		return do_poll(st, c);
 	case OP_USER_SERVE:
 		return user_serve(st, c);
 	default:
 		return -ENOSYS;
 	}
+}
+
+static call_fn *const call_fns[OP_COUNT] = {
+	[OP_OPEN_DEVICE] = fd_call, [OP_CLOSE] = fd_call, [OP_DUP] = fd_call,
+	[OP_GET_INFO] = fd_call, [OP_RAW_IOCTL] = fd_call, [OP_POLL] = fd_call,
+	[OP_BO_CREATE] = bo_call, [OP_BO_DESTROY] = bo_call, [OP_BO_INFO] = bo_call,
+	[OP_BO_EXPORT] = bo_call, [OP_BO_IMPORT] = bo_call,
+	[OP_SEM_CREATE] = sem_call, [OP_SEM_DESTROY] = sem_call, [OP_SEM_SIGNAL] = sem_call,
+	[OP_SEM_QUERY] = sem_call, [OP_SEM_FAIL] = sem_call, [OP_SEM_WAIT] = sem_call,
+	[OP_SEM_EXPORT_SYNC_FILE] = sem_share_call, [OP_SEM_IMPORT_SYNC_FILE] = sem_share_call,
+	[OP_SEM_IMPORT_HANDLE] = sem_share_call,
+	[OP_QUEUE_CREATE] = queue_call, [OP_QUEUE_DESTROY] = queue_call,
+	[OP_QUEUE_QUERY] = queue_call, [OP_QUEUE_KICK] = queue_call, [OP_SUBMIT] = queue_call,
+	[OP_QUEUE_WAIT] = queue_call,
+	[OP_MMAP] = map_call, [OP_MUNMAP] = map_call,
+	[OP_SEND_TO_PEER] = process_call, [OP_FORK] = process_call, [OP_SIGNAL_WAIT] = process_call,
+	[OP_UDMABUF] = foreign_call, [OP_SW_SYNC_FENCE] = foreign_call, [OP_SW_SYNC_INC] = foreign_call,
+	[OP_CONTROL_OPEN] = control_call, [OP_USER_DECLARE] = control_call,
+	[OP_USER_HOST_ACCESS] = control_call, [OP_USER_RESET] = control_call,
+	[OP_CONTROL_READ] = control_call, [OP_CONTROL_WRITE] = control_call,
+	[OP_USER_SERVE] = control_call,
+};
+
+/* Runs one call; returns its result (0, a count, or -errno). */
+static int call_exec(struct exec_env *env, struct state *st, const struct call *c)
+{
+	call_fn *run = c->op < OP_COUNT ? call_fns[c->op] : NULL;
+
+	return run ? run(env, st, c) : -ENOSYS;
 }
 
 static void *thread_main(void *arg)

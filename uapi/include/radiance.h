@@ -219,8 +219,11 @@ struct radiance_sem_import_sync_file {
  * file fd (any device of this module): this file's queues wait on and signal
  * it directly. Its value is also published at value_offset in this file's
  * value page; it reads as failed with ECANCELED once the semaphore is
- * destroyed or its file closed. EBADF: no such fd; EINVAL: not a Radiance
- * device file, or this very file. */
+ * destroyed or its file closed. An alias names the semaphore it aliases:
+ * importing one (even through this file) gives another alias of that
+ * semaphore. EBADF: no such fd; EINVAL: not a Radiance device file, or a
+ * semaphore of this very file (named directly or through an alias in fd's
+ * file). */
 struct radiance_sem_import_handle {
 	__s32 fd;		/* in */
 	__u32 handle;		/* in: in fd's file */

@@ -502,10 +502,13 @@ pub struct SemImportSyncFile {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SemImportHandle {
-    /// In: an open file of a Radiance device (EBADF: no such descriptor;
-    /// EINVAL: another kind of file, or this very file).
+    /// In: an open file of a Radiance device, this one included (EBADF: no
+    /// such descriptor; EINVAL: another kind of file).
     pub fd: i32,
-    /// In: a semaphore handle in `fd`'s file.
+    /// In: a semaphore handle in `fd`'s file. An alias names the semaphore
+    /// it aliases, so importing one, even through this file, gives another
+    /// alias of that semaphore. EINVAL if the semaphore is this file's own,
+    /// named directly or through an alias in `fd`'s file.
     pub handle: u32,
     /// In: must be zero.
     pub flags: u32,

@@ -11,7 +11,7 @@
 //! cuLaunchKernel; timeline semaphore → a payload kept on the host, and a
 //! pooled event per device signal (cuEventRecord), which streams wait on
 //! (cuStreamWaitEvent) and the host queries (cuEventQuery), as in IREE's
-//! CUDA HAL. Memory is addressed by HAL users through 32-bit device
+//! CUDA HAL; a command buffer executed again is a CUDA graph. Memory is addressed by HAL users through 32-bit device
 //! addresses (`memory.rs`), as on Radiance. See `queue.rs` for how waits and
 //! failures are scheduled, and `semaphore.rs` for timepoints and host waits.
 //!
@@ -25,6 +25,7 @@
 
 mod context;
 mod device;
+mod graph;
 mod memory;
 mod module;
 mod queue;

@@ -97,6 +97,13 @@ impl Prepared {
         Ok(Self { function, grid: launch.grid, block: launch.block, native, pc: launch.kernel() })
     }
 
+    /// What a graph captured with this launch depends on: its kernel and
+    /// native arguments (`graph.rs`).
+    pub(super) fn key(&self, key: &mut Vec<u64>) {
+        key.push(self.function as u64);
+        key.extend(&self.native.args[..self.native.count]);
+    }
+
     /// Whether it is SPIN, which ends only when its queue closes.
     pub(super) fn spins(&self) -> bool {
         self.native.kernel == SPIN

@@ -23,6 +23,8 @@
 //! device work has promised does not stop device work already waiting for
 //! that promise.)
 //!
+//! A command buffer executed again runs as a CUDA graph (`graph.rs`).
+//!
 //! Faults of the built-in kernels are found on the host (`module.rs`)
 //! before the launch is queued; they fail the submission's signals and stop
 //! the queue, as on the host backend. Queued work keeps its buffers and
@@ -32,17 +34,18 @@
 
 use super::{
     device::Shared,
+    graph::{self, Captured, Graphs},
     memory::{cuda_buffer, spin_started, spins_stopped, CudaBuffer, Pinned},
     module::Prepared,
     semaphore::{cuda_semaphore, HUB},
     sys::{CUevent, CUstream},
 };
 use crate::{
-    backend::{BackendQueue, Submission},
+    backend::{BackendQueue, Commands, Submission},
     command_buffer::Op,
     host_waits::Settle,
     lock::lock,
-    Error, Result, SemaphoreList,
+    Command, Error, Result, SemaphoreList,
 };
 use std::{
     collections::VecDeque,
@@ -186,6 +189,8 @@ struct QueueState {
     /// Events recorded after the submission of each sequence number, oldest
     /// first; from the device's pool.
     marks: VecDeque<(u64, CUevent)>,
+    /// The command buffers it ran, as graphs once run again.
+    graphs: Graphs,
 }
 
 pub(super) struct QueueShared {
@@ -240,7 +245,6 @@ impl QueueShared {
     fn queue_work(&self, seq: u64, submission: &Submission, uses: &mut Uses, state: &mut QueueState) -> Result<()> {
         let shared = &self.shared;
         let stream = self.stream;
-        let closing = self.closing.device();
         let Submission { waits, commands, signals } = submission;
         let api = shared.ctx.api();
         let _current = shared.ctx.enter()?;
@@ -250,41 +254,13 @@ impl QueueShared {
         for (semaphore, value) in waits {
             unsafe { cuda_semaphore(semaphore)?.queue_wait(stream, *value)? };
         }
-        for command in commands.iter() {
-            uses.holds_memory |= !matches!(command.0, Op::Dispatch(_) | Op::Barrier);
-            match &command.0 {
-                Op::Fill { target, offset, length, pattern } => {
-                    let count = (length / pattern.size()) as usize;
-                    if count > 0 {
-                        unsafe { api.memset_async(stream, cuda_buffer(target)?.ptr(*offset), *pattern, count)? };
-                    }
-                }
-                Op::Copy { source, source_offset, target, target_offset, length } if *length > 0 => {
-                    let (src, dst) =
-                        (cuda_buffer(source)?.ptr(*source_offset), cuda_buffer(target)?.ptr(*target_offset));
-                    unsafe { api.memcpy_async(stream, dst, src, *length as usize)? };
-                }
-                Op::Update { data, target, offset } if !data.is_empty() => {
-                    let staging = Pinned::new(shared, data.len())?;
-                    staging.write(0, data);
-                    unsafe {
-                        api.memcpy_async(stream, cuda_buffer(target)?.ptr(*offset), staging.device(), data.len())?
-                    };
-                    uses.staged.push(staging);
-                }
-                Op::Dispatch(launch) => {
-                    let mut prepared = Prepared::new(shared, closing, launch)?;
-                    unsafe { prepared.launch(api, stream)? };
-                    if prepared.spins() {
-                        spin_started();
-                        uses.spinning += 1;
-                    }
-                    uses.holds_memory |= !prepared.buffers().is_empty();
-                    uses.buffers.append(prepared.buffers());
-                }
-                // One stream runs its work in order: every command is behind
-                // a barrier already. Empty copies and updates do nothing.
-                Op::Barrier | Op::Copy { .. } | Op::Update { .. } => {}
+        let as_graph = match commands {
+            Commands::Recorded(recording) => self.replay(recording, uses, &mut state.graphs)?,
+            _ => false,
+        };
+        if !as_graph {
+            for command in commands.iter() {
+                self.queue_command(command, None, uses)?;
             }
         }
         // A SPIN launch ends only when its queue goes, failing its signals:
@@ -300,6 +276,118 @@ impl QueueShared {
             state.marks.push_back((seq, event));
         }
         Ok(())
+    }
+
+    /// Queues one command on the stream; a dispatch checked and translated
+    /// already comes as `prepared`. The device's context is current.
+    fn queue_command(&self, command: &Command, prepared: Option<Prepared>, uses: &mut Uses) -> Result<()> {
+        let (shared, stream, api) = (&self.shared, self.stream, self.shared.ctx.api());
+        uses.holds_memory |= !matches!(command.0, Op::Dispatch(_) | Op::Barrier);
+        // SAFETY (every call below): the stream is ours and live; the memory
+        // it touches belongs to buffers and staging kept in flight until the
+        // device has passed them.
+        match &command.0 {
+            Op::Fill { target, offset, length, pattern } => {
+                let count = (length / pattern.size()) as usize;
+                if count > 0 {
+                    unsafe { api.memset_async(stream, cuda_buffer(target)?.ptr(*offset), *pattern, count)? };
+                }
+            }
+            Op::Copy { source, source_offset, target, target_offset, length } if *length > 0 => {
+                let (src, dst) = (cuda_buffer(source)?.ptr(*source_offset), cuda_buffer(target)?.ptr(*target_offset));
+                unsafe { api.memcpy_async(stream, dst, src, *length as usize)? };
+            }
+            Op::Update { data, target, offset } if !data.is_empty() => {
+                let staging = Pinned::new(shared, data.len())?;
+                staging.write(0, data);
+                unsafe { api.memcpy_async(stream, cuda_buffer(target)?.ptr(*offset), staging.device(), data.len())? };
+                uses.staged.push(staging);
+            }
+            Op::Dispatch(launch) => {
+                let mut prepared = match prepared {
+                    Some(prepared) => prepared,
+                    None => Prepared::new(shared, self.closing.device(), launch)?,
+                };
+                unsafe { prepared.launch(api, stream)? };
+                if prepared.spins() {
+                    spin_started();
+                    uses.spinning += 1;
+                }
+                uses.holds_memory |= !prepared.buffers().is_empty();
+                uses.buffers.append(prepared.buffers());
+            }
+            // One stream runs its work in order: every command is behind a
+            // barrier already. Empty copies and updates do nothing.
+            Op::Barrier | Op::Copy { .. } | Op::Update { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Runs a recording as a graph (`graph.rs`) where it can: from its
+    /// second execution on this queue, when every launch passes the host's
+    /// checks. Whether it did; if not, the caller runs it command by
+    /// command. The device's context is current.
+    fn replay(&self, recording: &Arc<[Command]>, uses: &mut Uses, graphs: &mut Graphs) -> Result<bool> {
+        if !graph::capturable(recording) {
+            return Ok(false);
+        }
+        let Some(captured) = graphs.seen(recording) else { return Ok(false) };
+        // Every execution checks its launches; one that fails runs command
+        // by command, which queues what comes before it and fails there.
+        let mut prepared = Vec::new();
+        let mut key = Vec::new();
+        for command in recording.iter() {
+            match &command.0 {
+                Op::Dispatch(launch) => match Prepared::new(&self.shared, self.closing.device(), launch) {
+                    Ok(p) if !p.spins() => {
+                        p.key(&mut key);
+                        prepared.push(p);
+                    }
+                    _ => return Ok(false),
+                },
+                Op::Fill { target, offset, .. } => key.push(cuda_buffer(target)?.ptr(*offset)),
+                Op::Copy { source, source_offset, target, target_offset, .. } => {
+                    key.extend([cuda_buffer(source)?.ptr(*source_offset), cuda_buffer(target)?.ptr(*target_offset)])
+                }
+                Op::Barrier | Op::Update { .. } => {}
+            }
+        }
+        let (api, stream) = (self.shared.ctx.api(), self.stream);
+        let graph: &Captured = match captured {
+            Some(graph) if graph.matches(&key) => {
+                for mut p in prepared {
+                    uses.holds_memory |= !p.buffers().is_empty();
+                    uses.buffers.append(p.buffers());
+                }
+                uses.holds_memory |= recording.iter().any(|c| !matches!(c.0, Op::Dispatch(_) | Op::Barrier));
+                graph
+            }
+            slot => {
+                if let Some(stale) = slot.take() {
+                    // SAFETY: the context is current; runs still queued
+                    // keep what they need until they are done.
+                    unsafe { stale.destroy(api) };
+                }
+                let mut launches = prepared.into_iter();
+                let queue_all = || -> Result<()> {
+                    for command in recording.iter() {
+                        let p = matches!(command.0, Op::Dispatch(_)).then(|| launches.next()).flatten();
+                        self.queue_command(command, p, uses)?;
+                    }
+                    Ok(())
+                };
+                // SAFETY: the stream is ours, live and not capturing.
+                match unsafe { Captured::capture(api, stream, key, queue_all) } {
+                    Ok(graph) => slot.insert(graph),
+                    // Nothing ran: command by command, the failure is its own.
+                    Err(_) => return Ok(false),
+                }
+            }
+        };
+        // SAFETY: the stream is ours and live; the buffers the graph
+        // addresses are kept in flight with the submission.
+        unsafe { graph.launch(api, stream)? };
+        Ok(true)
     }
 
     /// Lets go of the work that the device has passed, as far as the marks
@@ -328,9 +416,13 @@ impl QueueShared {
 impl Drop for QueueShared {
     fn drop(&mut self) {
         if let Ok(_current) = self.shared.ctx.enter() {
+            let api = self.shared.ctx.api();
             // SAFETY: the stream is ours, idle (synchronised when the queue
-            // was destroyed) and not used again.
-            let _ = unsafe { self.shared.ctx.api().stream_destroy(self.stream) };
+            // was destroyed) and not used again, nor are its graphs.
+            unsafe {
+                self.state.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).graphs.clear(api);
+                let _ = api.stream_destroy(self.stream);
+            }
         }
     }
 }
@@ -353,6 +445,7 @@ impl CudaQueue {
             closed: false,
             in_flight: VecDeque::new(),
             marks: VecDeque::new(),
+            graphs: Graphs::default(),
         });
         Ok(Self { queue: Arc::new(QueueShared { shared: Arc::clone(shared), stream, closing, state }) })
     }

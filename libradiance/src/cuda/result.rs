@@ -366,6 +366,60 @@ impl Api {
         Ok(self.check("cuModuleUnload", (self.0.cuModuleUnload)(module))?)
     }
 
+    /// Starts recording what this thread queues on `stream` into a graph,
+    /// instead of running it.
+    ///
+    /// # Safety
+    /// `stream` is live, of the current context, and not capturing.
+    pub(super) unsafe fn begin_capture(self, stream: CUstream) -> Result<()> {
+        Ok(self.check(
+            "cuStreamBeginCapture_v2",
+            (self.0.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        )?)
+    }
+
+    /// Ends the capture that [`Api::begin_capture`] started: the graph of
+    /// what was queued (an error if anything queued failed).
+    ///
+    /// # Safety
+    /// `stream` is capturing.
+    pub(super) unsafe fn end_capture(self, stream: CUstream) -> Result<CUgraph> {
+        let mut graph = ptr::null_mut();
+        self.check("cuStreamEndCapture", (self.0.cuStreamEndCapture)(stream, &mut graph))?;
+        Ok(graph)
+    }
+
+    /// An executable graph of `graph`, which can be destroyed after.
+    ///
+    /// # Safety
+    /// `graph` is live, of the current context.
+    pub(super) unsafe fn graph_instantiate(self, graph: CUgraph) -> Result<CUgraphExec> {
+        let mut exec = ptr::null_mut();
+        self.check("cuGraphInstantiateWithFlags", (self.0.cuGraphInstantiateWithFlags)(&mut exec, graph, 0))?;
+        Ok(exec)
+    }
+
+    /// # Safety
+    /// `graph` is live and not used again.
+    pub(super) unsafe fn graph_destroy(self, graph: CUgraph) -> Result<()> {
+        Ok(self.check("cuGraphDestroy", (self.0.cuGraphDestroy)(graph))?)
+    }
+
+    /// Queues a run of `exec` on `stream`.
+    ///
+    /// # Safety
+    /// `exec` and `stream` are live, of the current context; what the graph
+    /// addresses stays valid until the run is done.
+    pub(super) unsafe fn graph_launch(self, exec: CUgraphExec, stream: CUstream) -> Result<()> {
+        Ok(self.check("cuGraphLaunch", (self.0.cuGraphLaunch)(exec, stream))?)
+    }
+
+    /// # Safety
+    /// `exec` is live, no queued run uses it, and it is not used again.
+    pub(super) unsafe fn graph_exec_destroy(self, exec: CUgraphExec) -> Result<()> {
+        Ok(self.check("cuGraphExecDestroy", (self.0.cuGraphExecDestroy)(exec))?)
+    }
+
     /// # Safety
     /// `f` and `stream` are live; `params` points at one value of the
     /// kernel's type per parameter, and what those address stays valid until

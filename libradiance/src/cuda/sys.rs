@@ -21,6 +21,8 @@ pub type CUstream = *mut c_void;
 pub type CUevent = *mut c_void;
 pub type CUmodule = *mut c_void;
 pub type CUfunction = *mut c_void;
+pub type CUgraph = *mut c_void;
+pub type CUgraphExec = *mut c_void;
 
 pub const CUDA_SUCCESS: CUresult = 0;
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
@@ -29,6 +31,9 @@ pub const CU_STREAM_NON_BLOCKING: c_uint = 0x1;
 pub const CU_MEMHOSTALLOC_PORTABLE: c_uint = 0x1;
 pub const CU_MEMHOSTALLOC_DEVICEMAP: c_uint = 0x2;
 pub const CU_EVENT_DISABLE_TIMING: c_uint = 0x2;
+/// `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`: only the capturing thread is
+/// kept from calls a capture cannot record.
+pub const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 pub const CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: c_int = 0x1;
 pub const CU_JIT_ERROR_LOG_BUFFER: c_int = 5;
 pub const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
@@ -92,6 +97,12 @@ driver_table! {
     cuMemsetD32Async = "cuMemsetD32Async": fn(CUdeviceptr, u32, usize, CUstream);
     cuMemcpyAsync = "cuMemcpyAsync": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
     cuMemcpyPeerAsync = "cuMemcpyPeerAsync": fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream);
+    cuStreamBeginCapture = "cuStreamBeginCapture_v2": fn(CUstream, c_int);
+    cuStreamEndCapture = "cuStreamEndCapture": fn(CUstream, *mut CUgraph);
+    cuGraphInstantiateWithFlags = "cuGraphInstantiateWithFlags": fn(*mut CUgraphExec, CUgraph, c_ulonglong);
+    cuGraphLaunch = "cuGraphLaunch": fn(CUgraphExec, CUstream);
+    cuGraphExecDestroy = "cuGraphExecDestroy": fn(CUgraphExec);
+    cuGraphDestroy = "cuGraphDestroy": fn(CUgraph);
     cuMemGetHandleForAddressRange = "cuMemGetHandleForAddressRange": fn(*mut c_void, CUdeviceptr, usize, c_int, c_ulonglong);
     cuModuleLoadDataEx = "cuModuleLoadDataEx": fn(*mut CUmodule, *const c_void, c_uint, *mut c_int, *mut *mut c_void);
     cuModuleGetFunction = "cuModuleGetFunction": fn(*mut CUfunction, CUmodule, *const c_char);

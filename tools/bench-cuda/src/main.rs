@@ -12,7 +12,10 @@
 //!    `cuStreamWaitEvent`; timing-enabled ones, and each call alone, as
 //!    context), submit only and end to end;
 //! 3. device-to-device copy bandwidth at 256 MiB, `Queue::copy` against
-//!    `cuMemcpyAsync`.
+//!    `cuMemcpyAsync`;
+//! 4. a recorded command buffer of 100 empty launches executed again (a
+//!    CUDA graph: `cuda/graph.rs`) against 100 `cuLaunchKernel`, submit
+//!    and end to end per execution.
 //!
 //! `bench-cuda peer cuda:A cuda:B`: a copy from A's memory into B's through
 //! a device group's peer route against `cuMemcpyPeerAsync` (`peer.rs`).
@@ -22,7 +25,7 @@
 
 use radiance::{
     cuda::{sys::*, BUILTINS_PTX, BUILTIN_KERNELS},
-    BufferParams, BufferUsage, Device, Launch, MemoryType, Pattern, Timeout,
+    Buffer, BufferParams, BufferUsage, Command, Device, Launch, MemoryType, Pattern, Queue, Semaphore, Timeout,
 };
 use radiance_uapi::builtin;
 use std::{
@@ -117,18 +120,61 @@ fn report(what: &str, unit: &str, ours: f64, raw: f64, met: bool, target: &str) 
     println!("  {what:<28} ours {ours:>10.3} {unit:<10} raw {raw:>10.3} {unit:<10} ours/raw {ratio:>6.3}  target {target}: {verdict}");
 }
 
-fn launch_overhead(device: &Device, raw: &Raw) -> Res<()> {
-    let d = raw.d;
-    let q = device.create_queue()?;
-    let done = device.create_semaphore(0)?;
-    let launch = Launch {
+/// The launch of sections 1 and 4: FILL_U32 of no elements, which returns
+/// at once.
+fn empty_fill() -> Launch {
+    Launch {
         start_pc: builtin::FILL_U32,
         grid: [1; 3],
         block: [1; 3],
         regs_per_thread: 0,
         params: vec![0; 12],
         ..Default::default()
-    };
+    }
+}
+
+impl Raw {
+    /// `n` raw launches of the empty FILL_U32 on the first stream: the time
+    /// until the last launch returned, and until the stream drained.
+    fn empty_fills(&self, n: u32) -> Res<(Duration, Duration)> {
+        let d = self.d;
+        let (mut dst, mut value, mut count) = (0u64, 0u32, 0u32);
+        let mut params: [*mut c_void; 3] =
+            [(&mut dst as *mut u64).cast(), (&mut value as *mut u32).cast(), (&mut count as *mut u32).cast()];
+        let stream = self.streams[0];
+        let start = Instant::now();
+        for _ in 0..n {
+            cu!(d, cuLaunchKernel(self.fill, 1, 1, 1, 1, 1, 1, 0, stream, params.as_mut_ptr(), ptr::null_mut()))?;
+        }
+        let submit = start.elapsed();
+        cu!(d, cuStreamSynchronize(stream))?;
+        Ok((submit, start.elapsed()))
+    }
+}
+
+/// GB/s of `copies` copies of `bytes` each in `t`.
+fn gbps(copies: u32, bytes: u64, t: Duration) -> f64 {
+    f64::from(copies) * bytes as f64 / t.as_secs_f64() / 1e9
+}
+
+/// GB/s of `n` copies of all of `from` into `to` on `q`, the last of which
+/// signals `s` to the next `tick`.
+fn hal_copies(q: &Queue, s: &Semaphore, tick: &mut u64, from: &Buffer, to: &Buffer, n: u32) -> Res<f64> {
+    *tick += 1;
+    let start = Instant::now();
+    for k in 0..n {
+        let signal = [(s, *tick)];
+        q.copy(&[], if k + 1 == n { &signal } else { &[] }, from.at(0), to.at(0), from.size())?;
+    }
+    s.wait(*tick, Timeout::Infinite)?;
+    Ok(gbps(n, from.size(), start.elapsed()))
+}
+
+fn launch_overhead(device: &Device, raw: &Raw) -> Res<()> {
+    let d = raw.d;
+    let q = device.create_queue()?;
+    let done = device.create_semaphore(0)?;
+    let launch = empty_fill();
     let mut tick = 0;
     let mut ours = |n: u32| -> Res<(f64, f64)> {
         let start = Instant::now();
@@ -141,18 +187,9 @@ fn launch_overhead(device: &Device, raw: &Raw) -> Res<()> {
         done.wait(tick, Timeout::Infinite)?;
         Ok((micros(submit, n.into()), micros(start.elapsed(), n.into())))
     };
-    let (mut dst, mut value, mut count) = (0u64, 0u32, 0u32);
-    let mut params: [*mut c_void; 3] =
-        [(&mut dst as *mut u64).cast(), (&mut value as *mut u32).cast(), (&mut count as *mut u32).cast()];
-    let stream = raw.streams[0];
-    let mut direct = |n: u32| -> Res<(f64, f64)> {
-        let start = Instant::now();
-        for _ in 0..n {
-            cu!(d, cuLaunchKernel(raw.fill, 1, 1, 1, 1, 1, 1, 0, stream, params.as_mut_ptr(), ptr::null_mut()))?;
-        }
-        let submit = start.elapsed();
-        cu!(d, cuStreamSynchronize(stream))?;
-        Ok((micros(submit, n.into()), micros(start.elapsed(), n.into())))
+    let direct = |n: u32| -> Res<(f64, f64)> {
+        let (submit, total) = raw.empty_fills(n)?;
+        Ok((micros(submit, n.into()), micros(total, n.into())))
     };
     let (o, r) = interleaved(|| ours(LAUNCHES), || direct(LAUNCHES))?;
     println!("1. empty launch (FILL_U32, count 0), {LAUNCHES} launches, median of {REPS}:");
@@ -268,17 +305,7 @@ fn copy_bandwidth(device: &Device, raw: &Raw) -> Res<()> {
     q.fill(&[], &[(&s, 1)], a.at(0), COPY_BYTES, Pattern::U32(0x5A5A_0001))?;
     s.wait(1, Timeout::Infinite)?;
     let mut tick = 1;
-    let gbps = |copies: u32, t: Duration| f64::from(copies) * COPY_BYTES as f64 / t.as_secs_f64() / 1e9;
-    let mut ours = |n: u32| -> Res<f64> {
-        tick += 1;
-        let start = Instant::now();
-        for k in 0..n {
-            let signal = [(&s, tick)];
-            q.copy(&[], if k + 1 == n { &signal } else { &[] }, a.at(0), b.at(0), COPY_BYTES)?;
-        }
-        s.wait(tick, Timeout::Infinite)?;
-        Ok(gbps(n, start.elapsed()))
-    };
+    let mut ours = |n: u32| hal_copies(&q, &s, &mut tick, &a, &b, n);
     let (mut da, mut db) = (0, 0);
     cu!(d, cuMemAlloc(&mut da, COPY_BYTES as usize))?;
     cu!(d, cuMemAlloc(&mut db, COPY_BYTES as usize))?;
@@ -291,7 +318,7 @@ fn copy_bandwidth(device: &Device, raw: &Raw) -> Res<()> {
             cu!(d, cuMemcpyAsync(db, da, COPY_BYTES as usize, stream))?;
         }
         cu!(d, cuStreamSynchronize(stream))?;
-        Ok(gbps(n, start.elapsed()))
+        Ok(gbps(n, COPY_BYTES, start.elapsed()))
     };
     let (o, r) = interleaved(|| ours(COPIES), || direct(COPIES))?;
     cu!(d, cuMemFree(da))?;
@@ -305,6 +332,47 @@ fn copy_bandwidth(device: &Device, raw: &Raw) -> Res<()> {
 /// N of `cuda:N`.
 fn ordinal(uri: &str) -> Res<i32> {
     Ok(uri.strip_prefix("cuda:").and_then(|n| n.parse().ok()).ok_or(format!("expected cuda:N, got {uri}"))?)
+}
+
+/// Launches in the recorded command buffer of section 4.
+const RECORDED: u32 = 100;
+/// Executions of it per repetition.
+const EXECUTIONS: u32 = 100;
+
+fn replay(device: &Device, raw: &Raw) -> Res<()> {
+    let launch = empty_fill();
+    let mut recording = device.command_buffer();
+    for _ in 0..RECORDED {
+        recording.record(Command::dispatch(launch.clone())?)?;
+    }
+    let cb = recording.finish();
+    let (q, done) = (device.create_queue()?, device.create_semaphore(0)?);
+    let mut tick = 0;
+    let mut ours = || -> Res<(f64, f64)> {
+        let start = Instant::now();
+        for _ in 0..EXECUTIONS {
+            q.execute(&[], &[], &cb)?;
+        }
+        let submit = start.elapsed();
+        tick += 1;
+        q.barrier(&[], &[(&done, tick)])?;
+        done.wait(tick, Timeout::Infinite)?;
+        Ok((micros(submit, EXECUTIONS.into()), micros(start.elapsed(), EXECUTIONS.into())))
+    };
+    let mut direct = || -> Res<(f64, f64)> {
+        let (submit, total) = raw.empty_fills(EXECUTIONS * RECORDED)?;
+        Ok((micros(submit, EXECUTIONS.into()), micros(total, EXECUTIONS.into())))
+    };
+    let (o, r) = interleaved(&mut ours, &mut direct)?;
+    println!(
+        "4. a recorded command buffer of {RECORDED} empty launches, executed {EXECUTIONS} times, against \
+         {RECORDED} cuLaunchKernel each, median of {REPS} (us per execution):"
+    );
+    let (os, rs) = (median(o.iter().map(|x| x.0).collect()), median(r.iter().map(|x| x.0).collect()));
+    report("submit per execution", "us", os, rs, os <= 0.5 * rs, "ours/raw <= 0.5");
+    let (ot, rt) = (median(o.iter().map(|x| x.1).collect()), median(r.iter().map(|x| x.1).collect()));
+    report("end to end per execution", "us", ot, rt, ot <= 0.5 * rt, "ours/raw <= 0.5");
+    Ok(())
 }
 
 fn run() -> Res<()> {
@@ -322,6 +390,7 @@ fn run() -> Res<()> {
     launch_overhead(&device, &raw)?;
     edges(&device, &raw)?;
     copy_bandwidth(&device, &raw)?;
+    replay(&device, &raw)?;
     Ok(())
 }
 

@@ -37,17 +37,7 @@ pub(crate) fn run(a: &str, b: &str) -> Res<()> {
     filled.wait(1, Timeout::Infinite)?;
     let (q, s) = (dev_b.create_queue()?, dev_b.create_semaphore(0)?);
     let mut tick = 0;
-    let gbps = |copies: u32, t: Duration| f64::from(copies) * COPY_BYTES as f64 / t.as_secs_f64() / 1e9;
-    let mut ours = |n: u32| -> Res<f64> {
-        tick += 1;
-        let start = Instant::now();
-        for k in 0..n {
-            let signal = [(&s, tick)];
-            q.copy(&[], if k + 1 == n { &signal } else { &[] }, x.at(0), y.at(0), COPY_BYTES)?;
-        }
-        s.wait(tick, Timeout::Infinite)?;
-        Ok(gbps(n, start.elapsed()))
-    };
+    let mut ours = |n: u32| hal_copies(&q, &s, &mut tick, &x, &y, n);
 
     let (raw_a, raw_b) = (Raw::new(ordinal(a)?)?, Raw::new(ordinal(b)?)?);
     let d = raw_b.d;
@@ -69,7 +59,7 @@ pub(crate) fn run(a: &str, b: &str) -> Res<()> {
             cu!(d, cuMemcpyPeerAsync(pb, raw_b.ctx, pa, raw_a.ctx, COPY_BYTES as usize, stream))?;
         }
         cu!(d, cuStreamSynchronize(stream))?;
-        Ok(gbps(n, start.elapsed()))
+        Ok(gbps(n, COPY_BYTES, start.elapsed()))
     };
     let (o, r) = interleaved(|| ours(COPIES), || direct(COPIES))?;
     // A repetition short enough to end while the HAL's host wait still
@@ -84,7 +74,7 @@ pub(crate) fn run(a: &str, b: &str) -> Res<()> {
             cu!(d, cuMemcpyAsync(pb + half, pb, half as usize, stream))?;
         }
         cu!(d, cuStreamSynchronize(stream))?;
-        Ok(gbps(n, start.elapsed()) / 2.0)
+        Ok(gbps(n, COPY_BYTES / 2, start.elapsed()))
     };
     local(1)?;
     let within_b = median((0..REPS).map(|_| local(COPIES)).collect::<Res<Vec<_>>>()?);

@@ -2,13 +2,19 @@
 
 //! radctl: inspect Radiance devices. A verb per noun, aligned tables for
 //! people, `--json` for scripts; exit code 0 on success, 1 on any error
-//! (with a one-line message on stderr), 2 on bad usage, and for `run` 3
-//! when the launched code faulted on the device.
+//! (with a one-line message on stderr), 2 on bad usage, for `run` 3 when
+//! the launched code faulted on the device, and for `submit` 4 on a data
+//! error: the data read back differs from what the work should have made
+//! (the message names the first byte that differs: its offset, the byte
+//! expected and the byte got).
 
+mod error;
 mod run;
+mod submit;
 mod topology;
 
 use clap::{Parser, Subcommand};
+use error::Result;
 use radiance::kmod::{self, DeviceInfo, MemStats, QueueStats, SemStats};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -49,14 +55,9 @@ enum Command {
         device: String,
     },
     /// Submit work through a queue and check what comes back, for
-    /// debugging a device end to end.
-    Submit {
-        #[command(subcommand)]
-        what: Submit,
-        /// kmod:N, N, radianceN or a /dev path.
-        #[arg(long, default_value = "kmod:0", global = true)]
-        device: String,
-    },
+    /// debugging a device end to end; exit status 4 if the data read back
+    /// differs.
+    Submit(submit::Submit),
     /// Load a Muon ELF32 executable into VRAM at its link addresses and
     /// launch it; exit status 3 if the device faults.
     Run(run::Run),
@@ -74,50 +75,11 @@ enum Command {
     },
 }
 
-#[derive(Subcommand)]
-enum Submit {
-    /// NOP packets.
-    Nop {
-        #[arg(long, default_value_t = 1)]
-        count: u32,
-    },
-    /// Fill VRAM with a 32-bit pattern, copy it back to host memory, check.
-    Fill {
-        #[arg(long, default_value_t = 4096)]
-        bytes: u64,
-        #[arg(long, default_value_t = 0xdead_beef, value_parser = parse_u32)]
-        pattern: u32,
-    },
-    /// Copy host -> VRAM -> host and compare.
-    Copy {
-        #[arg(long, default_value_t = 1 << 20)]
-        bytes: u64,
-    },
-    /// Launch the built-in vector add over `count` elements and check them.
-    Launch {
-        #[arg(long, default_value_t = 1024)]
-        count: u32,
-    },
-    /// Launch the built-in printf over `count` threads and print what the
-    /// device printed.
-    Printf {
-        #[arg(long, default_value_t = 4)]
-        count: u32,
-    },
-}
-
-fn parse_u32(s: &str) -> Result<u32, String> {
-    let parsed = match s.strip_prefix("0x") {
-        Some(hex) => u32::from_str_radix(hex, 16),
-        None => s.parse(),
-    };
-    parsed.map_err(|e| e.to_string())
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => return run::run(&args, cli.json),
+        Command::Submit(args) => submit::submit(&args, cli.json),
         Command::List => list(cli.json),
         Command::Info { device } if is_hal_only(&device) => hal_info(&device, cli.json),
         Command::Topology { devices } => topology::topology(&devices, cli.json),
@@ -125,21 +87,14 @@ fn main() -> ExitCode {
         Command::Mem { device } => mem(&device, cli.json),
         Command::Queues { device } => queues(&device, cli.json),
         Command::Sems { device } => sems(&device, cli.json),
-        Command::Submit { what, device } => submit(&device, what, cli.json),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("radctl: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    result.map_or_else(|e| e.report(), |()| ExitCode::SUCCESS)
 }
 
-fn list(as_json: bool) -> radiance::Result<()> {
+fn list(as_json: bool) -> Result<()> {
     let nodes = kmod::enumerate()?;
     if nodes.is_empty() {
-        return Err(radiance::Error::NoDevices);
+        return Err(radiance::Error::NoDevices.into());
     }
     let devices =
         nodes.iter().map(|path| kmod::Device::open(&path.to_string_lossy())).collect::<radiance::Result<Vec<_>>>()?;
@@ -159,7 +114,7 @@ fn list(as_json: bool) -> radiance::Result<()> {
     Ok(())
 }
 
-fn info(device: &str, as_json: bool) -> radiance::Result<()> {
+fn info(device: &str, as_json: bool) -> Result<()> {
     let dev = kmod::Device::open(device)?;
     let i = dev.info();
     if as_json {
@@ -196,7 +151,7 @@ fn is_hal_only(device: &str) -> bool {
 
 /// What libradiance's HAL says of a device of another backend: opening it
 /// is the check (`hsa:0` without `/dev/kfd` fails, saying so).
-fn hal_info(uri: &str, as_json: bool) -> radiance::Result<()> {
+fn hal_info(uri: &str, as_json: bool) -> Result<()> {
     let dev = radiance::Device::open(uri)?;
     let i = dev.info();
     if as_json {
@@ -221,7 +176,7 @@ fn hal_info(uri: &str, as_json: bool) -> radiance::Result<()> {
     Ok(())
 }
 
-fn mem(device: &str, as_json: bool) -> radiance::Result<()> {
+fn mem(device: &str, as_json: bool) -> Result<()> {
     let dev = kmod::Device::open(device)?;
     let s = MemStats::read(dev.info().index)?;
     if as_json {
@@ -256,7 +211,7 @@ fn mem(device: &str, as_json: bool) -> radiance::Result<()> {
     Ok(())
 }
 
-fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
+fn queues(device: &str, as_json: bool) -> Result<()> {
     let dev = kmod::Device::open(device)?;
     let queues = QueueStats::read(dev.info().index)?;
     if as_json {
@@ -304,7 +259,7 @@ fn queues(device: &str, as_json: bool) -> radiance::Result<()> {
     Ok(())
 }
 
-fn sems(device: &str, as_json: bool) -> radiance::Result<()> {
+fn sems(device: &str, as_json: bool) -> Result<()> {
     let dev = kmod::Device::open(device)?;
     let sems = SemStats::read(dev.info().index)?;
     if as_json {
@@ -342,124 +297,6 @@ fn sems(device: &str, as_json: bool) -> radiance::Result<()> {
         })
         .collect();
     print_table(["PID", "SEM", "VALUE", "WAITERS", "FENCES", "STATE", "ALIAS OF"], &rows);
-    Ok(())
-}
-
-fn submit(device: &str, what: Submit, as_json: bool) -> radiance::Result<()> {
-    use radiance::{kmod::Placement, Error, Launch, Pattern};
-    let dev = kmod::Device::open(device)?;
-    let mut q = dev.create_queue(1024)?;
-    let start = std::time::Instant::now();
-    let mismatch = |what: &str| Error::InvalidArgument(format!("{what}: the data read back differs"));
-    let (name, packets, bytes) = match what {
-        Submit::Nop { count } => {
-            for _ in 0..count {
-                q.nop()?;
-            }
-            q.finish(None)?;
-            ("nop", u64::from(count), 0)
-        }
-        Submit::Fill { bytes, pattern } => {
-            let (vram, host) =
-                (dev.create_bo(bytes, Placement::Vram, false)?, dev.create_bo(bytes, Placement::Host, true)?);
-            q.fill(&vram, 0, bytes & !3, Pattern::U32(pattern))?;
-            q.barrier()?;
-            q.copy(&vram, 0, &host, 0, bytes & !3)?;
-            q.finish(None)?;
-            let map = host.map()?;
-            if !map[..(bytes & !3) as usize].chunks_exact(4).all(|w| w == pattern.to_le_bytes()) {
-                return Err(mismatch("fill"));
-            }
-            ("fill", 3, bytes)
-        }
-        Submit::Copy { bytes } => {
-            let vram = dev.create_bo(bytes, Placement::Vram, false)?;
-            let (src, dst) =
-                (dev.create_bo(bytes, Placement::Host, true)?, dev.create_bo(bytes, Placement::Host, true)?);
-            let mut data = src.map()?;
-            for (i, b) in data.iter_mut().enumerate() {
-                *b = (i % 251) as u8;
-            }
-            q.copy(&src, 0, &vram, 0, bytes)?;
-            q.barrier()?;
-            q.copy(&vram, 0, &dst, 0, bytes)?;
-            q.finish(None)?;
-            let n = bytes as usize;
-            if dst.map()?[..n] != data[..n] {
-                return Err(mismatch("copy"));
-            }
-            ("copy", 3, 2 * bytes)
-        }
-        Submit::Launch { count } => {
-            let size = u64::from(count) * 4;
-            // Not mappable: not every device lets the CPU map VRAM (gluon-sim
-            // keeps it in its own process), so the data goes in and out by
-            // queue packets.
-            let bos = [0, 1, 2].map(|_| dev.create_bo(size, Placement::Vram, false));
-            let [a, b, c] = bos;
-            let (a, b, c) = (a?, b?, c?);
-            for (bo, scale) in [(&a, 1u32), (&b, 3)] {
-                let words: Vec<u8> = (0..count).flat_map(|i| (i * scale).to_le_bytes()).collect();
-                q.update(&dev, &words, bo, 0)?;
-            }
-            q.barrier()?;
-            let addr = |bo: &kmod::BufferObject| bo.device_address() as u32;
-            let params = [addr(&a), addr(&b), addr(&c), count].iter().flat_map(|v| v.to_le_bytes()).collect();
-            let blocks = count.div_ceil(256);
-            let launch = Launch {
-                start_pc: radiance_uapi::builtin::VECADD_U32,
-                grid: [blocks, 1, 1],
-                block: [256, 1, 1],
-                regs_per_thread: 8,
-                params,
-                ..Default::default()
-            };
-            q.launch(&dev, &launch, kmod::Frame::default())?;
-            q.barrier()?;
-            let out = dev.create_bo(size, Placement::Host, true)?;
-            q.copy(&c, 0, &out, 0, size)?;
-            q.finish(None)?;
-            let ok = out
-                .map()?
-                .chunks_exact(4)
-                .take(count as usize)
-                .enumerate()
-                .all(|(i, w)| w == (4 * i as u32).to_le_bytes());
-            if !ok {
-                return Err(mismatch("launch"));
-            }
-            ("launch", 6, size * 3)
-        }
-        Submit::Printf { count } => {
-            let params = [0u32, count].iter().flat_map(|v| v.to_le_bytes()).collect();
-            let launch = Launch {
-                start_pc: radiance_uapi::builtin::PRINTF_U32,
-                grid: [count.div_ceil(64), 1, 1],
-                block: [64, 1, 1],
-                regs_per_thread: 8,
-                params,
-                ..Default::default()
-            };
-            // Room for every line of up to 24 bytes, within one page.
-            let limit = (count * 24).min(3000);
-            let printf = q.launch_with_printf(&dev, &launch, limit)?;
-            q.finish(None)?;
-            let text = printf.text()?;
-            if !as_json {
-                print!("{text}");
-            }
-            ("printf", 1, text.len() as u64)
-        }
-    };
-    let elapsed = start.elapsed();
-    if as_json {
-        println!(
-            "{}",
-            json!({ "submitted": name, "packets": packets, "bytes": bytes, "ok": true, "seconds": elapsed.as_secs_f64() })
-        );
-    } else {
-        println!("{name}: {packets} packet(s), {bytes} bytes checked, ok in {:.3} ms", elapsed.as_secs_f64() * 1e3);
-    }
     Ok(())
 }
 

@@ -26,6 +26,7 @@
 //! failure decides, whatever fails after it), 1 when radctl could not load
 //! or launch it or read back what was asked, 2 for bad arguments.
 
+use crate::error::{Error, EXIT_DATA_ERROR, EXIT_DEVICE_FAULT};
 use clap::Args;
 use radiance::{
     kmod::{self, BufferObject, Frame, Placement},
@@ -177,13 +178,10 @@ enum Outcome {
 /// Runs `radctl run`.
 pub(crate) fn run(args: &Run, as_json: bool) -> ExitCode {
     match run_inner(args, as_json) {
-        Ok((Outcome::Completed, Some((_, v)))) if !v.acceptable() => ExitCode::from(4),
+        Ok((Outcome::Completed, Some((_, v)))) if !v.acceptable() => ExitCode::from(EXIT_DATA_ERROR),
         Ok((Outcome::Completed, _)) => ExitCode::SUCCESS,
-        Ok((Outcome::Faulted(_), _)) => ExitCode::from(3),
-        Err(e) => {
-            eprintln!("radctl: {e}");
-            ExitCode::FAILURE
-        }
+        Ok((Outcome::Faulted(_), _)) => ExitCode::from(EXIT_DEVICE_FAULT),
+        Err(e) => Error::from(e).report(),
     }
 }
 

@@ -4,10 +4,11 @@
 //! `host` and every `kmod:N`), and for every ordered pair how the second
 //! device's queues reach the first's semaphores and buffers.
 
+use crate::error::Result;
 use radiance::{Device, DeviceGroup, Edge};
 use serde_json::{json, Value};
 
-pub(crate) fn topology(uris: &[String], as_json: bool) -> radiance::Result<()> {
+pub(crate) fn topology(uris: &[String], as_json: bool) -> Result<()> {
     let uris = if uris.is_empty() { Device::enumerate() } else { uris.to_vec() };
     let devices = uris.iter().map(|uri| Device::open(uri)).collect::<radiance::Result<Vec<_>>>()?;
     let group = DeviceGroup::new(&devices)?;

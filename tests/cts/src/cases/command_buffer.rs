@@ -3,7 +3,7 @@
 //! Command buffers: recorded once, executed many times with different
 //! semaphores, on more than one queue.
 
-use super::{address, launch, mappable, reach, PATIENCE};
+use super::{address, device_buffer, launch, mappable, reach, PATIENCE};
 use crate::{
     check::{ensure, ensure_eq, expect_err},
     Case, Outcome,
@@ -14,6 +14,7 @@ use radiance_uapi::builtin;
 pub(super) const CASES: &[Case] = &[
     Case { name: "command_buffer_replay_many_times", run: replay },
     Case { name: "command_buffer_transfers_and_barriers", run: transfers },
+    Case { name: "command_buffer_replay_writes_a_buffer_reallocated_at_its_address", run: reallocated },
 ];
 
 const REPLAYS: u32 = 100;
@@ -53,6 +54,61 @@ fn replay(device: &Device) -> Outcome {
     failed.fail(Error::Status { code: StatusCode::Aborted, message: "cts".into() });
     expect_err(after.wait(1, PATIENCE), StatusCode::Aborted, "execution behind a failed wait")?;
     ensure_eq!(acc.map()?.read_u32s(0, N)?, want, "accumulator after the failed execution");
+    Ok(())
+}
+
+/// A recording names the buffers its launches touch by device address. A
+/// buffer freed between executions, and another allocated at its address,
+/// is the one the next execution writes: a backend that keeps a compiled
+/// form of the recording (cuda's graphs) must notice the change. The new
+/// buffer is device memory where the old was host-visible, so that its
+/// native memory is surely elsewhere.
+fn reallocated(device: &Device) -> Outcome {
+    const FINISHED_WORK_RELEASED_WITHIN: usize = 300;
+    if !device.info().builtin_kernels {
+        return Err(crate::Stop::Skip(format!("{} does not run the built-in kernels", device.info().backend)));
+    }
+    const N: usize = 64;
+    const SIZE: u64 = 4 * N as u64;
+    let src = mappable(device, SIZE)?;
+    let values: Vec<u32> = (1..=N as u32).map(|v| v * 3).collect();
+    src.map()?.write_u32s(0, &values)?;
+    let (mut dst, readback) = (mappable(device, SIZE)?, mappable(device, SIZE)?);
+    let (s, d) = (address(&src)?, address(&dst)?);
+    // dst = 7, then dst = src + dst: two launches, so a graph is worth it.
+    let mut recording = device.command_buffer();
+    recording
+        .record(Command::dispatch(launch(builtin::FILL_U32, [2, 1, 1], [32, 1, 1], &[d, 7, N as u32]))?)?
+        .record(Command::dispatch(launch(builtin::VECADD_U32, [2, 1, 1], [32, 1, 1], &[s, d, d, N as u32]))?)?;
+    let cb = recording.finish();
+    let want: Vec<u32> = values.iter().map(|v| v + 7).collect();
+    let (q, step) = (device.create_queue()?, device.create_semaphore(0)?);
+    for run in 1..=3u64 {
+        if run == 3 {
+            // A backend may let go of finished work's buffers only every so
+            // many submissions (cuda: every 128): give it the chance, so
+            // that the address is free again.
+            for _ in 0..FINISHED_WORK_RELEASED_WITHIN {
+                q.barrier(&[], &[])?;
+            }
+            drop(dst);
+            dst = device_buffer(device, SIZE)?;
+            if address(&dst)? != d {
+                return Err(crate::Stop::Skip(format!(
+                    "{} gave the new buffer another address ({:#x}, not {d:#x})",
+                    device.info().backend,
+                    address(&dst)?
+                )));
+            }
+        }
+        // Poison, execute, read back: in that order, by the semaphore.
+        let at = 3 * (run - 1);
+        q.fill(&[], &[(&step, at + 1)], dst.at(0), SIZE, Pattern::U32(0xDEAD_BEEF))?;
+        q.execute(&[(&step, at + 1)], &[(&step, at + 2)], &cb)?;
+        q.copy(&[(&step, at + 2)], &[(&step, at + 3)], dst.at(0), readback.at(0), SIZE)?;
+        reach(&step, at + 3)?;
+        ensure_eq!(readback.map()?.read_u32s(0, N)?, want, "execution {run} (the third into a reallocated buffer)");
+    }
     Ok(())
 }
 
