@@ -104,8 +104,10 @@ run_entry_moves_the_start() {
 # symbols). 1 passes; 7 is case 3 failing (exit 4); never written is what
 # a Muon test leaves, which radctl says it cannot judge (exit 0).
 verdict() {
+	fill=$1
+	shift
 	elf32 0x01200000 16 0xffff0500 0 >/tmp/tohost.elf
-	/radctl run /tmp/tohost.elf --kernel 0xffff0000 --tohost 0x01200000 --params "00002001$1" "$@"
+	/radctl run /tmp/tohost.elf --kernel 0xffff0000 --tohost 0x01200000 --params "00002001$fill" "$@"
 }
 run_riscv_tests_verdict() {
 	verdict 0100000001000000 >/tmp/run.txt; rc=$?

@@ -107,36 +107,48 @@ front() {
 	serve "$name" socket "/tmp/$s.sock" --handshake "$hs" --vram-mib 64 --shape 4,8,16 --builtins 0x3f "$@"
 }
 
-# The suites through socket mode, in each handshake. The sim-model is a
-# gluon-sim device (no SET, FENCE, WAIT or counters, whole words, a stream
-# depth of 1), so the suites run as in gluon-sim mode; its SPIN ends after
-# 700 ms (later than the watchdog's 500), so a reset gives it up and the
-# sim answers it afterwards.
+# The suites through socket mode, in each handshake, on two devices (as
+# the model-mode bridges above). The sim-model is a gluon-sim device (no
+# SET, FENCE, WAIT or counters, whole words, a stream depth of 1), so the
+# suites run as in gluon-sim mode. Every command is a round trip through
+# two processes, one engine kind at a time, which under TCG on a loaded
+# host can outwait a 500 ms watchdog: a 3 s one, and a SPIN that ends
+# after 3.5 s, so that a reset gives it up and the sim answers it later.
+# Not device printf (socket mode does not forward it: gluon-sim prints to
+# its own console), nor the storm of 10,000 fills in queue_test.
 export RADIANCE_PARAMS_EXTRA=emulated_gluon_sim=1
-insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=3000 || exit 1
 for hs in memfd pid; do
-	s=$(sim "s$hs" "$hs" --spin-ms 700)
-	b=$(front "b$hs" "s$hs" "$hs")
+	s0=$(sim "s0$hs" "$hs" --spin-ms 3500)
+	s1=$(sim "s1$hs" "$hs" --spin-ms 3500)
+	b0=$(front "b0$hs" "s0$hs" "$hs")
+	b1=$(front "b1$hs" "s1$hs" "$hs")
 	/ktap-one.sh "socket_${hs}_reports_the_shape_it_was_given" sh -c \
-		'/radctl info kmod:0 && /radctl info --json kmod:0 | grep -q "\"cores\":4,.*\"warps_per_core\":8,.*\"threads_per_warp\":16"'
-	for t in /bo_test /dmabuf_test /sem_test /sync_file_test /queue_test /launch_test; do
+		"cat /tmp/b0$hs /tmp/s0$hs.log; /radctl info kmod:0 >/tmp/info; cat /tmp/info; grep -q '^cores  *4$' /tmp/info &&
+		grep -q '^warps per core  *8$' /tmp/info && grep -q '^threads per warp  *16$' /tmp/info"
+	for t in /bo_test /dmabuf_test /sem_test /sync_file_test; do
 		RADIANCE_TEST_SERVER=bridge "$t"
 	done
-	for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_queue /libradiance-kmod_hal; do
+	RADIANCE_TEST_SERVER=bridge /launch_test -T printf_through_a_descriptor
+	RADIANCE_TEST_SERVER=bridge /queue_test -T device_printf_is_drained_to_host_memory \
+		-T ten_thousand_packets_across_8_queues_in_2_processes
+	for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_hal; do
 		/libtest-ktap.sh "$t" --ignored
 	done
+	/libtest-ktap.sh /libradiance-kmod_queue --ignored --skip device_printf_reaches_the_caller
 	/radiance-cts --device kmod:0
 	/ktap-one.sh "c_abi_test_against_socket_$hs" /c_abi_test kmod:0
-	kill -TERM "$b"
-	gone "$b"
-	gone "$s"
+	kill -TERM "$b0" "$b1"
+	for p in "$b0" "$b1" "$s0" "$s1"; do
+		gone "$p"
+	done
 done
 unset RADIANCE_PARAMS_EXTRA
 
 # Three processes at once, against a sim that drops a command whose engine
 # is busy (gluon-sim e554ff7): the bridge keeps one command per engine kind
 # at the sim, so every client completes and the sim dropped nothing.
-s=$(sim sdrop memfd --drop-busy --latency-ms 20)
+s=$(sim sdrop memfd --drop-busy --latency-ms 5)
 b=$(front bdrop sdrop memfd)
 clients=
 for i in 1 2 3; do
@@ -153,6 +165,7 @@ gone "$b"
 gone "$s"
 /ktap-one.sh three_clients_at_once_against_a_dropping_sim sh -c \
 	"cat /tmp/client*.out /tmp/sdrop.log; [ $clients_ok = 3 ] && grep -q ' 0 dropped\$' /tmp/sdrop.log && ! grep -q 'dropped a command' /tmp/sdrop.log"
+rmmod radiance
 
 # ELFs by hand, and riscv-tests' verdict (radctl-smoke.sh).
 RADCTL_SMOKE_LIB=1 . /radctl-smoke.sh
@@ -161,6 +174,7 @@ elf32 0x01300000 16 0x01300000 0 >/tmp/any.elf
 # A stream after a reset: a SPIN (700 ms) is given up by the watchdog
 # (500 ms); the sim still runs it, then answers, and the bridge drops that
 # answer; work on every stream, that one included, goes on.
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
 s=$(sim sstale pid --spin-ms 700)
 b=$(front bstale sstale pid)
 /ktap-one.sh a_stream_works_after_a_reset_the_sim_could_not_take sh -c \
@@ -186,7 +200,7 @@ rc=$?
 took=$(($(date +%s) - start))
 /ktap-one.sh an_unresettable_sim_loses_the_device sh -c \
 	"cat /tmp/spin.out /tmp/bspin /tmp/after.out; grep -q 'the device is lost' /tmp/bspin && ! test -e /dev/radiance0 &&
-	[ $rc != 0 ] && grep -qi 'no such device' /tmp/after.out && [ $took -lt 3 ]"
+	[ $rc != 0 ] && grep -qi 'no such device\|no /dev/radiance' /tmp/after.out && [ $took -lt 3 ]"
 kill -KILL "$s"
 gone "$s"
 rmmod radiance

@@ -12,13 +12,15 @@
 //!   client's own virtual addresses, which the sim reads and writes with
 //!   `process_vm_readv`/`writev` on those pids (013add5 `main.rs` `main`,
 //!   `glug.rs` "Service DMA requests"), so they must stay valid until the
-//!   response. A failed access there is silent: the sim DMAs zeros.
+//!   response. A failed access there is silent: the sim DMAs zeros. The
+//!   sim-model falls back to `/proc/PID/mem` where the kernel has no
+//!   `process_vm_readv` (CONFIG_CROSS_MEMORY_ATTACH off); gluon-sim cannot.
 
 use crate::error::{Error, Result};
 use radiance_gluon::{gluon24::Gluon24, sim16::Sim16, Dialect};
 use rustix::{
-    fs::{fstat, ftruncate, memfd_create, MemfdFlags},
-    io::{read, write, Errno},
+    fs::{fstat, ftruncate, memfd_create, open, MemfdFlags, Mode, OFlags},
+    io::{pread, pwrite, read, write, Errno},
     mm::{mmap, MapFlags, ProtFlags},
     net::{
         recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
@@ -28,7 +30,10 @@ use rustix::{
 };
 use std::{
     io::{IoSlice, IoSliceMut},
-    os::{fd::AsFd, unix::net::UnixStream},
+    os::{
+        fd::{AsFd, OwnedFd},
+        unix::net::UnixStream,
+    },
 };
 
 /// Which gluon-sim protocol.
@@ -182,8 +187,10 @@ pub enum ClientMemory {
     /// `memfd`: the client's region, mapped here; `addr` is where the
     /// client mapped it (the addresses its frames use).
     Mapped { base: *mut u8, addr: u64, len: usize },
-    /// `pid`: the client process.
-    Pid(i32),
+    /// `pid`: the client process, and its `/proc/PID/mem` for kernels
+    /// without `process_vm_readv` (CONFIG_CROSS_MEMORY_ATTACH off, as in
+    /// the test kernel).
+    Pid(i32, Option<OwnedFd>),
 }
 
 impl ClientMemory {
@@ -222,7 +229,9 @@ impl ClientMemory {
                         Err(e) => return Err(Error::os("read the client's pid", e)),
                     }
                 }
-                Ok(ClientMemory::Pid(i32::from_le_bytes([hello[0], hello[1], hello[2], hello[3]])))
+                let pid = i32::from_le_bytes([hello[0], hello[1], hello[2], hello[3]]);
+                let mem = open(format!("/proc/{pid}/mem"), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).ok();
+                Ok(ClientMemory::Pid(pid, mem))
             }
         }
     }
@@ -243,12 +252,15 @@ impl ClientMemory {
                 dst.copy_from_slice(unsafe { std::slice::from_raw_parts(p, dst.len()) });
                 true
             }),
-            ClientMemory::Pid(pid) => {
+            ClientMemory::Pid(pid, mem) => {
                 let local = libc::iovec { iov_base: dst.as_mut_ptr().cast(), iov_len: dst.len() };
                 let remote = libc::iovec { iov_base: addr as usize as *mut _, iov_len: dst.len() };
                 // SAFETY: `local` is `dst`, writable for its length; the
                 // kernel checks `remote` against the other process.
                 let n = unsafe { libc::process_vm_readv(*pid, &local, 1, &remote, 1, 0) };
+                if n < 0 && Errno::from_io_error(&std::io::Error::last_os_error()) == Some(Errno::NOSYS) {
+                    return mem.as_ref().is_some_and(|f| pread(f, &mut *dst, addr).is_ok_and(|n| n == dst.len()));
+                }
                 n == dst.len() as isize
             }
         }
@@ -263,12 +275,15 @@ impl ClientMemory {
                 unsafe { std::slice::from_raw_parts_mut(p, src.len()) }.copy_from_slice(src);
                 true
             }),
-            ClientMemory::Pid(pid) => {
+            ClientMemory::Pid(pid, mem) => {
                 let local = libc::iovec { iov_base: src.as_ptr() as *mut _, iov_len: src.len() };
                 let remote = libc::iovec { iov_base: addr as usize as *mut _, iov_len: src.len() };
                 // SAFETY: `local` is `src`, readable for its length (the
                 // kernel only reads it); the kernel checks `remote`.
                 let n = unsafe { libc::process_vm_writev(*pid, &local, 1, &remote, 1, 0) };
+                if n < 0 && Errno::from_io_error(&std::io::Error::last_os_error()) == Some(Errno::NOSYS) {
+                    return mem.as_ref().is_some_and(|f| pwrite(f, src, addr).is_ok_and(|n| n == src.len()));
+                }
                 n == src.len() as isize
             }
         }

@@ -96,7 +96,7 @@ enum Mode {
         #[arg(long, default_value_t = 256)]
         vram_mib: u32,
         /// Milliseconds each command keeps its engine busy.
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = 0)]
         latency_ms: u64,
         /// Drop a command whose engine is busy, as gluon-sim e554ff7 does.
         #[arg(long)]

@@ -193,14 +193,16 @@ impl Sim {
         let d2h = Command::Copy { src: PROBE_VRAM, dst, len: 4, dir: CopyDir::DeviceToHost };
         let r2 = self.round_trip(&d2h, within)?;
         if r.status != 0 || r2.status != 0 || r.stream != 0 || r2.stream != 0 {
-            return Err(Error::Sim(format!("answered the handshake's probe copies with {r:?} and {r2:?}")));
+            return Err(Error::Sim(format!(
+                "answered the handshake's probe copies with {r:?} and {r2:?}: it cannot reach this process's memory"
+            )));
         }
         let back = self.staging.staged(1, 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         if back != Some(PROBE_WORD) {
             return Err(Error::Sim(format!(
                 "a word copied through its VRAM came back as {back:x?}, not {PROBE_WORD:#x}: it does not reach \
-                 this process's memory (the other handshake, --handshake {}? another pid namespace? ptrace \
-                 restrictions?)",
+                 this process's memory (the other handshake, --handshake {}? with pid: another pid namespace, \
+                 ptrace restrictions, or a kernel without CONFIG_CROSS_MEMORY_ATTACH?)",
                 self.handshake.other().name()
             )));
         }
@@ -244,7 +246,9 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
             control.ack_reset()?;
             for s in &mut streams {
                 s.queue.clear();
-                if let Some(f) = &mut s.at_sim {
+                // Its deadline runs from the first reset that gave it up:
+                // later resets do not make a sim that keeps it alive.
+                if let Some(f) = s.at_sim.as_mut().filter(|f| !f.given_up) {
                     f.given_up = true;
                     f.since = Instant::now();
                 }
