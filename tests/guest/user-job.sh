@@ -111,16 +111,19 @@ front() {
 # the model-mode bridges above). The sim-model is a gluon-sim device (no
 # SET, FENCE, WAIT or counters, whole words, a stream depth of 1), so the
 # suites run as in gluon-sim mode. Every command is a round trip through
-# two processes, one engine kind at a time, which under TCG on a loaded
-# host can outwait a 500 ms watchdog: a 3 s one, and a SPIN that ends
-# after 3.5 s, so that a reset gives it up and the sim answers it later.
-# Not device printf (socket mode does not forward it: gluon-sim prints to
-# its own console), nor the storm of 10,000 fills in queue_test.
+# two processes, one engine kind at a time (milliseconds each under TCG),
+# and a gluon-sim device fills and scrubs by page copies, so a data-heavy
+# test's commands can wait seconds behind each other: a 20 s watchdog, and
+# a SPIN that ends after 700 ms, whose reset (a destroyed queue's launch)
+# the sim answers later. Not the SPIN that waits out the watchdog (the
+# cases below test a sim that cannot be reset), not device printf (socket
+# mode does not forward it: gluon-sim prints to its own console), nor the
+# storm of 10,000 fills in queue_test.
 export RADIANCE_PARAMS_EXTRA=emulated_gluon_sim=1
-insmod /radiance.ko emulated_devices=0 launch_timeout_ms=3000 || exit 1
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=20000 || exit 1
 for hs in memfd pid; do
-	s0=$(sim "s0$hs" "$hs" --spin-ms 3500)
-	s1=$(sim "s1$hs" "$hs" --spin-ms 3500)
+	s0=$(sim "s0$hs" "$hs" --spin-ms 700)
+	s1=$(sim "s1$hs" "$hs" --spin-ms 700)
 	b0=$(front "b0$hs" "s0$hs" "$hs")
 	b1=$(front "b1$hs" "s1$hs" "$hs")
 	/ktap-one.sh "socket_${hs}_reports_the_shape_it_was_given" sh -c \
@@ -131,7 +134,8 @@ for hs in memfd pid; do
 	done
 	RADIANCE_TEST_SERVER=bridge /launch_test -T printf_through_a_descriptor
 	RADIANCE_TEST_SERVER=bridge /queue_test -T device_printf_is_drained_to_host_memory \
-		-T ten_thousand_packets_across_8_queues_in_2_processes
+		-T ten_thousand_packets_across_8_queues_in_2_processes \
+		-T a_spinning_launch_times_out_resets_the_device_and_others_go_on
 	for t in /libradiance-kmod_bo /libradiance-kmod_sem /libradiance-kmod_hal; do
 		/libtest-ktap.sh "$t" --ignored
 	done

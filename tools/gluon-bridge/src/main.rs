@@ -22,6 +22,7 @@ mod model;
 mod sim;
 mod sim_config;
 mod sim_model;
+mod vram;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

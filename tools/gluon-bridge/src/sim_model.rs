@@ -22,6 +22,7 @@
 use crate::{
     error::{Error, Result},
     handshake::{ClientMemory, Handshake},
+    vram::Vram,
 };
 use radiance_gluon::{
     model::{self, MemError, Memory, Model},
@@ -33,7 +34,7 @@ use rustix::{
     time::Timespec,
 };
 use std::{
-    cell::{Cell, RefCell},
+    cell::Cell,
     collections::VecDeque,
     os::unix::net::{UnixListener, UnixStream},
     time::{Duration, Instant},
@@ -58,43 +59,26 @@ pub struct SimModelOptions {
 /// VRAM here, host memory in the client.
 struct Mem {
     client: ClientMemory,
-    vram: RefCell<Vec<u8>>,
+    vram: Vram,
     /// A `SPIN` started: gluon-sim would run it for ever.
     spun: Cell<bool>,
 }
 
-impl Mem {
-    fn range(&self, addr: u64, len: usize) -> std::result::Result<std::ops::Range<usize>, MemError> {
-        let start = usize::try_from(addr).map_err(|_| MemError::Vram)?;
-        let end = start.checked_add(len).ok_or(MemError::Vram)?;
-        if end > self.vram.borrow().len() {
-            return Err(MemError::Vram);
-        }
-        Ok(start..end)
-    }
-}
-
 impl Memory for Mem {
     fn read_vram(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError> {
-        let r = self.range(addr, dst.len())?;
-        dst.copy_from_slice(&self.vram.borrow()[r]);
-        Ok(())
+        self.vram.with(addr, dst.len(), |v| dst.copy_from_slice(v))
     }
 
     fn write_vram(&self, addr: u64, src: &[u8]) -> std::result::Result<(), MemError> {
-        let r = self.range(addr, src.len())?;
-        self.vram.borrow_mut()[r].copy_from_slice(src);
-        Ok(())
+        self.vram.with_mut(addr, src.len(), |v| v.copy_from_slice(src))
     }
 
     fn host_to_vram(&self, host: u64, vram: u64, len: u32) -> std::result::Result<(), MemError> {
-        let r = self.range(vram, len as usize)?;
-        self.client.read(host, &mut self.vram.borrow_mut()[r]).then_some(()).ok_or(MemError::Host)
+        self.vram.with_mut(vram, len as usize, |v| self.client.read(host, v).then_some(()).ok_or(MemError::Host))?
     }
 
     fn vram_to_host(&self, vram: u64, host: u64, len: u32) -> std::result::Result<(), MemError> {
-        let r = self.range(vram, len as usize)?;
-        self.client.write(host, &self.vram.borrow()[r]).then_some(()).ok_or(MemError::Host)
+        self.vram.with(vram, len as usize, |v| self.client.write(host, v).then_some(()).ok_or(MemError::Host))?
     }
 
     fn write_host(&self, host: u64, src: &[u8]) -> std::result::Result<(), MemError> {
@@ -143,7 +127,7 @@ pub fn serve(opts: &SimModelOptions) -> Result<()> {
     sock.set_nonblocking(true).map_err(|e| Error::Sim(format!("nonblocking socket: {e}")))?;
     let dialect = opts.handshake.dialect();
     let vram_size = u64::from(opts.vram_mib) << 20;
-    let mem = Mem { client, vram: RefCell::new(vec![0; vram_size as usize]), spun: Cell::new(false) };
+    let mem = Mem { client, vram: Vram::new(vram_size as usize), spun: Cell::new(false) };
     let mut model = Model::new(dialect, model::caps(dialect, true), STREAMS, vram_size);
     let mut engines: [Engine; 3] = Default::default();
     let mut counts = Counts::default();
