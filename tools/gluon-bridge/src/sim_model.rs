@@ -139,11 +139,13 @@ pub fn serve(opts: &SimModelOptions) -> Result<()> {
         if let Err(e) = wait(&sock, due) {
             break Err(e);
         }
+        let mut gone = None;
         for e in &mut engines {
             if let Some(Some((t, response))) = e.busy {
                 if t <= Instant::now() {
                     if let Err(err) = write(&sock, &response) {
-                        return Err(Error::os("answer the client", err));
+                        gone = Some(err);
+                        break;
                     }
                     counts.answered += 1;
                     e.busy = None;
@@ -152,6 +154,10 @@ pub fn serve(opts: &SimModelOptions) -> Result<()> {
                     }
                 }
             }
+        }
+        // The client left mid-answer: the counts still get printed.
+        if let Some(err) = gone {
+            break Err(Error::os("answer the client", err));
         }
         let mut buf = [0u8; 4096];
         match read(&sock, &mut buf) {
