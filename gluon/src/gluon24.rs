@@ -1,23 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
-//! `gluon-24`: the 24-byte frames of later Gluon versions, as the Merlin
-//! IREE driver lays them out (ucb-bar/merlin `packet_layout.h`): 64-bit host
-//! addresses, and WAIT for dependencies between streams.
+//! `gluon-24`: the 24-byte frames of gluon-sim from 013add5 on (Merlin pins
+//! ae76d19), as gluon-sim itself decodes them, checked against Merlin's
+//! `packet_layout.h` where that gives a layout.
 //!
-//! | bytes | field |
-//! |---|---|
-//! | 0 | stream |
-//! | 1 | type: 0 KERNEL, 1 MEM, 2 CSR, 3 WAIT |
-//! | KERNEL 2..10, 10..14, 14..18 | launch block host address (u64), size, GPU address |
-//! | MEM 2 | sub-op: 0 COPY, 1 SET |
-//! | COPY 3..11, 11..19, 19..23, 23 | src (u64), dst (u64), length, flags (bit 0 device to host) |
+//! | bytes | field | gluon-sim 013add5 |
+//! |---|---|---|
+//! | 0 | stream (gluon-sim has 4) | `base.rs` `Command::sid` |
+//! | 1 | type: 0 KERNEL, 1 MEM, 2 CSR, 3 WAIT | `base.rs` `Command::cmd_type` |
+//! | KERNEL 2..10, 10..14, 14..18 | launch block host address (u64), size, GPU address | `kernel_engine.rs` `KernelCommand::from_engine_cmd` |
+//! | MEM 2 | sub-op: 0 COPY, 1 SET | `mem_engine.rs` `MemCommand::from_engine_cmd` |
+//! | COPY 3..11, 11..19, 19..23, 23 | src (u64), dst (u64), length, flags (bit 0 device to host) | `CopyCommand::from_bytes` |
+//! | SET 3..7, 7..11, 11..15, 15 | dst, value, length (u32 each), flags (unused, 0) | `SetCommand::from_bytes` |
+//! | WAIT 2, 3..11 | stream waited on, how many of its commands must have completed (u64) | `base.rs` `Command::get_wait_ids` |
 //!
-//! `packet_layout.h` gives no layout for SET, WAIT or CSR; ours, until a
-//! public Gluon defines them: SET 3..11 dst (u64), 11..19 value (u64, low 32
-//! bits used), 19..23 length (COPY's slots); WAIT 2 the stream waited on,
-//! 3..7 how many of its commands must have completed; CSR as a counter read,
-//! 2..6 counter, 6..10 VRAM address. COPY flags bit 1 (device to device) is
-//! ours too. There is no FENCE: streams run in order.
+//! An engine sees the frame from byte 2 on (KERNEL's host address is its
+//! bytes 0..8), and MEM's fields from byte 3. SET's layout is not COPY's:
+//! its fields are 32-bit and packed from byte 3.
+//!
+//! Where the sources disagree or say nothing:
+//! - `packet_layout.h` gives no SET or WAIT layout; the ones above are
+//!   gluon-sim's.
+//! - WAIT's count, in gluon-sim, is the waited stream's number of
+//!   *completed* commands since the sim started (its stream stage adds one
+//!   per completion, failed ones included, and never resets it), not of
+//!   submitted ones; the WAIT is met when that number reaches the count.
+//!   gluon-sim consumes a met WAIT without a response; our model (the
+//!   emulated device) answers it like any command, and counts from its
+//!   last reset. The driver emits no WAIT (README: "Gluon dialects").
+//! - CSR as a counter read (2..6 counter, 6..10 VRAM address) and COPY's
+//!   flags bit 1 (device to device) are ours: gluon-sim's CSR engine does
+//!   something else and it copies only between host and VRAM, so a device
+//!   that does not say it implements them never gets them.
+//! - There is no FENCE: streams run in order.
 
 use super::{
     copy_dir,
@@ -87,9 +102,9 @@ impl Dialect for Gluon24 {
             Command::Set { dst, value, len } => {
                 f.put_u8(1, kind::MEM);
                 f.put_u8(2, mem::SET);
-                f.put_u64(3, dst.into());
-                f.put_u64(11, value.into());
-                f.put_u32(19, len);
+                f.put_u32(3, dst);
+                f.put_u32(7, value);
+                f.put_u32(11, len);
             }
             Command::Wait {
                 stream: waited,
@@ -97,7 +112,7 @@ impl Dialect for Gluon24 {
             } => {
                 f.put_u8(1, kind::WAIT);
                 f.put_u8(2, waited);
-                f.put_u32(3, count);
+                f.put_u64(3, count);
             }
             Command::ReadCounter { counter, dst } => {
                 f.put_u8(1, kind::CSR);
@@ -113,7 +128,6 @@ impl Dialect for Gluon24 {
         if b.len() != FRAME {
             return Err(Error::Malformed);
         }
-        let vram = |at: usize| u32::try_from(u64_at(b, at)?).map_err(|_| Error::Malformed);
         let cmd = match u8_at(b, 1)? {
             kind::KERNEL => Command::Kernel {
                 host_addr: u64_at(b, 2)?,
@@ -127,10 +141,11 @@ impl Dialect for Gluon24 {
                     len: u32_at(b, 19)?,
                     dir: copy_dir(u8_at(b, 23)?)?,
                 },
-                mem::SET => Command::Set {
-                    dst: vram(3)?,
-                    value: vram(11)?,
-                    len: u32_at(b, 19)?,
+                // SET's flags byte has no meaning yet: only 0 is a SET.
+                mem::SET if u8_at(b, 15)? == 0 => Command::Set {
+                    dst: u32_at(b, 3)?,
+                    value: u32_at(b, 7)?,
+                    len: u32_at(b, 11)?,
                 },
                 _ => return Err(Error::Malformed),
             },
@@ -140,7 +155,7 @@ impl Dialect for Gluon24 {
             },
             kind::WAIT => Command::Wait {
                 stream: u8_at(b, 2)?,
-                count: u32_at(b, 3)?,
+                count: u64_at(b, 3)?,
             },
             _ => return Err(Error::Malformed),
         };

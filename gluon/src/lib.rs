@@ -92,8 +92,8 @@ pub enum Command {
     /// Wait for every earlier command of the stream.
     Fence,
     /// Wait until stream `stream` has completed `count` commands (counted
-    /// from the last reset, modulo 2^32).
-    Wait { stream: u8, count: u32 },
+    /// from the last reset).
+    Wait { stream: u8, count: u64 },
     /// Write device counter `counter` (a little-endian u64) to VRAM `dst`.
     ReadCounter { counter: u32, dst: u32 },
 }

@@ -211,7 +211,7 @@ pub struct Model {
     streams: u8,
     vram_size: u64,
     /// Commands each stream completed since the last reset, for WAIT.
-    completed: [u32; STREAM_IDS],
+    completed: [u64; STREAM_IDS],
     /// READ_COUNTER's counters: commands executed, threads run.
     commands: i64,
     threads: i64,
@@ -309,7 +309,7 @@ impl Model {
                     .get(..usize::from(self.streams))
                     .and_then(|c| c.get(usize::from(stream)))
                     .ok_or(Fault::of(err::BAD_COMMAND))?;
-                if count.wrapping_sub(*done) as i32 > 0 {
+                if count > *done {
                     return Err(Fault::of(err::BAD_COMMAND));
                 }
                 Ok(())

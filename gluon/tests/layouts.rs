@@ -2,7 +2,8 @@
 
 //! Every field of every frame, response and launch block, byte by byte,
 //! against the layouts in shared/GLUON.md (gluon-sim e554ff7, Merlin's
-//! `packet_layout.h`) and, where no public source gives one, against the
+//! `packet_layout.h`), gluon-sim 013add5's own decoders (`gluon_24_frames`
+//! cites the lines) and, where no public source gives one, against the
 //! layout our dialect files document. One row per field: the offset, the
 //! width and the value it must hold.
 
@@ -168,6 +169,20 @@ fn gluon_sim_16_frames() -> Result<(), Error> {
     Ok(())
 }
 
+/// gluon-24 against gluon-sim's own decoders at Sh-Anand/gluon 013add5
+/// (013add5801b723857c87443b9358482547522e65), `gluon-sim/src/`:
+/// - `common/base.rs` 34-37 (`Command`: 24 bytes), 44-52 (`cmd_type`: byte
+///   1), 58-60 (`get_wait_ids`: byte 2, u64 at 3..11), 62-64 (`sid`: byte 0);
+/// - `glug/engines/kernel_engine.rs` 43-48 (`KernelCommand::from_engine_cmd`:
+///   engine bytes 0..8, 8..12, 12..16, i.e. frame bytes 2..10, 10..14,
+///   14..18);
+/// - `glug/engines/mem_engine.rs` 89-93 (`MemCommand::from_engine_cmd`:
+///   sub-op at engine byte 0, fields from engine byte 1 = frame byte 3),
+///   59-66 (`CopyCommand::from_bytes`: src 0..8, dst 8..16, len 16..20,
+///   flags 20) and 78-85 (`SetCommand::from_bytes`: dst 0..4, value 4..8,
+///   len 8..12, flags 12), and state `C0` (`flags & 1`: device to host).
+/// KERNEL and COPY agree with Merlin's `packet_layout.h`, which has no SET
+/// or WAIT. CSR's payload is ours (gluon24.rs says why).
 #[test]
 fn gluon_24_frames() -> Result<(), Error> {
     let d = &Gluon24;
@@ -235,9 +250,10 @@ fn gluon_24_frames() -> Result<(), Error> {
         &[
             ("type MEM", 1, 1, 1),
             ("sub-op SET", 2, 1, 1),
-            ("dst (ours)", 3, 8, 0x4000),
-            ("value (ours)", 11, 8, 0x0102_0304),
-            ("len (ours)", 19, 4, 16),
+            ("dst: SetCommand bytes 0..4", 3, 4, 0x4000),
+            ("value: SetCommand bytes 4..8", 7, 4, 0x0102_0304),
+            ("len: SetCommand bytes 8..12", 11, 4, 16),
+            ("flags: SetCommand byte 12", 15, 1, 0),
         ],
     )?;
     check(
@@ -245,13 +261,13 @@ fn gluon_24_frames() -> Result<(), Error> {
         7,
         Command::Wait {
             stream: 2,
-            count: 0x0a0b_0c0d,
+            count: 0x1_0a0b_0c0d,
         },
         &[
             ("stream", 0, 1, 7),
             ("type WAIT", 1, 1, 3),
-            ("stream waited on (ours)", 2, 1, 2),
-            ("count (ours)", 3, 4, 0x0a0b_0c0d),
+            ("stream waited on: get_wait_ids byte 2", 2, 1, 2),
+            ("count: get_wait_ids bytes 3..11", 3, 8, 0x1_0a0b_0c0d),
         ],
     )?;
     check(
@@ -293,6 +309,24 @@ fn what_a_dialect_cannot_say_is_refused() {
     };
     assert_eq!(Sim16.encode(0, &far), Err(Error::OutOfRange));
     assert!(Gluon24.encode(0, &far).is_ok());
+}
+
+/// gluon-24's SET flags byte (15) has no defined bit: a SET with one set
+/// is not ours to guess at.
+#[test]
+fn gluon_24_set_flags_must_be_zero() -> Result<(), Error> {
+    let set = Gluon24.encode(
+        0,
+        &Command::Set {
+            dst: 0,
+            value: 1,
+            len: 4,
+        },
+    )?;
+    let mut bytes = set.as_bytes().to_vec();
+    bytes[15] = 1;
+    assert_eq!(Gluon24.decode(&bytes), Err(Error::Malformed));
+    Ok(())
 }
 
 #[test]

@@ -4,23 +4,31 @@
 //! radiance.ko's control node (`/dev/radiance-control`), so that the whole
 //! kernel stack (queues, scheduler, VRAM management, semaphores, dma-buf)
 //! runs in front of a Gluon that is a process:
-//! - `socket`: gluon-sim, over its Unix socket;
+//! - `socket`: gluon-sim, over its Unix socket (either of its handshakes);
 //! - `model`: the software Gluon model, the command core the kernel's
 //!   emulated device runs (for tests, and as a reference);
 //! - `soc`: a Radiance SoC over a memory link, its launch protocol carried
 //!   out by the bridge.
+//!
+//! And `sim-model`, which is no server of the control node: the model
+//! behind a socket as gluon-sim serves it, for `socket` to connect to where
+//! there is no gluon-sim (CI).
 //!
 //! The device lives as long as the bridge: when it exits or is killed,
 //! radiance.ko removes the device and its clients get ENODEV.
 
 mod control;
 mod error;
+mod handshake;
 mod link;
 mod model;
 mod sim;
+mod sim_config;
+mod sim_model;
 mod soc;
 mod soc_map;
 mod soc_model;
+mod vram;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,23 +45,40 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Mode {
-    /// Serve gluon-sim, listening on its Unix socket.
+    /// Serve gluon-sim, connecting to its Unix socket.
     Socket {
         /// gluon-sim's `socket_path`.
         socket: String,
+        /// gluon-sim's handshake: memfd (e554ff7, 16-byte frames) or pid
+        /// (013add5 and later, 24-byte frames).
+        #[arg(long, value_enum, default_value = "memfd")]
+        handshake: handshake::Handshake,
         /// VRAM to declare, in MiB (gluon-sim's is a flat 4 GiB).
         #[arg(long, default_value_t = 4096)]
         vram_mib: u32,
-        /// Size of the region shared with the sim, in MiB.
+        /// Staging space for host bytes, in MiB (memfd: the region shared
+        /// with the sim).
         #[arg(long, default_value_t = 64)]
         shared_mib: u32,
-        /// Where the shared region is mapped (below 4 GiB).
+        /// Where the shared region is mapped (memfd; below 4 GiB).
         #[arg(long, default_value = "0x40000000", value_parser = parse_u64)]
         shared_addr: u64,
-        /// Milliseconds a command may go unanswered before the sim counts as
-        /// dead and the device is removed.
+        /// Milliseconds a command may go unanswered (or, after a reset,
+        /// stay at the sim) before the device is removed.
         #[arg(long, default_value_t = 10_000)]
         timeout_ms: u64,
+        /// gluon-sim's config.toml: GET_INFO's cores, warps and threads
+        /// from its `[[glug.gluls]]`.
+        #[arg(long)]
+        sim_config: Option<String>,
+        /// GET_INFO's cores, warps per core and threads per warp, as
+        /// C,W,T (instead of, or over, --sim-config).
+        #[arg(long, value_parser = parse_shape)]
+        shape: Option<sim_config::Shape>,
+        /// GET_INFO's built-in kernels (uapi::builtin bits): gluon-sim runs
+        /// none; `sim-model` runs the model's (0x3f).
+        #[arg(long, default_value = "0", value_parser = parse_u64)]
+        builtins: u64,
     },
     /// Serve the software Gluon model.
     Model {
@@ -92,11 +117,40 @@ enum Mode {
         #[arg(long, default_value_t = 100)]
         poll_us: u64,
     },
+    /// Play gluon-sim: serve the model on a Unix socket, one client.
+    SimModel {
+        /// The socket to listen on.
+        socket: String,
+        /// The handshake (and frames) of the gluon-sim version to play.
+        #[arg(long, value_enum, default_value = "memfd")]
+        handshake: handshake::Handshake,
+        /// VRAM, in MiB.
+        #[arg(long, default_value_t = 256)]
+        vram_mib: u32,
+        /// Milliseconds each command keeps its engine busy.
+        #[arg(long, default_value_t = 0)]
+        latency_ms: u64,
+        /// Drop a command whose engine is busy, as gluon-sim e554ff7 does.
+        #[arg(long)]
+        drop_busy: bool,
+        /// Milliseconds the built-in SPIN runs (default: for ever, as a
+        /// kernel that never ends on gluon-sim).
+        #[arg(long)]
+        spin_ms: Option<u64>,
+    },
 }
 
 fn parse_u64(s: &str) -> Result<u64, String> {
     let (digits, radix) = s.strip_prefix("0x").map_or((s, 10), |h| (h, 16));
     u64::from_str_radix(digits, radix).map_err(|e| format!("{s}: {e}"))
+}
+
+fn parse_shape(s: &str) -> Result<sim_config::Shape, String> {
+    let v: Vec<u32> = s.split(',').map(str::parse).collect::<Result<_, _>>().map_err(|e| format!("{s}: {e}"))?;
+    match v[..] {
+        [cores, warps_per_core, threads_per_warp] => Ok(sim_config::Shape { cores, warps_per_core, threads_per_warp }),
+        _ => Err(format!("{s}: cores,warps,threads")),
+    }
 }
 
 /// Says which device is being served: `radianceN` on stdout for scripts,
@@ -107,21 +161,49 @@ fn announce(index: u32, what: &str) {
 }
 
 fn run(cli: Cli) -> error::Result<()> {
-    let control = control::Control::open(&cli.control)?;
     match cli.mode {
-        Mode::Socket { socket, vram_mib, shared_mib, shared_addr, timeout_ms } => {
-            sim::serve(control, &sim::SimOptions { socket, vram_mib, shared_mib, shared_addr, timeout_ms })
+        Mode::Socket {
+            socket,
+            handshake,
+            vram_mib,
+            shared_mib,
+            shared_addr,
+            timeout_ms,
+            sim_config,
+            shape,
+            builtins,
+        } => {
+            let from_config = sim_config
+                .map(|path| {
+                    let text =
+                        std::fs::read_to_string(&path).map_err(|e| error::Error::Usage(format!("read {path}: {e}")))?;
+                    sim_config::shape(&text)
+                })
+                .transpose()?;
+            let shape = shape.or(from_config).unwrap_or_default();
+            let builtins =
+                u32::try_from(builtins).map_err(|_| error::Error::Usage(format!("--builtins {builtins:#x}")))?;
+            let control = control::Control::open(&cli.control)?;
+            let opts =
+                sim::SimOptions { socket, handshake, vram_mib, shared_mib, shared_addr, timeout_ms, shape, builtins };
+            sim::serve(control, &opts)
         }
         Mode::Model { dialect, gluon_sim, vram_mib } => {
             let dialect = radiance_gluon::by_name(&dialect)
                 .ok_or_else(|| error::Error::Usage(format!("unknown dialect {dialect}: gluon-sim-16 or gluon-24")))?;
+            let control = control::Control::open(&cli.control)?;
             model::serve(control, &model::ModelOptions { dialect, gluon_sim, vram_mib })
         }
         Mode::Soc { link, vram_mib, clusters, cores_per_cluster, done_slots, timeout_ms, poll_us } => {
             let geometry = soc_map::Geometry { clusters, cores_per_cluster };
             let timeout = std::time::Duration::from_millis(timeout_ms);
             let poll = std::time::Duration::from_micros(poll_us);
+            let control = control::Control::open(&cli.control)?;
             soc::serve(control, &soc::SocOptions { link, geometry, vram_mib, done_slots, timeout, poll })
+        }
+        Mode::SimModel { socket, handshake, vram_mib, latency_ms, drop_busy, spin_ms } => {
+            let spin = spin_ms.map(std::time::Duration::from_millis);
+            sim_model::serve(&sim_model::SimModelOptions { socket, handshake, vram_mib, latency_ms, drop_busy, spin })
         }
     }
 }

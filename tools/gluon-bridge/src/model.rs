@@ -7,12 +7,13 @@
 use crate::{
     control::{declaration, Control},
     error::Result,
+    vram::Vram,
 };
 use radiance_gluon::{
     model::{self, MemError, Memory, Model},
     Dialect,
 };
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 /// The compute shape the model reports, the emulated device's.
 const CORES: u32 = 4;
@@ -33,43 +34,26 @@ pub struct ModelOptions {
 /// VRAM here, host memory through the kernel.
 struct Mem<'a> {
     control: &'a Control,
-    vram: RefCell<Vec<u8>>,
+    vram: Vram,
     /// A reset was seen while a command ran.
     aborted: Cell<bool>,
 }
 
-impl Mem<'_> {
-    fn range(&self, addr: u64, len: usize) -> std::result::Result<std::ops::Range<usize>, MemError> {
-        let start = usize::try_from(addr).map_err(|_| MemError::Vram)?;
-        let end = start.checked_add(len).ok_or(MemError::Vram)?;
-        if end > self.vram.borrow().len() {
-            return Err(MemError::Vram);
-        }
-        Ok(start..end)
-    }
-}
-
 impl Memory for Mem<'_> {
     fn read_vram(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError> {
-        let r = self.range(addr, dst.len())?;
-        dst.copy_from_slice(&self.vram.borrow()[r]);
-        Ok(())
+        self.vram.with(addr, dst.len(), |v| dst.copy_from_slice(v))
     }
 
     fn write_vram(&self, addr: u64, src: &[u8]) -> std::result::Result<(), MemError> {
-        let r = self.range(addr, src.len())?;
-        self.vram.borrow_mut()[r].copy_from_slice(src);
-        Ok(())
+        self.vram.with_mut(addr, src.len(), |v| v.copy_from_slice(src))
     }
 
     fn host_to_vram(&self, host: u64, vram: u64, len: u32) -> std::result::Result<(), MemError> {
-        let r = self.range(vram, len as usize)?;
-        self.control.host_read(host, &mut self.vram.borrow_mut()[r]).map_err(|_| MemError::Host)
+        self.vram.with_mut(vram, len as usize, |v| self.control.host_read(host, v).map_err(|_| MemError::Host))?
     }
 
     fn vram_to_host(&self, vram: u64, host: u64, len: u32) -> std::result::Result<(), MemError> {
-        let r = self.range(vram, len as usize)?;
-        self.control.host_write(host, &self.vram.borrow()[r]).map_err(|_| MemError::Host)
+        self.vram.with(vram, len as usize, |v| self.control.host_write(host, v).map_err(|_| MemError::Host))?
     }
 
     fn write_host(&self, host: u64, src: &[u8]) -> std::result::Result<(), MemError> {
@@ -116,7 +100,7 @@ pub fn serve(mut control: Control, opts: &ModelOptions) -> Result<()> {
     crate::announce(index, &format!("the Gluon model speaking {}", opts.dialect.name()));
 
     let mut model = Model::new(opts.dialect, device_caps, streams, vram_size);
-    let mem = Mem { control: &control, vram: RefCell::new(vec![0; vram_size as usize]), aborted: Cell::new(false) };
+    let mem = Mem { control: &control, vram: Vram::new(vram_size as usize), aborted: Cell::new(false) };
     loop {
         let ready = control.wait(None)?;
         if ready.reset || mem.aborted.get() {

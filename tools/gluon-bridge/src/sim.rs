@@ -1,58 +1,102 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
 //! Socket mode: the device is gluon-sim (Sh-Anand/gluon), reached over its
-//! Unix socket as ../shared/GLUON.md describes the protocol at e554ff7:
-//! the client maps a memfd at an address below 4 GiB and hands it over
-//! with that address; host addresses in frames are addresses in that
-//! region, where the sim reads and writes host bytes itself. So every host
-//! byte a command names is staged there from the kernel's DMA window
-//! before the frame goes, and a device-to-host copy's bytes are copied back
-//! after its response. gluon-sim takes one command per stream at a time
-//! and may die without answering: every command has a deadline, past which
-//! the bridge exits, and the kernel removes the device.
+//! Unix socket with either of its handshakes (`handshake.rs`): every host
+//! byte a command names is staged where the sim can reach it before the
+//! frame goes, and a device-to-host copy's bytes are copied back to the
+//! kernel's DMA window after its response.
+//!
+//! What the bridge keeps from the sim, read in its source:
+//! - e554ff7's decode stage takes a command off an engine kind's queue
+//!   every tick, busy engine or not, and drops it when the engine is busy
+//!   (`glug.rs` "Tick decode"); it has one engine of each kind. So the sim
+//!   gets at most one command per engine kind (KERNEL, MEM, CSR) and one
+//!   per stream at a time; the rest wait here, taken in turn across
+//!   streams. 013add5 fixed the drop but keeps a 4-command intake that
+//!   overwrites when full: the same limit keeps within it.
+//! - gluon-sim has no reset command. After the kernel's watchdog resets the
+//!   device, a command still at the sim keeps its engine (and stream) busy
+//!   until the sim answers it, and the answer is dropped. If it never
+//!   comes (a kernel that never ends), the device cannot be made usable
+//!   again: past `--timeout-ms` the bridge exits, so the kernel declares
+//!   the device lost and its clients fail at once with ENODEV, rather than
+//!   each waiting out a watchdog on a sim that will never run anything.
+//! - It may die without answering: every command has the same deadline.
 
 use crate::{
     control::{declaration, Control, Ready},
     error::{Error, Result},
+    handshake::{self, Handshake, Staging},
+    sim_config::Shape,
 };
-use radiance_gluon::{sim16::Sim16, Command, CopyDir, Dialect, Response, LAUNCH_HEADER_SIZE, RESPONSE_SIZE};
-use radiance_uapi::{self as uapi, gluon_err};
+use radiance_gluon::{Command, CopyDir, Dialect, Response, RESPONSE_SIZE};
+use radiance_uapi::gluon_err;
 use rustix::{
     event::{poll, PollFd, PollFlags},
-    fs::{ftruncate, memfd_create, MemfdFlags},
     io::{read, write, Errno},
-    mm::{mmap, MapFlags, ProtFlags},
-    net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags},
     time::Timespec,
 };
 use std::{
     collections::VecDeque,
-    io::IoSlice,
-    os::{fd::AsFd, unix::net::UnixStream},
+    os::unix::net::UnixStream,
     time::{Duration, Instant},
 };
 
 /// gluon-sim's streams.
 const STREAMS: usize = 4;
 
+/// Where the handshake's probe puts its word in VRAM (before the device is
+/// declared: nothing lives there yet).
+const PROBE_VRAM: u64 = 0;
+const PROBE_WORD: u32 = 0x6f75_6c47;
+
 /// Where and how to reach gluon-sim.
 pub struct SimOptions {
     /// Its `socket_path`.
     pub socket: String,
+    pub handshake: Handshake,
     /// VRAM to declare: gluon-sim's is a flat 4 GiB.
     pub vram_mib: u32,
-    /// The shared region: size and the address below 4 GiB it is mapped at.
+    /// Staging space for all streams, and (memfd) the address below 4 GiB
+    /// where it is shared.
     pub shared_mib: u32,
     pub shared_addr: u64,
     /// How long a command may go unanswered before the sim counts as dead.
     pub timeout_ms: u64,
+    /// GET_INFO's compute shape, from the sim's config or the command line.
+    pub shape: Shape,
+    /// GET_INFO's built-in kernels (`uapi::builtin`): gluon-sim runs none;
+    /// the sim-model runs the model's.
+    pub builtins: u32,
+}
+
+/// gluon-sim's engine kinds: each has one engine, and takes one command at
+/// a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Engine {
+    Kernel,
+    Mem,
+    Csr,
+}
+
+impl Engine {
+    fn of(cmd: &Command) -> Self {
+        match cmd {
+            Command::Kernel { .. } => Engine::Kernel,
+            Command::Copy { .. } | Command::Set { .. } => Engine::Mem,
+            Command::Fence | Command::Wait { .. } | Command::ReadCounter { .. } => Engine::Csr,
+        }
+    }
 }
 
 /// A command at the sim, and what to do with its answer.
 struct InFlight {
     since: Instant,
+    engine: Engine,
     /// A device-to-host copy: the DMA address its bytes go to, and how many.
     copy_back: Option<(u64, usize)>,
+    /// The kernel gave it up in a reset: its answer is dropped.
+    given_up: bool,
 }
 
 /// One of the sim's streams.
@@ -61,55 +105,153 @@ struct Stream {
     /// Frames from the kernel, not yet sent.
     queue: VecDeque<Vec<u8>>,
     at_sim: Option<InFlight>,
-    /// Answers still to come for commands the kernel gave up in a reset:
-    /// dropped, not passed on.
-    stale: u32,
 }
 
-/// The shared region: one staging arena per stream (one command each).
-struct Shared {
-    base: *mut u8,
-    addr: u64,
-    arena: usize,
+/// The connection: socket, frames and staging.
+struct Sim {
+    sock: UnixStream,
+    dialect: &'static dyn Dialect,
+    handshake: Handshake,
+    staging: Staging,
+    /// Response bytes read but not yet whole.
+    answers: Vec<u8>,
 }
 
-impl Shared {
-    /// Stream `s`'s arena: its address in the sim's view, and its bytes.
-    fn arena(&mut self, s: usize) -> (u64, &mut [u8]) {
-        let off = s * self.arena;
-        // SAFETY: the region maps STREAMS arenas for the process's lifetime,
-        // and only this `&mut self` reaches them; the sim touches an arena
-        // only while its stream's command runs, when we do not.
-        (self.addr + off as u64, unsafe { std::slice::from_raw_parts_mut(self.base.add(off), self.arena) })
+impl Sim {
+    /// Reads what the sim sent; its whole responses.
+    fn receive(&mut self) -> Result<Vec<[u8; RESPONSE_SIZE]>> {
+        let mut buf = [0u8; 256];
+        let n = read(&self.sock, &mut buf).map_err(|e| Error::os("read from gluon-sim", e))?;
+        if n == 0 {
+            return Err(Error::Sim("it closed the connection".into()));
+        }
+        self.answers.extend_from_slice(&buf[..n]);
+        let whole = self.answers.len() / RESPONSE_SIZE * RESPONSE_SIZE;
+        Ok(self
+            .answers
+            .drain(..whole)
+            .collect::<Vec<_>>()
+            .chunks_exact(RESPONSE_SIZE)
+            .map(|c| {
+                let mut r = [0u8; RESPONSE_SIZE];
+                r.copy_from_slice(c);
+                r
+            })
+            .collect())
+    }
+
+    fn send(&self, stream: usize, cmd: &Command) -> Result<()> {
+        let out = self
+            .dialect
+            .encode(stream as u8, cmd)
+            .map_err(|_| Error::Sim(format!("cannot encode {cmd:?} in {}", self.dialect.name())))?;
+        write(&self.sock, out.as_bytes()).map_err(|e| Error::os("write a frame to gluon-sim", e))?;
+        Ok(())
+    }
+
+    /// One command and its answer, before the device is declared.
+    fn round_trip(&mut self, cmd: &Command, within: Duration) -> Result<Response> {
+        let (this, other) = (self.handshake.name(), self.handshake.other().name());
+        let wrong = |what: &str| {
+            Error::Sim(format!(
+                "{what} to the first command after the {this} handshake: it may speak the other one \
+                 (--handshake {other}; memfd is gluon-sim e554ff7's, pid that of 013add5 and later)"
+            ))
+        };
+        self.send(0, cmd)?;
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(wrong(&format!("no answer in {} ms", within.as_millis())));
+            }
+            let mut fds = [PollFd::new(&self.sock, PollFlags::IN)];
+            let ts = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos().into() };
+            match poll(&mut fds, Some(&ts)) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(Error::os("poll", e)),
+            }
+            if fds[0].revents().is_empty() {
+                continue;
+            }
+            let got = self.receive().map_err(|_| wrong("the connection closed in answer"))?;
+            if let Some(raw) = got.first() {
+                return Ok(self.dialect.decode_response(raw));
+            }
+        }
+    }
+
+    /// Checks that the sim speaks this handshake and reaches our staged
+    /// bytes: a word copied into VRAM and back.
+    fn probe(&mut self, within: Duration) -> Result<()> {
+        let (src, bytes) = self.staging.arena(0, 4).ok_or_else(|| Error::Usage("no staging space".into()))?;
+        bytes.copy_from_slice(&PROBE_WORD.to_le_bytes());
+        let h2d = Command::Copy { src, dst: PROBE_VRAM, len: 4, dir: CopyDir::HostToDevice };
+        let r = self.round_trip(&h2d, within)?;
+        let (dst, bytes) = self.staging.arena(1, 4).ok_or_else(|| Error::Usage("no staging space".into()))?;
+        bytes.fill(0);
+        let d2h = Command::Copy { src: PROBE_VRAM, dst, len: 4, dir: CopyDir::DeviceToHost };
+        let r2 = self.round_trip(&d2h, within)?;
+        if r.status != 0 || r2.status != 0 || r.stream != 0 || r2.stream != 0 {
+            return Err(Error::Sim(format!(
+                "answered the handshake's probe copies with {r:?} and {r2:?}: it cannot reach this process's memory"
+            )));
+        }
+        let back = self.staging.staged(1, 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        if back != Some(PROBE_WORD) {
+            return Err(Error::Sim(format!(
+                "a word copied through its VRAM came back as {back:x?}, not {PROBE_WORD:#x}: it does not reach \
+                 this process's memory (the other handshake, --handshake {}? with pid: another pid namespace, \
+                 ptrace restrictions, or a kernel without CONFIG_CROSS_MEMORY_ATTACH?)",
+                self.handshake.other().name()
+            )));
+        }
+        Ok(())
     }
 }
 
 /// Connects to gluon-sim, declares its device and serves it.
 pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
     let sock = UnixStream::connect(&opts.socket).map_err(|e| Error::Sim(format!("connect to {}: {e}", opts.socket)))?;
-    let mut shared = share_memory(&sock, opts)?;
+    let arena = ((opts.shared_mib as usize) << 20) / STREAMS;
+    let staging = handshake::connect(&sock, opts.handshake, STREAMS, arena, opts.shared_addr)?;
+    let mut sim =
+        Sim { sock, dialect: opts.handshake.dialect(), handshake: opts.handshake, staging, answers: Vec::new() };
+    let timeout = Duration::from_millis(opts.timeout_ms);
+    sim.probe(timeout.min(Duration::from_secs(5)))?;
 
     let mut decl = declaration("gluon-sim (gluon-bridge)");
-    decl.dialect = uapi::dialect::GLUON_SIM_16;
+    decl.dialect = sim.dialect.id();
     decl.streams = STREAMS as u32;
     decl.stream_depth = 1;
     decl.vram_size = u64::from(opts.vram_mib) << 20;
-    // What e554ff7 implements: whole-word KERNEL and MEM COPY, nothing else.
+    decl.cores = opts.shape.cores;
+    decl.warps_per_core = opts.shape.warps_per_core;
+    decl.threads_per_warp = opts.shape.threads_per_warp;
+    // What gluon-sim implements: whole-word KERNEL and MEM COPY, nothing
+    // else (013add5's SET and WAIT are not used: README says why).
     decl.caps = 0;
-    decl.builtins = 0;
+    decl.builtins = opts.builtins;
     let index = control.declare(&mut decl)?;
-    crate::announce(index, &format!("gluon-sim at {}", opts.socket));
+    crate::announce(
+        index,
+        &format!("gluon-sim at {} ({} handshake, {})", opts.socket, opts.handshake.name(), sim.dialect.name()),
+    );
 
     let mut streams: Vec<Stream> = (0..STREAMS).map(|_| Stream::default()).collect();
-    let mut answers = Vec::new();
-    let timeout = Duration::from_millis(opts.timeout_ms);
+    let mut next = 0;
     loop {
-        let (ctl, sim) = wait(&control, &sock)?;
+        let (ctl, readable) = wait(&control, &sim.sock)?;
         if ctl.reset {
             control.ack_reset()?;
             for s in &mut streams {
                 s.queue.clear();
-                s.stale += u32::from(s.at_sim.take().is_some());
+                // Its deadline runs from the first reset that gave it up:
+                // later resets do not make a sim that keeps it alive.
+                if let Some(f) = s.at_sim.as_mut().filter(|f| !f.given_up) {
+                    f.given_up = true;
+                    f.since = Instant::now();
+                }
             }
         }
         if ctl.frames {
@@ -118,71 +260,40 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
                 streams.get_mut(s).ok_or_else(|| Error::Sim(format!("a frame for stream {s}")))?.queue.push_back(frame);
             }
         }
-        if sim {
-            let mut buf = [0u8; 256];
-            let n = read(&sock, &mut buf).map_err(|e| Error::os("read from gluon-sim", e))?;
-            if n == 0 {
-                return Err(Error::Sim("it closed the connection".into()));
-            }
-            answers.extend_from_slice(&buf[..n]);
-            while answers.len() >= RESPONSE_SIZE {
-                let mut raw = [0u8; RESPONSE_SIZE];
-                raw.copy_from_slice(&answers[..RESPONSE_SIZE]);
-                answers.drain(..RESPONSE_SIZE);
-                answer(&control, &mut streams, &mut shared, raw)?;
+        if readable {
+            for raw in sim.receive()? {
+                answer(&control, &mut streams, &mut sim.staging, sim.dialect, raw)?;
             }
         }
-        for (s, stream) in streams.iter_mut().enumerate() {
-            if let Some(f) = &stream.at_sim {
-                if f.since.elapsed() > timeout {
-                    return Err(Error::Sim(format!(
-                        "no answer on stream {s} in {} ms: it died or hangs",
+        for (s, stream) in streams.iter().enumerate() {
+            if let Some(f) = stream.at_sim.as_ref().filter(|f| f.since.elapsed() > timeout) {
+                return Err(Error::Sim(if f.given_up {
+                    format!(
+                        "stream {s} still runs a command the kernel gave up at a reset {} ms ago, and gluon-sim \
+                         has no reset: the device is lost (restart gluon-sim and the bridge)",
                         opts.timeout_ms
-                    )));
-                }
-                continue;
-            }
-            if stream.stale > 0 {
-                continue;
-            }
-            if let Some(frame) = stream.queue.pop_front() {
-                send(&control, &sock, &mut shared, s, stream, &frame)?;
+                    )
+                } else {
+                    format!("no answer on stream {s} in {} ms: it died or hangs", opts.timeout_ms)
+                }));
             }
         }
+        // In turn from `next`, so that no stream waits behind the others.
+        for i in 0..STREAMS {
+            let s = (next + i) % STREAMS;
+            if streams[s].at_sim.is_some() {
+                continue;
+            }
+            let Some(frame) = streams[s].queue.front() else { continue };
+            let engine = sim.dialect.decode(frame).ok().map(|(_, c)| Engine::of(&c));
+            if engine.is_some_and(|e| streams.iter().any(|t| t.at_sim.as_ref().is_some_and(|f| f.engine == e))) {
+                continue;
+            }
+            let frame = streams[s].queue.pop_front().unwrap_or_default();
+            streams[s].at_sim = send(&control, &mut sim, s, &frame)?;
+            next = (s + 1) % STREAMS;
+        }
     }
-}
-
-/// Maps the shared memfd below 4 GiB and hands it to the sim.
-fn share_memory(sock: &UnixStream, opts: &SimOptions) -> Result<Shared> {
-    let size = (opts.shared_mib as usize) << 20;
-    if opts.shared_addr + size as u64 > 1 << 32 {
-        return Err(Error::Usage(
-            "the shared region must lie below 4 GiB: gluon-sim-16 frames hold 32-bit host addresses".into(),
-        ));
-    }
-    let fd = memfd_create("gluon-bridge", MemfdFlags::CLOEXEC).map_err(|e| Error::os("memfd_create", e))?;
-    ftruncate(&fd, size as u64).map_err(|e| Error::os("size the shared memfd", e))?;
-    // SAFETY: a fresh shared mapping of our memfd at an address nothing
-    // else uses (NOREPLACE fails rather than replacing a mapping).
-    let base = unsafe {
-        mmap(
-            opts.shared_addr as *mut _,
-            size,
-            ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::SHARED | MapFlags::FIXED_NOREPLACE,
-            &fd,
-            0,
-        )
-    }
-    .map_err(|e| Error::os(format!("map the shared region at {:#x}", opts.shared_addr), e))?;
-    let addr = opts.shared_addr.to_le_bytes();
-    let fds = [fd.as_fd()];
-    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut cmsg = SendAncillaryBuffer::new(&mut space);
-    cmsg.push(SendAncillaryMessage::ScmRights(&fds));
-    sendmsg(sock, &[IoSlice::new(&addr)], &mut cmsg, SendFlags::empty())
-        .map_err(|e| Error::os("hand the memfd to gluon-sim", e))?;
-    Ok(Shared { base: base.cast(), addr: opts.shared_addr, arena: size / STREAMS })
 }
 
 /// Waits for the control file or the sim, at most 100 ms (deadlines are
@@ -200,80 +311,131 @@ fn wait(control: &Control, sock: &UnixStream) -> Result<(Ready, bool)> {
 
 /// Stages what a frame needs in stream `s`'s arena, rewrites its host
 /// addresses to the arena's, and sends it. A frame that cannot be staged
-/// is answered with a DMA error without reaching the sim.
-fn send(
-    control: &Control,
-    sock: &UnixStream,
-    shared: &mut Shared,
-    s: usize,
-    stream: &mut Stream,
-    frame: &[u8],
-) -> Result<()> {
+/// is answered with a DMA error without reaching the sim (None: nothing at
+/// the sim).
+fn send(control: &Control, sim: &mut Sim, s: usize, frame: &[u8]) -> Result<Option<InFlight>> {
+    let dialect = sim.dialect;
     let fail = || {
-        control.respond(&Sim16.encode_response(&Response {
-            stream: s as u8,
-            status: gluon_err::DMA,
-            ..Default::default()
-        }))
+        control
+            .respond(&dialect.encode_response(&Response {
+                stream: s as u8,
+                status: gluon_err::DMA,
+                ..Default::default()
+            }))
+            .map(|()| None)
     };
-    let Ok((_, cmd)) = Sim16.decode(frame) else {
+    let Ok((_, cmd)) = dialect.decode(frame) else {
         return fail();
     };
-    let (arena_addr, arena) = shared.arena(s);
     let mut copy_back = None;
     let staged = match cmd {
         Command::Kernel { host_addr, size, gpu_addr } => {
-            let Some(block) = arena.get_mut(..size as usize) else { return fail() };
+            let Some((addr, block)) = sim.staging.arena(s, size as usize) else { return fail() };
             if control.host_read(host_addr, block).is_err() {
                 return fail();
             }
             // gluon-sim prints to its console: no printf ring reaches the host.
-            let head = Sim16.launch_header_size().min(LAUNCH_HEADER_SIZE);
-            if let Ok(mut launch) = Sim16.decode_launch(&block[..head]) {
+            let head = dialect.launch_header_size();
+            if let Some(mut launch) = block.get(..head).and_then(|h| dialect.decode_launch(h).ok()) {
                 launch.printf_host_addr = 0;
-                let _ = Sim16.encode_launch(&launch, &mut block[..head]);
+                let _ = dialect.encode_launch(&launch, &mut block[..head]);
             }
-            Command::Kernel { host_addr: arena_addr, size, gpu_addr }
+            Command::Kernel { host_addr: addr, size, gpu_addr }
         }
         Command::Copy { src, dst, len, dir: CopyDir::HostToDevice } => {
-            let Some(bytes) = arena.get_mut(..len as usize) else { return fail() };
+            let Some((addr, bytes)) = sim.staging.arena(s, len as usize) else { return fail() };
             if control.host_read(src, bytes).is_err() {
                 return fail();
             }
-            Command::Copy { src: arena_addr, dst, len, dir: CopyDir::HostToDevice }
+            Command::Copy { src: addr, dst, len, dir: CopyDir::HostToDevice }
         }
         Command::Copy { src, dst, len, dir: CopyDir::DeviceToHost } => {
-            if len as usize > arena.len() {
-                return fail();
-            }
+            let Some((addr, _)) = sim.staging.arena(s, len as usize) else { return fail() };
             copy_back = Some((dst, len as usize));
-            Command::Copy { src, dst: arena_addr, len, dir: CopyDir::DeviceToHost }
+            Command::Copy { src, dst: addr, len, dir: CopyDir::DeviceToHost }
         }
         other => other,
     };
-    let out = Sim16.encode(s as u8, &staged).map_err(|_| Error::Sim(format!("cannot re-encode {staged:?}")))?;
-    write(sock, out.as_bytes()).map_err(|e| Error::os("write a frame to gluon-sim", e))?;
-    stream.at_sim = Some(InFlight { since: Instant::now(), copy_back });
-    Ok(())
+    sim.send(s, &staged)?;
+    Ok(Some(InFlight { since: Instant::now(), engine: Engine::of(&staged), copy_back, given_up: false }))
 }
 
 /// Passes the sim's answer on, after copying a device-to-host copy's bytes
-/// from the arena to where the kernel wanted them.
-fn answer(control: &Control, streams: &mut [Stream], shared: &mut Shared, raw: [u8; RESPONSE_SIZE]) -> Result<()> {
-    let r = Sim16.decode_response(&raw);
+/// from the arena to where the kernel wanted them; drops the answer to a
+/// command the kernel gave up.
+fn answer(
+    control: &Control,
+    streams: &mut [Stream],
+    staging: &mut Staging,
+    dialect: &dyn Dialect,
+    raw: [u8; RESPONSE_SIZE],
+) -> Result<()> {
+    let r = dialect.decode_response(&raw);
     let s = usize::from(r.stream);
     let stream = streams.get_mut(s).ok_or_else(|| Error::Sim(format!("answered stream {s}, which does not exist")))?;
-    if stream.stale > 0 {
-        stream.stale -= 1;
+    let done = stream.at_sim.take().ok_or_else(|| Error::Sim(format!("answered stream {s}, which runs nothing")))?;
+    if done.given_up {
         return Ok(());
     }
-    let done = stream.at_sim.take().ok_or_else(|| Error::Sim(format!("answered stream {s}, which runs nothing")))?;
     let mut raw = raw;
     if let (0, Some((dst, len))) = (r.status, done.copy_back) {
-        let (_, arena) = shared.arena(s);
-        if control.host_write(dst, &arena[..len]).is_err() {
-            raw = Sim16.encode_response(&Response { status: gluon_err::DMA, ..r });
+        let back = staging.staged(s, len).map(|b| control.host_write(dst, b));
+        if !matches!(back, Some(Ok(()))) {
+            raw = dialect.encode_response(&Response { status: gluon_err::DMA, ..r });
         }
     }
     control.respond(&raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim_model::{self, SimModelOptions};
+
+    /// A sim-model speaking `served` on a fresh socket, and a bridge's
+    /// connection to it after the `spoken` handshake, memfd region at
+    /// `shared_addr`.
+    fn connect(served: Handshake, spoken: Handshake, shared_addr: u64) -> Result<Sim> {
+        let socket = format!("/tmp/gluon-bridge-test-{}-{}-{}.sock", std::process::id(), served.name(), spoken.name());
+        let opts = SimModelOptions {
+            socket: socket.clone(),
+            handshake: served,
+            vram_mib: 1,
+            latency_ms: 1,
+            drop_busy: false,
+            spin: None,
+        };
+        std::thread::spawn(move || sim_model::serve(&opts));
+        let sock = loop {
+            match UnixStream::connect(&socket) {
+                Ok(s) => break s,
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        };
+        let staging = handshake::connect(&sock, spoken, STREAMS, 4096, shared_addr)?;
+        Ok(Sim { sock, dialect: spoken.dialect(), handshake: spoken, staging, answers: Vec::new() })
+    }
+
+    #[test]
+    fn both_handshakes_reach_the_bridge_memory() -> Result<()> {
+        for (h, addr) in [(Handshake::Memfd, 0x5000_0000), (Handshake::Pid, 0)] {
+            connect(h, h, addr)?.probe(Duration::from_secs(5))?;
+        }
+        Ok(())
+    }
+
+    /// The wrong handshake is an error that names the other one, not a hang.
+    #[test]
+    fn the_wrong_handshake_is_named() -> Result<()> {
+        for (served, spoken, addr) in
+            [(Handshake::Pid, Handshake::Memfd, 0x5100_0000), (Handshake::Memfd, Handshake::Pid, 0)]
+        {
+            let e = connect(served, spoken, addr)?.probe(Duration::from_millis(500)).err().map(|e| e.to_string());
+            assert!(
+                e.as_deref().is_some_and(|e| e.contains(&format!("--handshake {}", served.name()))),
+                "{served:?} sim, {spoken:?} bridge: {e:?}"
+            );
+        }
+        Ok(())
+    }
 }

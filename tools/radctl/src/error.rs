@@ -11,8 +11,9 @@ const EXIT_FAILURE: u8 = 1;
 /// Exit status of `radctl run` when the launched code faulted on the device.
 pub(crate) const EXIT_DEVICE_FAULT: u8 = 3;
 /// Exit status of `radctl submit` when the data read back is not what the
-/// work should have made.
-const EXIT_DATA_ERROR: u8 = 4;
+/// work should have made, and of `radctl run` when the executable says it
+/// failed (a riscv-tests `tohost` word).
+pub(crate) const EXIT_DATA_ERROR: u8 = 4;
 
 /// Everything that makes a radctl command fail.
 #[derive(Debug, thiserror::Error)]

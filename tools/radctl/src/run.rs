@@ -7,11 +7,26 @@
 //! completed or the device fault (Gluon's status, the PC, the warp), and the
 //! VRAM it was asked to read back.
 //!
-//! Exit status: 0 when the launch completed, 3 when the device faulted (what
-//! the executable did, which scripts may expect), 1 when radctl could not
-//! load or launch it, 2 for bad arguments.
+//! An executable that follows riscv-tests' convention (a `tohost` symbol,
+//! or `--tohost`) may leave its verdict in memory: once the launch
+//! completes, radctl reads the word at `tohost` from VRAM: 1 is a pass,
+//! `(n << 1) | 1` the failure of case n (riscv-tests' `write_tohost`).
+//! Muon's riscv-tests (Cyclotron's `test/isa-tests`) store there only from
+//! their trap handler: they end a pass or a failure with Muon's `tohost`
+//! instruction, whose operand (0 pass, `(n << 1) | 1` fail) stops the warp
+//! and stays in the core (Cyclotron's scheduler `tohost`); gluon-sim
+//! reports no such value, and no response has room for it. So for those
+//! radctl can tell a trap from a test that ran to its end, but not a pass
+//! from a failed case, and says so.
+//!
+//! Exit status: 0 when the launch completed (and the `tohost` word, if any,
+//! holds a pass or nothing), 4 when it completed with any other `tohost`
+//! word, 3 when the device faulted or was lost during the launch
+//! (what the executable did, which scripts may expect; the launch's own
+//! failure decides, whatever fails after it), 1 when radctl could not load
+//! or launch it or read back what was asked, 2 for bad arguments.
 
-use crate::error::{Error, EXIT_DEVICE_FAULT};
+use crate::error::{Error, EXIT_DATA_ERROR, EXIT_DEVICE_FAULT};
 use clap::Args;
 use radiance::{
     kmod::{self, BufferObject, Frame, Placement},
@@ -59,6 +74,49 @@ pub(crate) struct Run {
     /// executable's segments (or its stack or TLS). May be repeated.
     #[arg(long = "read", value_parser = range)]
     reads: Vec<(u32, u32)>,
+    /// riscv-tests' `tohost`, for an executable without that symbol: a
+    /// symbol or an address.
+    #[arg(long)]
+    tohost: Option<String>,
+}
+
+/// What a riscv-tests executable left in its `tohost` word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Passed,
+    /// The number of the case that failed.
+    Failed(u32),
+    /// Nothing: the verdict, if any, went where no device reports it.
+    NotInMemory,
+    /// A value the convention has no meaning for.
+    Unknown(u32),
+}
+
+impl Verdict {
+    fn of(tohost: u32) -> Self {
+        match tohost {
+            0 => Verdict::NotInMemory,
+            1 => Verdict::Passed,
+            v if v & 1 == 1 => Verdict::Failed(v >> 1),
+            v => Verdict::Unknown(v),
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Verdict::Passed => "passed".into(),
+            Verdict::Failed(n) => format!("failed case {n}"),
+            Verdict::NotInMemory => "not in memory: a Muon riscv-test hands pass or fail to its tohost \
+                instruction, which no device reports (gluon-sim drops it); it did not trap"
+                .into(),
+            Verdict::Unknown(v) => format!("tohost holds {v:#x}, which is no riscv-tests verdict"),
+        }
+    }
+
+    /// Whether the run counts as a success.
+    fn acceptable(self) -> bool {
+        matches!(self, Verdict::Passed | Verdict::NotInMemory)
+    }
 }
 
 /// Params bytes (a type of its own: clap would take `Vec<u8>` as a list).
@@ -120,24 +178,31 @@ enum Outcome {
 /// Runs `radctl run`.
 pub(crate) fn run(args: &Run, as_json: bool) -> ExitCode {
     match run_inner(args, as_json) {
-        Ok(Outcome::Completed) => ExitCode::SUCCESS,
-        Ok(Outcome::Faulted(_)) => ExitCode::from(EXIT_DEVICE_FAULT),
+        Ok((Outcome::Completed, Some((_, v)))) if !v.acceptable() => ExitCode::from(EXIT_DATA_ERROR),
+        Ok((Outcome::Completed, _)) => ExitCode::SUCCESS,
+        Ok((Outcome::Faulted(_), _)) => ExitCode::from(EXIT_DEVICE_FAULT),
         Err(e) => Error::from(e).report(),
     }
 }
 
-fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
+/// What the launch did, and where the executable says it keeps its
+/// riscv-tests verdict with what it holds.
+type Ran = (Outcome, Option<(u32, Verdict)>);
+
+fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Ran> {
     let bytes =
         std::fs::read(&args.file).map_err(|e| radiance::Error::io(format!("reading {}", args.file.display()), &e))?;
     let exe = crate::soc_elf::executable(&bytes)?;
-    let address = |name: &Option<String>| match name {
-        None => Ok(exe.entry()),
-        Some(name) => match exe.symbol(name) {
-            Some(addr) => Ok(addr),
-            None => number(name).map_err(|_| radiance::Error::InvalidArgument(format!("no symbol {name}"))),
-        },
+    let named = |name: &str| match exe.symbol(name) {
+        Some(addr) => Ok(addr),
+        None => number(name).map_err(|_| radiance::Error::InvalidArgument(format!("no symbol {name}"))),
     };
+    let address = |name: &Option<String>| name.as_deref().map_or(Ok(exe.entry()), named);
     let (start_pc, kernel_pc) = (address(&args.entry)?, address(&args.kernel)?);
+    let tohost = match &args.tohost {
+        Some(name) => Some(named(name)?),
+        None => exe.symbol("tohost"),
+    };
     let dev = kmod::Device::open(&args.device)?;
     let mut q = dev.create_queue(256)?;
     let image = dev.load(&mut q, &exe)?;
@@ -159,19 +224,42 @@ fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Outcome> {
         Ok(()) => Outcome::Completed,
         Err(e) => Outcome::Faulted(q.fault().ok_or(e)?),
     };
-    // A faulted queue runs nothing more: the reads go through another.
-    let mut reader = dev.create_queue(16)?;
+    // What comes after a fault (the device may be gone) is reported, but
+    // the fault is the launch's answer.
     let owned: Vec<&BufferObject> = [Some(&image), stack.as_ref(), tls.as_ref()].into_iter().flatten().collect();
-    let mut reads = Vec::new();
-    for &(addr, len) in &args.reads {
-        reads.push((addr, read(&dev, &mut reader, &owned, addr, len)?));
-    }
+    let after = (|| -> radiance::Result<_> {
+        if args.reads.is_empty() && tohost.is_none() {
+            return Ok((Vec::new(), None));
+        }
+        // A faulted queue runs nothing more: the reads go through another.
+        let mut reader = dev.create_queue(16)?;
+        let mut reads = Vec::new();
+        for &(addr, len) in &args.reads {
+            reads.push((addr, read(&dev, &mut reader, &owned, addr, len)?));
+        }
+        let verdict = match (tohost, &outcome) {
+            (Some(at), Outcome::Completed) => {
+                let word = read(&dev, &mut reader, &owned, at, 4)?;
+                Some((at, Verdict::of(u32::from_le_bytes([word[0], word[1], word[2], word[3]]))))
+            }
+            _ => None,
+        };
+        Ok((reads, verdict))
+    })();
+    let (reads, verdict) = match (after, &outcome) {
+        (Ok(after), _) => after,
+        (Err(e), Outcome::Faulted(_)) => {
+            eprintln!("radctl: after the fault: {e}");
+            (Vec::new(), None)
+        }
+        (Err(e), Outcome::Completed) => return Err(e),
+    };
     if as_json {
-        println!("{}", report_json(args, &exe, &launch, &outcome, &reads));
+        println!("{}", report_json(args, &exe, &launch, &outcome, verdict, &reads));
     } else {
-        report(args, &exe, &launch, &outcome, &reads);
+        report(args, &exe, &launch, &outcome, verdict, &reads);
     }
-    Ok(outcome)
+    Ok((outcome, verdict))
 }
 
 /// `len` bytes of VRAM at `addr`, which must lie in one of `owned`.
@@ -201,7 +289,14 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn report(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome, reads: &[(u32, Vec<u8>)]) {
+fn report(
+    args: &Run,
+    exe: &Executable,
+    launch: &Launch,
+    outcome: &Outcome,
+    verdict: Option<(u32, Verdict)>,
+    reads: &[(u32, Vec<u8>)],
+) {
     let (first, end) = exe.span();
     println!("loaded {}: {} segment(s) at {first:#010x}..{end:#010x}", args.file.display(), exe.segments().len());
     let dims = |d: [u32; 3]| format!("{},{},{}", d[0], d[1], d[2]);
@@ -222,6 +317,9 @@ fn report(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome, read
             f.error()
         ),
     }
+    if let Some((at, v)) = verdict {
+        println!("riscv-tests verdict (tohost {at:#010x}): {}", v.describe());
+    }
     for (addr, bytes) in reads {
         for (i, line) in bytes.chunks(16).enumerate() {
             let words: Vec<String> = line.iter().map(|b| format!("{b:02x}")).collect();
@@ -230,7 +328,14 @@ fn report(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome, read
     }
 }
 
-fn report_json(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome, reads: &[(u32, Vec<u8>)]) -> Value {
+fn report_json(
+    args: &Run,
+    exe: &Executable,
+    launch: &Launch,
+    outcome: &Outcome,
+    verdict: Option<(u32, Verdict)>,
+    reads: &[(u32, Vec<u8>)],
+) -> Value {
     let segments: Vec<Value> = exe
         .segments()
         .iter()
@@ -255,6 +360,15 @@ fn report_json(args: &Run, exe: &Executable, launch: &Launch, outcome: &Outcome,
         "block": launch.block,
         "status": status,
         "fault": fault,
+        "riscv_tests": verdict.map(|(at, v)| {
+            let (result, case) = match v {
+                Verdict::Passed => ("passed", None),
+                Verdict::Failed(n) => ("failed", Some(n)),
+                Verdict::NotInMemory => ("not_in_memory", None),
+                Verdict::Unknown(_) => ("unknown", None),
+            };
+            json!({ "tohost": at, "result": result, "case": case, "message": v.describe() })
+        }),
         "reads": reads.iter().map(|(addr, bytes)| json!({ "address": addr, "hex": hex(bytes) })).collect::<Vec<_>>(),
     })
 }
@@ -271,6 +385,18 @@ mod tests {
         // Not a digit, or not even one byte: an error, never a panic.
         assert!(params("0g").unwrap_err().contains("hex bytes"));
         assert!(params("a\u{e9}a").unwrap_err().contains("hex bytes"));
+    }
+
+    /// riscv-tests' `write_tohost` stores 1 for a pass, `(n << 1) | 1` for
+    /// case n failing; Muon's store nothing unless they trap.
+    #[test]
+    fn riscv_tests_verdicts() {
+        assert_eq!(Verdict::of(1), Verdict::Passed);
+        assert_eq!(Verdict::of(7), Verdict::Failed(3));
+        assert_eq!(Verdict::of(0), Verdict::NotInMemory);
+        assert!(Verdict::of(0).acceptable() && Verdict::of(1).acceptable());
+        assert!(!Verdict::of(7).acceptable() && !Verdict::of(6).acceptable());
+        assert_eq!(Verdict::of(6), Verdict::Unknown(6));
     }
 
     #[test]
