@@ -64,7 +64,7 @@ cc -std=c11 -Wall -Wextra -Werror -static -o "$stage/c_abi_test" \
 	"$TOP"/libradiance/tests/c_abi/test.c \
 	"$TOP/target/$target/release/libradiance.a" -lpthread -lm -ldl
 cp "$TOP"/tests/guest/libtest-ktap.sh "$TOP"/tests/guest/ktap-one.sh "$TOP"/tests/guest/kunit-ktap.sh \
-	"$TOP"/tests/guest/suite.sh "$stage/"
+	"$TOP"/tests/guest/suite.sh "$TOP"/tests/guest/bridge.sh "$stage/"
 # The KUnit suites the module must have run, for the jobs' plans: every
 # #[kunit_tests(NAME)] in kmod/ (kunit-ktap.sh --only fails on any other).
 grep -rhoE --include='*.rs' '#\[kunit_tests\([a-z0-9_]+\)\]' "$TOP/kmod" |

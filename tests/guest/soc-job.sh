@@ -10,6 +10,7 @@
 # kernel's watchdog), and the bridge's death under a client.
 set -u
 . /suite.sh || exit 1
+. /bridge.sh || exit 1
 
 kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test"
 plan $kselftests soc_runs_an_image_at_its_link_address soc_image_reached_gpu_dram_and_completed \
@@ -20,30 +21,10 @@ plan $kselftests soc_runs_an_image_at_its_link_address soc_image_reached_gpu_dra
 # Matches radiance_test.h: 64 MiB of VRAM, a 500 ms launch timeout.
 insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
 
-# Starts bridge NAME in soc mode (further arguments are its), logging to
-# /tmp/NAME; waits for its node and prints the bridge's pid and its node.
-serve() {
-	log=/tmp/$1
-	shift
-	/gluon-bridge soc "$@" >"$log" 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do
-		node=$(head -n1 "$log" 2>/dev/null)
-		[ -n "$node" ] && [ -e "/dev/$node" ] && break
-		sleep 0.1
-	done
-	echo "$pid $node"
-}
-
-# Waits until process $1 (not a child of this shell) is gone.
-gone() {
-	while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
-}
-
 # The two test devices, each of their shape: 4 cores (two clusters of two).
-set -- $(serve k0 --link model --vram-mib 64 --clusters 2)
+set -- $(serve k0 soc --link model --vram-mib 64 --clusters 2)
 k0=$1
-set -- $(serve k1 --link model --vram-mib 64 --clusters 2)
+set -- $(serve k1 soc --link model --vram-mib 64 --clusters 2)
 k1=$1
 for t in $kselftests; do
 	suite "$t" env RADIANCE_TEST_SERVER=soc "/$t"
@@ -70,7 +51,7 @@ le32() { bytes $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 
 	bytes 0x13 0 0 0 0x6f 0 0 0 0xde 0xc0 0xad 0x0b 0x11 0x0c 0x1a 0x6e
 } >/tmp/image.elf
 
-set -- $(serve b1 --link model --vram-mib 512)
+set -- $(serve b1 soc --link model --vram-mib 512)
 b1=$1 d1=$2
 test_one soc_runs_an_image_at_its_link_address sh -c \
 	"/radctl run --device $d1 --read 0x10000000:16 /tmp/image.elf >/tmp/run.out 2>&1; rc=\$?; cat /tmp/run.out /tmp/b1; test \$rc = 0"
@@ -84,7 +65,7 @@ test_one soc_fault_names_the_start_pc grep -q '^fault: Gluon status 1 at pc 0x10
 
 # A GPU that never finishes: the bridge's own timeout answers an execution
 # fault at the start PC and resets the GPU; the device serves on.
-set -- $(serve b2 --link model:hang --vram-mib 512 --timeout-ms 200)
+set -- $(serve b2 soc --link model:hang --vram-mib 512 --timeout-ms 200)
 b2=$1 d2=$2
 test_one soc_bridge_timeout_is_an_execution_fault sh -c \
 	"/radctl run --device $d2 /tmp/image.elf; test \$? = 3 && grep 'no finish after' /tmp/b2"
@@ -92,7 +73,7 @@ test_one soc_device_serves_on_after_a_timeout sh -c \
 	"/radctl run --device $d2 --read 0x10000000:16 /tmp/image.elf | grep '^0x10000000  13 00'; kill -0 $b2"
 # The kernel's watchdog (500 ms) comes first: it resets the device, the
 # bridge holds the GPU in reset and acknowledges.
-set -- $(serve b3 --link model:hang --vram-mib 512 --timeout-ms 60000)
+set -- $(serve b3 soc --link model:hang --vram-mib 512 --timeout-ms 60000)
 b3=$1 d3=$2
 test_one soc_watchdog_reset_ends_a_hung_launch sh -c \
 	"timeout 20 /radctl run --device $d3 /tmp/image.elf; rc=\$?; echo rc \$rc; test \$rc = 3 && kill -0 $b3"

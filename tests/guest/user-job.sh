@@ -14,6 +14,7 @@
 # dying mid-launch, a riscv-tests verdict.
 set -u
 . /suite.sh || exit 1
+. /bridge.sh || exit 1
 
 # Not here: user_test declares a device of its own (test-job runs it), and
 # lifecycle_test reloads the module with emulated devices.
@@ -34,23 +35,10 @@ plan three_clients_at_once_against_a_dropping_sim a_stream_works_after_a_reset_t
 # Matches radiance_test.h: 64 MiB of VRAM each, a 500 ms launch timeout.
 insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
 
-# Starts bridge NAME (further arguments are its mode and options), logging
-# to /tmp/NAME; waits for its node and prints the bridge's pid.
-serve() {
-	log=/tmp/$1
-	shift
-	/gluon-bridge "$@" >"$log" 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do
-		node=$(head -n1 "$log" 2>/dev/null)
-		[ -n "$node" ] && [ -e "/dev/$node" ] && break
-		sleep 0.1
-	done
-	echo "$pid"
-}
-
-b0=$(serve b0 model --vram-mib 64)
-b1=$(serve b1 model --vram-mib 64)
+set -- $(serve b0 model --vram-mib 64)
+b0=$1
+set -- $(serve b1 model --vram-mib 64)
+b1=$1
 test_one bridge_serves_two_devices sh -c 'test -e /dev/radiance0 && test -e /dev/radiance1'
 
 # The bridge declares the emulated devices' shape (radiance_test.h);
@@ -65,11 +53,6 @@ for t in $libtests; do
 done
 suite cts_kmod0 /radiance-cts --device kmod:0
 test_one c_abi_test_against_a_user_device /c_abi_test kmod:0
-
-# Waits until process $1 (not a child of this shell) is gone.
-gone() {
-	while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
-}
 
 # The bridge dies mid-stream: a client runs the conformance suite on its
 # device over and over until a run fails, and says how it failed. It must
@@ -91,8 +74,10 @@ test_one module_unloads_after_its_servers_died rmmod radiance
 
 # Two user devices beside an emulated one.
 insmod /radiance.ko emulated_devices=1 launch_timeout_ms=500 || exit 1
-b1=$(serve b1 model --vram-mib 64 --dialect gluon-24)
-b2=$(serve b2 model --vram-mib 64 --gluon-sim)
+set -- $(serve b1 model --vram-mib 64 --dialect gluon-24)
+b1=$1
+set -- $(serve b2 model --vram-mib 64 --gluon-sim)
+b2=$1
 test_one user_and_emulated_devices_side_by_side sh -c \
 	'grep -qx "nodes 3" /sys/kernel/debug/radiance/devices && /radctl info kmod:1 && /radctl info kmod:2'
 suite cts_kmod2 /radiance-cts --device kmod:2
@@ -115,11 +100,13 @@ sim() {
 	echo "$pid"
 }
 # Bridge NAME in front of sim $2 (handshake $3; further arguments are its),
-# declaring the test devices' shape and the model's built-ins.
+# declaring the test devices' shape and the model's built-ins; prints its
+# pid.
 front() {
 	name=$1 s=$2 hs=$3
 	shift 3
-	serve "$name" socket "/tmp/$s.sock" --handshake "$hs" --vram-mib 64 --shape 4,8,16 --builtins 0x3f "$@"
+	set -- $(serve "$name" socket "/tmp/$s.sock" --handshake "$hs" --vram-mib 64 --shape 4,8,16 --builtins 0x3f "$@")
+	echo "$1"
 }
 
 # The suites through socket mode, in each handshake, on two devices (as
