@@ -41,51 +41,56 @@ host_pass=${host_pass:-0} host_fail=${host_fail:-1} host_skip=${host_skip:-0}
 # A build error, or cargo failing past its last test, is one failure.
 if ((host_rc != 0 && host_fail == 0)); then host_fail=1; fi
 
+# Runs TAP-printing script CMD..., logging to $BUILD/NAME.log, and adds its
+# `ok` and `not ok` lines to the host's counts; a script that died before
+# its plan counts as one failure.	host_tap NAME CMD...
+host_tap() {
+	local log=$BUILD/$1.log pass fail
+	shift
+	"$@" >"$log" 2>&1 || true
+	cat "$log"
+	read -r pass fail < <(awk '/^ok /{p++} /^not ok /{f++} END {print p + 0, f + 0}' "$log")
+	grep -q '^1\.\.' "$log" || fail=$((fail + 1))
+	host_pass=$((host_pass + pass)) host_fail=$((host_fail + fail))
+}
+
+# Runs check CMD... as one host test, logging to $BUILD/NAME.log; a failure
+# shows the log's start and HINT.	host_check NAME HINT CMD...
+host_check() {
+	local log=$BUILD/$1.log hint=$2
+	shift 2
+	if "$@" >"$log" 2>&1; then
+		host_pass=$((host_pass + 1))
+	else
+		sed -n '1,40p' "$log"
+		log "$hint"
+		host_fail=$((host_fail + 1))
+	fi
+}
+
 # libradiance as C users get it: installed, relocated, through pkg-config.
 log "host: libradiance installed and linked through pkg-config"
-"$TOP"/tests/install/check.sh >"$BUILD/install.log" 2>&1 || true
-cat "$BUILD/install.log"
-read -r install_pass install_fail < <(awk '/^ok /{p++} /^not ok /{f++} END {print p + 0, f + 0}' "$BUILD/install.log")
-# A script that died before its plan counts as one failure.
-grep -q '^1\.\.' "$BUILD/install.log" || install_fail=$((install_fail + 1))
-host_pass=$((host_pass + install_pass)) host_fail=$((host_fail + install_fail))
+host_tap install "$TOP"/tests/install/check.sh
 
 # The distribution build refuses a rustc, bindgen or gcc other than the
 # kernel's, naming both versions.
 log "host: tools/distro/check-toolchain.sh refuses another toolchain"
-"$TOP"/tests/distro/toolchain-gate.sh >"$BUILD/toolchain-gate.log" 2>&1 || true
-cat "$BUILD/toolchain-gate.log"
-read -r gate_pass gate_fail < <(awk '/^ok /{p++} /^not ok /{f++} END {print p + 0, f + 0}' "$BUILD/toolchain-gate.log")
-grep -q '^1\.\.' "$BUILD/toolchain-gate.log" || gate_fail=$((gate_fail + 1))
-host_pass=$((host_pass + gate_pass)) host_fail=$((host_fail + gate_fail))
+host_tap toolchain-gate "$TOP"/tests/distro/toolchain-gate.sh
 
 # Userspace keeps rustfmt.toml's style (uapi/ and gluon/ the kernel's).
 log "host: cargo fmt --check"
-if cargo fmt --all --manifest-path "$TOP/Cargo.toml" --check >"$BUILD/cargo-fmt.log" 2>&1; then
-	host_pass=$((host_pass + 1))
-else
-	sed -n '1,40p' "$BUILD/cargo-fmt.log"
-	log "rustfmt: the workspace is not formatted (cargo fmt --all fixes it)"
-	host_fail=$((host_fail + 1))
-fi
+host_check cargo-fmt "rustfmt: the workspace is not formatted (cargo fmt --all fixes it)" \
+	cargo fmt --all --manifest-path "$TOP/Cargo.toml" --check
 
 # README's list of the kernel-side files holding `unsafe` is the tree's.
 log "host: the files holding unsafe are README's list"
-if "$TOP"/tools/check-unsafe-files.sh; then
-	host_pass=$((host_pass + 1))
-else
-	host_fail=$((host_fail + 1))
-fi
+host_check unsafe-files "README.md's table of files holding unsafe is not the tree's" \
+	"$TOP"/tools/check-unsafe-files.sh
 
 # The module is kernel code: it keeps the kernel's rustfmt style.
 log "host: kmod/ against the kernel's .rustfmt.toml"
-if "$TOP"/tools/rustfmt-kmod.sh --check >"$BUILD/rustfmt.log" 2>&1; then
-	host_pass=$((host_pass + 1))
-else
-	sed -n '1,40p' "$BUILD/rustfmt.log"
-	log "rustfmt: kmod/ is not formatted (bash tools/rustfmt-kmod.sh fixes it)"
-	host_fail=$((host_fail + 1))
-fi
+host_check rustfmt "rustfmt: kmod/ is not formatted (bash tools/rustfmt-kmod.sh fixes it)" \
+	"$TOP"/tools/rustfmt-kmod.sh --check
 
 log "guest: kselftests in QEMU"
 guest_pass=0 guest_fail=0 guest_skip=0
