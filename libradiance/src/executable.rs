@@ -36,9 +36,13 @@ fn invalid(why: impl Into<String>) -> Error {
 }
 
 impl Executable {
-    /// Parses a little-endian ELF32 image; `InvalidArgument` for anything
+    /// Parses a little-endian ELF32 image, or the GPU half of a fused SoC
+    /// image (an RV64 ELF, `soc_elf.rs`); `InvalidArgument` for anything
     /// else, or one without a loadable segment.
     pub fn parse(bytes: &[u8]) -> Result<Self> {
+        if crate::soc_elf::is_elf64(bytes) {
+            return crate::soc_elf::parse(bytes);
+        }
         let file = ElfFile32::<Endianness>::parse(bytes).map_err(|e| invalid(format!("not an ELF32 image: {e}")))?;
         let endian = file.endian();
         if endian != Endianness::Little {
@@ -67,7 +71,7 @@ impl Executable {
     /// An executable of `segments` (in any order) starting at `entry`, for
     /// a loader that found them in another container (a fused SoC image);
     /// `InvalidArgument` when there are none or they overlap.
-    pub fn new(entry: u32, mut segments: Vec<Segment>, symbols: Vec<(String, u32)>) -> Result<Self> {
+    pub(crate) fn new(entry: u32, mut segments: Vec<Segment>, symbols: Vec<(String, u32)>) -> Result<Self> {
         if segments.is_empty() {
             return Err(invalid("no loadable segment"));
         }

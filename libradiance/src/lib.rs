@@ -30,6 +30,7 @@ mod lock;
 mod native_launch;
 pub mod queue;
 pub mod semaphore;
+mod soc_elf;
 pub mod transport;
 
 pub use buffer::{Buffer, BufferParams, BufferRef, BufferUsage, Mapping, MemoryType};

@@ -166,7 +166,7 @@ fn write_host(address: u64, bytes: &[u8]) -> crate::Result<()> {
     // at least a page, however small the kernel made it.
     let chunk = rustix::pipe::fcntl_getpipe_size(&from).unwrap_or(4096).max(1);
     for (i, piece) in bytes.chunks(chunk).enumerate() {
-        rustix::io::write(&into, piece).ok().filter(|&n| n == piece.len()).ok_or_else(|| bad())?;
+        rustix::io::write(&into, piece).ok().filter(|&n| n == piece.len()).ok_or_else(bad)?;
         let mut got = 0;
         while got < piece.len() {
             let at = address as usize + i * chunk + got;

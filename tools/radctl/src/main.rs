@@ -10,7 +10,6 @@
 
 mod error;
 mod run;
-mod soc_elf;
 mod submit;
 mod topology;
 

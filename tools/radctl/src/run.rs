@@ -192,7 +192,7 @@ type Ran = (Outcome, Option<(u32, Verdict)>);
 fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Ran> {
     let bytes =
         std::fs::read(&args.file).map_err(|e| radiance::Error::io(format!("reading {}", args.file.display()), &e))?;
-    let exe = crate::soc_elf::executable(&bytes)?;
+    let exe = Executable::parse(&bytes)?;
     let named = |name: &str| match exe.symbol(name) {
         Some(addr) => Ok(addr),
         None => number(name).map_err(|_| radiance::Error::InvalidArgument(format!("no symbol {name}"))),

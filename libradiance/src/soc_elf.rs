@@ -10,12 +10,12 @@
 //! business. Warps start at 0x1000_0000, where the GPU half is linked
 //! (radiance-kernels 9e162f1 `lib/linker/mu_link.ld`).
 
+use crate::{executable::Segment, Error, Executable, Result};
 use object::{
     elf,
     read::elf::{ElfFile64, FileHeader, SectionHeader},
     Endianness, Object, ObjectSymbol,
 };
-use radiance::{executable::Segment, Executable};
 
 /// Where the SoC's host sees GPU DRAM: device address 0.
 const GPU_BASE: u64 = 0x1_0000_0000;
@@ -26,16 +26,17 @@ const EI_CLASS: usize = 4;
 /// Where Muon warp 0 starts.
 const START_PC: u32 = 0x1000_0000;
 
-fn invalid(why: impl Into<String>) -> radiance::Error {
-    radiance::Error::InvalidArgument(why.into())
+fn invalid(why: impl Into<String>) -> Error {
+    Error::InvalidArgument(why.into())
 }
 
-/// The GPU executable in `bytes`: a fused SoC image's GPU half, or a plain
-/// Muon ELF32.
-pub(crate) fn executable(bytes: &[u8]) -> radiance::Result<Executable> {
-    if bytes.get(EI_CLASS) != Some(&elf::ELFCLASS64) {
-        return Executable::parse(bytes);
-    }
+/// Whether `bytes` is a 64-bit ELF: a fused SoC image, not a Muon ELF32.
+pub(crate) fn is_elf64(bytes: &[u8]) -> bool {
+    bytes.get(EI_CLASS) == Some(&elf::ELFCLASS64)
+}
+
+/// The GPU half of the fused SoC image in `bytes`.
+pub(crate) fn parse(bytes: &[u8]) -> Result<Executable> {
     let file = ElfFile64::<Endianness>::parse(bytes).map_err(|e| invalid(format!("not an ELF64 image: {e}")))?;
     gpu_half(&file, bytes)
 }
@@ -43,7 +44,7 @@ pub(crate) fn executable(bytes: &[u8]) -> radiance::Result<Executable> {
 /// The sections of `file` in the GPU window, as segments at their device
 /// addresses (NOBITS ones as zeros, which the loader then writes: a SoC's
 /// DRAM is not cleared between images).
-fn gpu_half(file: &ElfFile64<'_, Endianness>, bytes: &[u8]) -> radiance::Result<Executable> {
+fn gpu_half(file: &ElfFile64<'_, Endianness>, bytes: &[u8]) -> Result<Executable> {
     let endian = file.endian();
     let mut segments = Vec::new();
     let sections = file.elf_header().sections(endian, bytes).map_err(|e| invalid(format!("sections: {e}")))?;
@@ -171,7 +172,7 @@ mod tests {
             (".rv32.seg0", 0x1_1000_0000, elf::SHT_PROGBITS, &[0x13, 0, 0, 0]),
             (".rv32.seg1", 0x1_1000_1000, elf::SHT_NOBITS, &[0; 12]),
         ]);
-        let exe = executable(&image).unwrap();
+        let exe = Executable::parse(&image).unwrap();
         assert_eq!(exe.entry(), 0x1000_0000);
         assert_eq!(
             exe.segments(),
@@ -186,6 +187,6 @@ mod tests {
     #[test]
     fn an_rv64_image_without_a_gpu_half_is_refused() {
         let image = fused(&[(".text", 0x8000_0000, elf::SHT_PROGBITS, &[1; 8])]);
-        assert!(matches!(executable(&image), Err(radiance::Error::InvalidArgument(_))));
+        assert!(matches!(Executable::parse(&image), Err(Error::InvalidArgument(_))));
     }
 }
