@@ -451,8 +451,12 @@ impl Semaphores {
     /// and tells the semaphore's aliases.
     fn raise(&self, sem: &mut Sem, value: u64) {
         sem.value = value;
-        sem.signal_fences();
+        // Published first: whoever a fence, a wake-up or an alias tells
+        // must find the value page there already. A failure that crosses
+        // to another device through a sync_file is explained there by
+        // reading this page; read early, it would show no failure.
         self.publish(sem.slot, value);
+        sem.signal_fences();
         self.wake_waiters();
         Scheduler::semaphore_changed(&self.scheduler);
         for watcher in sem.watchers.iter() {
