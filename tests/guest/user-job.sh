@@ -29,7 +29,8 @@ socket_suites="reports_the_shape_it_was_given sem_test sync_file_test launch_tes
 for hs in memfd pid; do
 	plan $(for t in $socket_suites; do echo "socket_${hs}_$t"; done)
 done
-plan three_clients_at_once_against_a_dropping_sim a_stream_works_after_a_reset_the_sim_could_not_take \
+plan three_clients_at_once_against_a_dropping_sim a_command_behind_scrubs_is_not_overdue \
+	a_stream_works_after_a_reset_the_sim_could_not_take \
 	riscv_tests_verdict_through_socket_mode an_unresettable_sim_loses_the_device run_reports_the_launch_when_the_sim_dies
 
 # Matches radiance_test.h: 64 MiB of VRAM each, a 500 ms launch timeout.
@@ -186,6 +187,22 @@ gone "$b"
 gone "$s"
 test_one three_clients_at_once_against_a_dropping_sim sh -c \
 	"cat /tmp/client*.out /tmp/sdrop.log; [ $clients_ok = 3 ] && grep -q ' 0 dropped\$' /tmp/sdrop.log && ! grep -q 'dropped a command' /tmp/sdrop.log"
+rmmod radiance
+
+# A command behind a backlog of scrubs is not the device's yet: 8 MiB of
+# VRAM freed is 8 copies of a MiB of zeros, 300 ms each at this sim, ahead
+# of the next client's first copy; the watchdog (1500 ms) must not reset
+# the device for it while the server keeps answering.
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=1500 || exit 1
+s=$(sim sscrub pid --latency-ms 300)
+b=$(front bscrub sscrub pid)
+/radctl submit copy --bytes 8388608 >/tmp/scrub.out 2>&1 && /radctl submit copy --bytes 4096 >>/tmp/scrub.out 2>&1
+rc=$?
+test_one a_command_behind_scrubs_is_not_overdue sh -c \
+	"cat /tmp/scrub.out; [ $rc = 0 ] && grep -qx 'device_resets 0' /sys/kernel/debug/radiance/radiance0/mem"
+kill -TERM "$b"
+gone "$b"
+gone "$s"
 rmmod radiance
 
 # ELFs by hand, and riscv-tests' verdict (radctl-smoke.sh).
