@@ -412,6 +412,9 @@ mod tests {
                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
             }
         };
+        // Connected: the sim-model serves no other client, and the path
+        // would outlive the test on whatever path it ends.
+        let _ = std::fs::remove_file(&socket);
         let staging = handshake::connect(&sock, spoken, STREAMS, 4096, shared_addr)?;
         Ok(Sim { sock, dialect: spoken.dialect(), handshake: spoken, staging, answers: Vec::new() })
     }
