@@ -202,7 +202,7 @@ impl Sim {
             return Err(Error::Sim(format!(
                 "a word copied through its VRAM came back as {back:x?}, not {PROBE_WORD:#x}: it does not reach \
                  this process's memory (the other handshake, --handshake {}? with pid: another pid namespace, \
-                 ptrace restrictions, or a kernel without CONFIG_CROSS_MEMORY_ATTACH?)",
+                 or ptrace restrictions?)",
                 self.handshake.other().name()
             )));
         }
