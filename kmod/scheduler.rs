@@ -438,7 +438,12 @@ impl Scheduler {
             };
             let abandoned =
                 matches!(head.cmd, Some(Command::Kernel { .. })) && head.queue.state().destroyed;
-            let age = stream.head_since.elapsed();
+            let mut age = stream.head_since.elapsed();
+            // Not in the device yet, behind the device's own work: the
+            // device is slow only if it stands still.
+            if let Some(idle) = self.hw.last_progress(i as u8).map(|p| p.elapsed()) {
+                age = if idle < age { idle } else { age };
+            }
             if age >= timeout || abandoned {
                 return Watch::Reset {
                     stream: i,

@@ -27,7 +27,11 @@ use kernel::{
     device::Device,
     page::Page,
     prelude::*,
-    sync::Arc, //
+    sync::Arc,
+    time::{
+        Instant,
+        Monotonic, //
+    },
 };
 
 use self::host_windows::{
@@ -111,6 +115,15 @@ pub(crate) trait Gluon: Send + Sync {
     /// not completed and responses not taken are dropped. Returns when the
     /// device is idle.
     fn reset(&self);
+
+    /// If `stream`'s oldest command is not in the device yet but waits
+    /// behind the device's own work (a user device's scrubs): when the
+    /// device last took or answered anything. The watchdog ages such a
+    /// command only while the device stands still. `None`: it is in the
+    /// device.
+    fn last_progress(&self, _stream: u8) -> Option<Instant<Monotonic>> {
+        None
+    }
 
     /// The windows through which the device reaches host memory, if the
     /// kernel is what confines it (see [`host_windows`]).

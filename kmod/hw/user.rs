@@ -20,7 +20,11 @@
 //!   barrier in `pending`: it is handed out once nothing read before it is
 //!   outstanding, and nothing after it until it is answered, so it neither
 //!   races the last user of the range nor the next one, whatever streams
-//!   they ran on.
+//!   they ran on. A frame waiting behind a scrub is not yet the device's:
+//!   the watchdog ages it only while the server stands still
+//!   ([`Gluon::last_progress`]), or a backlog of scrubs (megabytes freed,
+//!   a command per MiB, each a round trip through the server) would reset
+//!   the device for a command it was never given.
 //! - A reset (the watchdog's) drops what was not read and forgets what was
 //!   outstanding; until the server acknowledges it (`USER_RESET`, after
 //!   POLLPRI), reads and writes fail with ECONNRESET, so no answer to a
@@ -41,6 +45,10 @@ use kernel::{
         poll::PollCondVar,
         Arc,
         Mutex, //
+    },
+    time::{
+        Instant,
+        Monotonic, //
     },
     uaccess::{
         UserPtr,
@@ -103,6 +111,9 @@ struct Channel {
     scrubbing: KVec<u32>,
     /// Answers for the scheduler.
     responses: Fifo<[u8; RESPONSE_SIZE]>,
+    /// When the server last read or answered anything (see
+    /// [`Gluon::last_progress`]).
+    progress: Instant<Monotonic>,
     /// The kernel reset the device and the server has not acknowledged it.
     reset_pending: bool,
     /// The server is gone.
@@ -252,6 +263,7 @@ impl User {
             outstanding: KVec::from_elem(0, streams, GFP_KERNEL)?,
             scrubbing: KVec::from_elem(0, streams, GFP_KERNEL)?,
             responses: Fifo::with_capacity(crate::scheduler::MAX_IN_FLIGHT)?,
+            progress: Instant::now(),
             reset_pending: false,
             gone: false,
         };
@@ -352,6 +364,7 @@ impl User {
         if out.is_empty() {
             return Err(EAGAIN);
         }
+        ch.progress = Instant::now();
         Ok(out)
     }
 
@@ -399,6 +412,9 @@ impl User {
                     break;
                 }
                 taken += RESPONSE_SIZE;
+            }
+            if taken > 0 {
+                ch.progress = Instant::now();
             }
         }
         if raise {
@@ -585,6 +601,17 @@ impl Gluon for User {
         *self.irq.lock() = irq;
     }
 
+    /// A frame the server has not read waits behind what it has: scrubs
+    /// (which hold everything after them), or frames of other streams.
+    fn last_progress(&self, stream: u8) -> Option<Instant<Monotonic>> {
+        let ch = self.channel.lock();
+        let taken = ch
+            .outstanding
+            .get(usize::from(stream))
+            .is_some_and(|&n| n > 0);
+        (!taken).then_some(ch.progress)
+    }
+
     /// Returns at once: the server is told by POLLPRI, and nothing it says
     /// counts until it acknowledges.
     fn reset(&self) {
@@ -597,6 +624,7 @@ impl Gluon for User {
             Channel::drop_unread(&mut ch.pending, &mut ch.scrubbing, |_| {});
             ch.outstanding.iter_mut().for_each(|n| *n = 0);
             ch.responses.clear();
+            ch.progress = Instant::now();
             ch.reset_pending = true;
         }
         dev_err!(

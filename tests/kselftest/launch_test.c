@@ -146,6 +146,7 @@ TEST_F(launch, printf_through_a_descriptor)
 	struct queue q;
 
 	RADIANCE_SKIP_ON_SOC();
+	RADIANCE_SKIP_ON_SIM(RADIANCE_SIM_PRINTF);
 	ASSERT_LT(0, out);
 	o = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, oc.mmap_offset);
 	ASSERT_NE(MAP_FAILED, o);

@@ -472,6 +472,8 @@ TEST_F(q, a_spinning_launch_times_out_resets_the_device_and_others_go_on)
 	int bo = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
 
 	RADIANCE_SKIP_ON_SOC();
+	RADIANCE_SKIP_ON_SIM("gluon-sim has no reset, and the sim-model's SPIN ends on its own before the watchdog "
+			     "(user-job's reset cases test socket mode's resets)");
 	ASSERT_LT(0, hk);
 	ASSERT_LT(0, bo);
 	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
@@ -602,6 +604,7 @@ TEST_F(q, device_printf_is_drained_to_host_memory)
 	int ho = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &oc);
 
 	RADIANCE_SKIP_ON_SOC();
+	RADIANCE_SKIP_ON_SIM(RADIANCE_SIM_PRINTF);
 	ASSERT_LT(0, hk);
 	ASSERT_LT(0, ho);
 	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
@@ -704,9 +707,11 @@ static int fill_storm(int per_queue)
 
 TEST(ten_thousand_packets_across_8_queues_in_2_processes)
 {
-	pid_t pid = fork();
+	pid_t pid;
 	int status, mine;
 
+	RADIANCE_SKIP_ON_SIM("10,000 fills, each a round trip through the bridge and the sim: minutes under TCG");
+	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
 		_exit(fill_storm(1250));
@@ -760,6 +765,8 @@ TEST(killing_a_process_mid_stream_leaves_nothing_behind)
 
 TEST(closing_with_packets_in_flight_leaves_nothing_behind)
 {
+	RADIANCE_SKIP_ON_SIM("4,000 copies of a MiB between VRAM, bounced a page at a time through the bridge, "
+			     "cannot drain in the 10 s this allows");
 	for (int round = 0; round < 20; round++) {
 		int fd = radiance_open(0);
 		int a = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 1 << 20, 0, NULL);

@@ -111,15 +111,35 @@ static inline int radiance_gluon_sim_mode(void)
 
 /* Whether gluon-bridge (model mode) serves the test devices through the
  * control node, rather than the module emulating them: the guest job says
- * so in $RADIANCE_TEST_SERVER=bridge. The bridge declares the emulated
+ * so in $RADIANCE_TEST_SERVER=bridge (socket: in socket mode, below). The bridge declares the emulated
  * devices' shape, but its devices are user devices (RADIANCE_BACKEND_USER)
  * whose VRAM lives in its process. */
 static inline int radiance_served_by_bridge(void)
 {
 	const char *server = getenv("RADIANCE_TEST_SERVER");
 
-	return server && (!strcmp(server, "bridge") || !strcmp(server, "soc"));
+	return server && (!strcmp(server, "bridge") || !strcmp(server, "soc") || !strcmp(server, "socket"));
 }
+
+/* Whether the bridge serves them in socket mode, in front of its sim-model
+ * playing gluon-sim ($RADIANCE_TEST_SERVER=socket): every command is a
+ * round trip through two processes, and the sim has no reset and prints
+ * device printf to its own console. */
+static inline int radiance_served_by_sim(void)
+{
+	const char *server = getenv("RADIANCE_TEST_SERVER");
+
+	return server && !strcmp(server, "socket");
+}
+
+#define RADIANCE_SKIP_ON_SIM(why)                                             \
+	do {                                                                  \
+		if (radiance_served_by_sim())                                 \
+			SKIP(return, "socket mode: " why);                    \
+	} while (0)
+
+/* Why device printf cannot be tested in socket mode. */
+#define RADIANCE_SIM_PRINTF "gluon-sim prints device printf to its own console, none reaches the host"
 
 /* Whether the bridge serves them as a Radiance SoC over a memory link
  * (gluon-bridge soc, $RADIANCE_TEST_SERVER=soc): no built-ins, and a launch

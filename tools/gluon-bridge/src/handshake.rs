@@ -12,15 +12,15 @@
 //!   client's own virtual addresses, which the sim reads and writes with
 //!   `process_vm_readv`/`writev` on those pids (013add5 `main.rs` `main`,
 //!   `glug.rs` "Service DMA requests"), so they must stay valid until the
-//!   response. A failed access there is silent: the sim DMAs zeros. The
-//!   sim-model falls back to `/proc/PID/mem` where the kernel has no
-//!   `process_vm_readv` (CONFIG_CROSS_MEMORY_ATTACH off); gluon-sim cannot.
+//!   response. A failed access there is silent: the sim DMAs zeros. A
+//!   kernel without CONFIG_CROSS_MEMORY_ATTACH has no `process_vm_readv`
+//!   (ENOSYS): both sides refuse the handshake there, saying so.
 
 use crate::error::{Error, Result};
 use radiance_gluon::{gluon24::Gluon24, sim16::Sim16, Dialect};
 use rustix::{
-    fs::{fstat, ftruncate, memfd_create, open, MemfdFlags, Mode, OFlags},
-    io::{pread, pwrite, read, write, Errno},
+    fs::{fstat, ftruncate, memfd_create, MemfdFlags},
+    io::{read, write, Errno},
     mm::{mmap, MapFlags, ProtFlags},
     net::{
         recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
@@ -29,11 +29,9 @@ use rustix::{
     process::{getpid, set_ptracer, PTracer},
 };
 use std::{
+    cell::Cell,
     io::{IoSlice, IoSliceMut},
-    os::{
-        fd::{AsFd, OwnedFd},
-        unix::net::UnixStream,
-    },
+    os::{fd::AsFd, unix::net::UnixStream},
 };
 
 /// Which gluon-sim protocol.
@@ -132,6 +130,7 @@ pub fn connect(
     match handshake {
         Handshake::Memfd => share_memory(sock, streams, arena, shared_addr),
         Handshake::Pid => {
+            cross_memory_attach()?;
             // Yama's ptrace_scope 1 lets only ancestors read a process's
             // memory unless it names a tracer: the sim is no ancestor.
             // EINVAL: no Yama, nothing to allow.
@@ -146,6 +145,24 @@ pub fn connect(
             write(sock, &hello).map_err(|e| Error::os("send gluon-sim our pid", e))?;
             Ok(Staging::Own { arenas: (0..streams).map(|_| Vec::new()).collect(), arena })
         }
+    }
+}
+
+/// Whether this kernel has `process_vm_readv` (CONFIG_CROSS_MEMORY_ATTACH),
+/// which the pid handshake's sim reads its client with: an error saying so
+/// if not, rather than a sim that DMAs zeros.
+fn cross_memory_attach() -> Result<()> {
+    // Nothing to move: only whether the system call exists.
+    // SAFETY: no iovecs (null, count 0), so no memory is touched.
+    let n =
+        unsafe { libc::process_vm_readv(getpid().as_raw_nonzero().get(), std::ptr::null(), 0, std::ptr::null(), 0, 0) };
+    match Errno::from_io_error(&std::io::Error::last_os_error()) {
+        Some(Errno::NOSYS) if n < 0 => Err(Error::Sim(
+            "this kernel has no process_vm_readv (CONFIG_CROSS_MEMORY_ATTACH is off), through which gluon-sim's pid \
+             handshake reaches its client: use a kernel with it, or gluon-sim e554ff7 and --handshake memfd"
+                .into(),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -187,10 +204,11 @@ pub enum ClientMemory {
     /// `memfd`: the client's region, mapped here; `addr` is where the
     /// client mapped it (the addresses its frames use).
     Mapped { base: *mut u8, addr: u64, len: usize },
-    /// `pid`: the client process, and its `/proc/PID/mem` for kernels
-    /// without `process_vm_readv` (CONFIG_CROSS_MEMORY_ATTACH off, as in
-    /// the test kernel).
-    Pid(i32, Option<OwnedFd>),
+    /// `pid`: the client's `{host_pid, driver_pid}`, read and written with
+    /// `process_vm_readv`/`writev` as gluon-sim 013add5 does (reads from
+    /// `driver_pid`, writes to `host_pid`: the bridge sends its own pid as
+    /// both), and the bytes moved so, for the counts printed at the end.
+    Pid { host_pid: i32, driver_pid: i32, moved: Cell<u64> },
 }
 
 impl ClientMemory {
@@ -229,10 +247,19 @@ impl ClientMemory {
                         Err(e) => return Err(Error::os("read the client's pid", e)),
                     }
                 }
-                let pid = i32::from_le_bytes([hello[0], hello[1], hello[2], hello[3]]);
-                let mem = open(format!("/proc/{pid}/mem"), OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).ok();
-                Ok(ClientMemory::Pid(pid, mem))
+                cross_memory_attach()?;
+                let host_pid = i32::from_le_bytes([hello[0], hello[1], hello[2], hello[3]]);
+                let driver_pid = i32::from_le_bytes([hello[4], hello[5], hello[6], hello[7]]);
+                Ok(ClientMemory::Pid { host_pid, driver_pid, moved: Cell::new(0) })
             }
+        }
+    }
+
+    /// Bytes moved with `process_vm_readv`/`writev` so far (None: memfd).
+    pub fn moved_by_pid(&self) -> Option<u64> {
+        match self {
+            ClientMemory::Mapped { .. } => None,
+            ClientMemory::Pid { moved, .. } => Some(moved.get()),
         }
     }
 
@@ -252,15 +279,13 @@ impl ClientMemory {
                 dst.copy_from_slice(unsafe { std::slice::from_raw_parts(p, dst.len()) });
                 true
             }),
-            ClientMemory::Pid(pid, mem) => {
+            ClientMemory::Pid { driver_pid, moved, .. } => {
                 let local = libc::iovec { iov_base: dst.as_mut_ptr().cast(), iov_len: dst.len() };
                 let remote = libc::iovec { iov_base: addr as usize as *mut _, iov_len: dst.len() };
                 // SAFETY: `local` is `dst`, writable for its length; the
                 // kernel checks `remote` against the other process.
-                let n = unsafe { libc::process_vm_readv(*pid, &local, 1, &remote, 1, 0) };
-                if n < 0 && Errno::from_io_error(&std::io::Error::last_os_error()) == Some(Errno::NOSYS) {
-                    return mem.as_ref().is_some_and(|f| pread(f, &mut *dst, addr).is_ok_and(|n| n == dst.len()));
-                }
+                let n = unsafe { libc::process_vm_readv(*driver_pid, &local, 1, &remote, 1, 0) };
+                moved.set(moved.get() + n.max(0) as u64);
                 n == dst.len() as isize
             }
         }
@@ -275,17 +300,41 @@ impl ClientMemory {
                 unsafe { std::slice::from_raw_parts_mut(p, src.len()) }.copy_from_slice(src);
                 true
             }),
-            ClientMemory::Pid(pid, mem) => {
+            ClientMemory::Pid { host_pid, moved, .. } => {
                 let local = libc::iovec { iov_base: src.as_ptr() as *mut _, iov_len: src.len() };
                 let remote = libc::iovec { iov_base: addr as usize as *mut _, iov_len: src.len() };
                 // SAFETY: `local` is `src`, readable for its length (the
                 // kernel only reads it); the kernel checks `remote`.
-                let n = unsafe { libc::process_vm_writev(*pid, &local, 1, &remote, 1, 0) };
-                if n < 0 && Errno::from_io_error(&std::io::Error::last_os_error()) == Some(Errno::NOSYS) {
-                    return mem.as_ref().is_some_and(|f| pwrite(f, src, addr).is_ok_and(|n| n == src.len()));
-                }
+                let n = unsafe { libc::process_vm_writev(*host_pid, &local, 1, &remote, 1, 0) };
+                moved.set(moved.get() + n.max(0) as u64);
                 n == src.len() as isize
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sim's side reaches the client's staged bytes through the system
+    /// calls gluon-sim uses, and counts what it moved through them.
+    #[test]
+    fn the_pid_handshake_moves_bytes_by_process_vm_readv_and_writev() -> Result<()> {
+        let (client, sim) = UnixStream::pair().map_err(|e| Error::Sim(format!("socketpair: {e}")))?;
+        let mut staging = connect(&client, Handshake::Pid, 2, 64, 0)?;
+        let mem = ClientMemory::accept(&sim, Handshake::Pid)?;
+        let (addr, bytes) = staging.arena(1, 4).ok_or_else(|| Error::Usage("no arena".into()))?;
+        bytes.copy_from_slice(b"glu!");
+        let mut read = [0u8; 4];
+        assert!(mem.read(addr, &mut read));
+        assert_eq!(&read, b"glu!");
+        assert!(mem.write(addr, b"back"));
+        assert_eq!(staging.staged(1, 4), Some(&b"back"[..]));
+        assert_eq!(mem.moved_by_pid(), Some(8));
+        // An address the client does not map: refused, nothing moved.
+        assert!(!mem.read(8, &mut read));
+        assert_eq!(mem.moved_by_pid(), Some(8));
+        Ok(())
     }
 }

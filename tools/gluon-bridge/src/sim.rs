@@ -202,7 +202,7 @@ impl Sim {
             return Err(Error::Sim(format!(
                 "a word copied through its VRAM came back as {back:x?}, not {PROBE_WORD:#x}: it does not reach \
                  this process's memory (the other handshake, --handshake {}? with pid: another pid namespace, \
-                 ptrace restrictions, or a kernel without CONFIG_CROSS_MEMORY_ATTACH?)",
+                 or ptrace restrictions?)",
                 self.handshake.other().name()
             )));
         }
@@ -412,6 +412,9 @@ mod tests {
                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
             }
         };
+        // Connected: the sim-model serves no other client, and the path
+        // would outlive the test on whatever path it ends.
+        let _ = std::fs::remove_file(&socket);
         let staging = handshake::connect(&sock, spoken, STREAMS, 4096, shared_addr)?;
         Ok(Sim { sock, dialect: spoken.dialect(), handshake: spoken, staging, answers: Vec::new() })
     }

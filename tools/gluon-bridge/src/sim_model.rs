@@ -17,7 +17,8 @@
 //! - the caps of gluon-sim (whole words, no SET, FENCE, WAIT or counters).
 //!
 //! It prints a line per command it drops, and `sim-model: N in, M answered,
-//! D dropped` when its client leaves.
+//! D dropped` when its client leaves (in the pid handshake, with the bytes
+//! it moved by `process_vm_readv`/`writev`).
 
 use crate::{
     error::{Error, Result},
@@ -181,7 +182,9 @@ pub fn serve(opts: &SimModelOptions) -> Result<()> {
             }
         }
     };
-    eprintln!("sim-model: {} in, {} answered, {} dropped", counts.received, counts.answered, counts.dropped);
+    let moved =
+        mem.client.moved_by_pid().map(|n| format!(", {n} bytes by process_vm_readv/writev")).unwrap_or_default();
+    eprintln!("sim-model: {} in, {} answered, {} dropped{moved}", counts.received, counts.answered, counts.dropped);
     result
 }
 
