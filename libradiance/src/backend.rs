@@ -21,6 +21,7 @@ use crate::{
     Command,
     DeviceInfo,
     Error,
+    Points,
     Result,
     SemaphoreList,
     WaitMode,
@@ -163,6 +164,16 @@ pub trait BackendQueue: Send + Sync {
     /// submissions in any order the semaphores allow, and the commands of one
     /// submission concurrently unless a barrier separates them.
     fn submit(&self, submission: Submission) -> Result<()>;
+
+    /// [`BackendQueue::submit`] of work whose semaphores all belong to the
+    /// queue's device, lent: a backend that queues such work at once need
+    /// not own them (an allocation and two reference counts per list, which
+    /// are measurable against a driver's launch call). By default they are
+    /// made owned and submitted.
+    fn submit_local(&self, waits: Points<'_>, commands: Commands, signals: Points<'_>) -> Result<()> {
+        let owned = |points: Points<'_>| points.iter().map(|&(s, v)| (s.clone(), v)).collect();
+        self.submit(Submission { waits: owned(waits), commands, signals: owned(signals) })
+    }
 }
 
 /// One unit of queue work: when every wait is reached, run the commands;

@@ -45,11 +45,15 @@ use crate::{
     command_buffer::Op,
     host_waits::Settle,
     lock::lock,
-    Command, Error, Result, SemaphoreList,
+    Command, Error, Points, Result, Semaphore, SemaphoreList,
 };
 use std::{
+    borrow::Borrow,
     collections::VecDeque,
-    sync::{atomic::Ordering, Arc, Mutex},
+    sync::{
+        atomic::{fence, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
 };
 
 /// How often (in submissions) a queue records and checks its progress: an
@@ -63,6 +67,11 @@ pub(super) struct Scheduler {
 
 /// The process's scheduler, for every cuda device.
 pub(super) static SCHEDULER: Mutex<Scheduler> = Mutex::new(Scheduler { held: Vec::new() });
+
+/// How many submissions the scheduler holds, readable without its lock: a
+/// submission that finds none held and its waits ready goes to its stream
+/// without taking the lock (`submit_unlocked`). Written under the lock.
+static HELD: AtomicUsize = AtomicUsize::new(0);
 
 struct Held {
     queue: Arc<QueueShared>,
@@ -79,10 +88,10 @@ enum Readiness {
     Held,
 }
 
-fn readiness(waits: &SemaphoreList) -> Readiness {
+fn readiness<S: Borrow<Semaphore>>(waits: &[(S, u64)]) -> Readiness {
     let mut ready = true;
     for (semaphore, value) in waits {
-        let s = match cuda_semaphore(semaphore) {
+        let s = match cuda_semaphore(semaphore.borrow()) {
             Ok(s) => s,
             Err(e) => return Readiness::Failed(e),
         };
@@ -100,25 +109,65 @@ fn readiness(waits: &SemaphoreList) -> Readiness {
 
 /// Fails every signal semaphore of a submission that will not run; whether
 /// there were any (host waiters must hear of it).
-fn fail_signals(signals: &SemaphoreList, error: &Error) -> bool {
+fn fail_signals<S: Borrow<Semaphore>>(signals: &[(S, u64)], error: &Error) -> bool {
     for (semaphore, _) in signals {
-        if let Ok(s) = cuda_semaphore(semaphore) {
+        if let Ok(s) = cuda_semaphore(semaphore.borrow()) {
             s.payload.mark_failed(error.clone());
         }
     }
     !signals.is_empty()
 }
 
+/// Queues or fails a submission whose waits are decided, without the
+/// scheduler's lock, if the scheduler holds nothing; whether any semaphore
+/// failed, or the submission back if it must go through the lock.
+///
+/// What the lock otherwise orders: a submission held because its waits
+/// were not ready must hear of promises and failures that come after its
+/// check. The holder counts itself in [`HELD`] and then checks again; this
+/// changes promises and failures and then reads [`HELD`], settling under
+/// the lock if anything is held. With a full fence between each side's
+/// write and read, at least one of them sees the other's.
+fn submit_unlocked<S: Borrow<Semaphore>>(
+    queue: &QueueShared,
+    waits: &[(S, u64)],
+    commands: Commands,
+    signals: &[(S, u64)],
+) -> std::result::Result<bool, Commands> {
+    if HELD.load(Ordering::SeqCst) != 0 {
+        return Err(commands);
+    }
+    let mut failed = match readiness(waits) {
+        Readiness::Held => return Err(commands),
+        Readiness::Failed(e) => fail_signals(signals, &e),
+        Readiness::Ready => queue.enqueue(waits, commands, signals),
+    };
+    fence(Ordering::SeqCst);
+    if HELD.load(Ordering::SeqCst) != 0 {
+        failed |= lock(&SCHEDULER).settle_held();
+    }
+    Ok(failed)
+}
+
 impl Scheduler {
     /// Queues, holds or fails a submission; whether any semaphore failed.
     fn submit(&mut self, queue: &Arc<QueueShared>, submission: Submission) -> bool {
-        let failed = match readiness(&submission.waits) {
-            Readiness::Held => {
+        let mut decision = readiness(&submission.waits);
+        if matches!(decision, Readiness::Held) {
+            // Counted before checking again: see `submit_unlocked`.
+            HELD.store(self.held.len() + 1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            decision = readiness(&submission.waits);
+            if matches!(decision, Readiness::Held) {
                 self.held.push(Held { queue: Arc::clone(queue), submission });
                 return false;
             }
-            Readiness::Failed(e) => fail_signals(&submission.signals, &e),
-            Readiness::Ready => queue.enqueue(submission),
+            HELD.store(self.held.len(), Ordering::SeqCst);
+        }
+        let Submission { waits, commands, signals } = submission;
+        let failed = match decision {
+            Readiness::Failed(e) => fail_signals(&signals, &e),
+            _ => queue.enqueue(&waits, commands, &signals),
         };
         // New promises may make held work ready.
         failed | (!self.held.is_empty() && self.settle_held())
@@ -138,10 +187,11 @@ impl Scheduler {
                 }
                 // In submission order, so that work ready together is queued
                 // as it was submitted.
-                let Held { queue, submission } = self.held.remove(i);
+                let Held { queue, submission: Submission { waits, commands, signals } } = self.held.remove(i);
+                HELD.store(self.held.len(), Ordering::SeqCst);
                 failed |= match decision {
-                    Readiness::Failed(e) => fail_signals(&submission.signals, &e),
-                    _ => queue.enqueue(submission),
+                    Readiness::Failed(e) => fail_signals(&signals, &e),
+                    _ => queue.enqueue(&waits, commands, &signals),
                 };
                 changed = true;
             }
@@ -163,7 +213,10 @@ impl Settle for Scheduler {
 /// What the device still holds of a submission.
 struct InFlight {
     seq: u64,
-    submission: Submission,
+    /// Its commands, held for the buffers they hold; never read.
+    _commands: Commands,
+    /// Its signals where it spins: they fail when the queue goes.
+    signals: SemaphoreList,
     uses: Uses,
 }
 
@@ -209,23 +262,21 @@ unsafe impl Sync for QueueShared {}
 
 impl QueueShared {
     /// Queues a ready submission on the stream, or fails its signals (and
-    /// says so). Called with the scheduler locked, unless the submission has
-    /// no waits and no signals.
-    fn enqueue(&self, submission: Submission) -> bool {
+    /// says so). Called with the scheduler locked, or by `submit_unlocked`.
+    fn enqueue<S: Borrow<Semaphore>>(&self, waits: &[(S, u64)], commands: Commands, signals: &[(S, u64)]) -> bool {
         let mut state = lock(&self.state);
-        let refused = if state.closed {
-            Some(Error::Cancelled("the queue was destroyed before this work ran".into()))
-        } else {
-            state.fault.clone()
-        };
-        if let Some(e) = refused {
-            return fail_signals(&submission.signals, &e);
+        if state.closed || state.fault.is_some() {
+            let refused = match &state.fault {
+                Some(e) if !state.closed => e.clone(),
+                _ => Error::Cancelled("the queue was destroyed before this work ran".into()),
+            };
+            return fail_signals(signals, &refused);
         }
         let seq = state.next;
         state.next += 1;
         let mut uses = Uses::default();
-        let failed = self.queue_work(seq, &submission, &mut uses, &mut state).err().is_some_and(|e| {
-            let failed = fail_signals(&submission.signals, &e);
+        let failed = self.queue_work(seq, waits, &commands, signals, &mut uses, &mut state).err().is_some_and(|e| {
+            let failed = fail_signals(signals, &e);
             state.fault = Some(e);
             failed
         });
@@ -233,7 +284,11 @@ impl QueueShared {
         // device does not address (an empty launch, say) goes at once, while
         // its memory is still in the cache.
         if uses.holds_memory || uses.spinning > 0 {
-            state.in_flight.push_back(InFlight { seq, submission, uses });
+            let signals = match uses.spinning {
+                0 => Vec::new(),
+                _ => signals.iter().map(|(s, v)| (s.borrow().clone(), *v)).collect(),
+            };
+            state.in_flight.push_back(InFlight { seq, _commands: commands, signals, uses });
         }
         failed
     }
@@ -242,17 +297,24 @@ impl QueueShared {
     /// progress report. A command that fails (a fault of a built-in, found
     /// on the host before its launch) leaves the commands before it queued,
     /// as the host backend has run them, and nothing after it.
-    fn queue_work(&self, seq: u64, submission: &Submission, uses: &mut Uses, state: &mut QueueState) -> Result<()> {
+    fn queue_work<S: Borrow<Semaphore>>(
+        &self,
+        seq: u64,
+        waits: &[(S, u64)],
+        commands: &Commands,
+        signals: &[(S, u64)],
+        uses: &mut Uses,
+        state: &mut QueueState,
+    ) -> Result<()> {
         let shared = &self.shared;
         let stream = self.stream;
-        let Submission { waits, commands, signals } = submission;
         let api = shared.ctx.api();
         let _current = shared.ctx.enter()?;
         // SAFETY (every call below): the stream is ours and live; the memory
         // it touches belongs to buffers and staging kept in flight until the
         // device has passed them, and the events to the device's pool.
         for (semaphore, value) in waits {
-            unsafe { cuda_semaphore(semaphore)?.queue_wait(stream, *value)? };
+            unsafe { cuda_semaphore(semaphore.borrow())?.queue_wait(stream, *value)? };
         }
         let as_graph = match commands {
             Commands::Recorded(recording) => self.replay(recording, uses, &mut state.graphs)?,
@@ -267,7 +329,7 @@ impl QueueShared {
         // they get no timepoint, so nothing waits for them on the device.
         if uses.spinning == 0 {
             for (semaphore, value) in signals {
-                unsafe { cuda_semaphore(semaphore)?.signal_on(shared, stream, *value)? };
+                unsafe { cuda_semaphore(semaphore.borrow())?.signal_on(shared, stream, *value)? };
             }
         }
         if seq % PROGRESS_EVERY == 0 {
@@ -453,12 +515,26 @@ impl CudaQueue {
 
 impl BackendQueue for CudaQueue {
     fn submit(&self, submission: Submission) -> Result<()> {
-        // With nothing to wait for and nothing to signal, the submission
-        // neither waits for the scheduler nor changes what it holds.
-        let failed = if submission.waits.is_empty() && submission.signals.is_empty() {
-            self.queue.enqueue(submission)
-        } else {
-            lock(&SCHEDULER).submit(&self.queue, submission)
+        let Submission { waits, commands, signals } = submission;
+        let failed = match submit_unlocked(&self.queue, &waits, commands, &signals) {
+            Ok(failed) => failed,
+            Err(commands) => lock(&SCHEDULER).submit(&self.queue, Submission { waits, commands, signals }),
+        };
+        if failed {
+            HUB.notify();
+        }
+        Ok(())
+    }
+
+    /// The semaphores stay lent unless the work is held.
+    fn submit_local(&self, waits: Points<'_>, commands: Commands, signals: Points<'_>) -> Result<()> {
+        let failed = match submit_unlocked(&self.queue, waits, commands, signals) {
+            Ok(failed) => failed,
+            Err(commands) => {
+                let owned = |points: Points<'_>| points.iter().map(|&(s, v)| (s.clone(), v)).collect();
+                let submission = Submission { waits: owned(waits), commands, signals: owned(signals) };
+                lock(&SCHEDULER).submit(&self.queue, submission)
+            }
         };
         if failed {
             HUB.notify();
@@ -475,6 +551,7 @@ impl Drop for CudaQueue {
         let (mine, others) =
             std::mem::take(&mut scheduler.held).into_iter().partition(|h| Arc::ptr_eq(&h.queue, &self.queue));
         scheduler.held = others;
+        HELD.store(scheduler.held.len(), Ordering::SeqCst);
         let cancelled = Error::Cancelled("the queue was destroyed before this work ran".into());
         for held in mine {
             fail_signals(&held.submission.signals, &cancelled);
@@ -484,7 +561,7 @@ impl Drop for CudaQueue {
             state.closed = true;
             let stopped = Error::Cancelled("the queue was destroyed while a launch was running".into());
             for work in state.in_flight.iter().filter(|w| w.uses.spinning > 0) {
-                fail_signals(&work.submission.signals, &stopped);
+                fail_signals(&work.signals, &stopped);
             }
         }
         // Ends SPIN launches.
