@@ -120,7 +120,7 @@ fn fail_signals<S: Borrow<Semaphore>>(signals: &[(S, u64)], error: &Error) -> bo
 
 /// Queues or fails a submission whose waits are decided, without the
 /// scheduler's lock, if the scheduler holds nothing; whether any semaphore
-/// failed, or the submission back if it must go through the lock.
+/// failed, or `None` if it must go through the lock.
 ///
 /// What the lock otherwise orders: a submission held because its waits
 /// were not ready must hear of promises and failures that come after its
@@ -131,14 +131,14 @@ fn fail_signals<S: Borrow<Semaphore>>(signals: &[(S, u64)], error: &Error) -> bo
 fn submit_unlocked<S: Borrow<Semaphore>>(
     queue: &QueueShared,
     waits: &[(S, u64)],
-    commands: Commands,
+    commands: &mut Commands,
     signals: &[(S, u64)],
-) -> std::result::Result<bool, Commands> {
+) -> Option<bool> {
     if HELD.load(Ordering::SeqCst) != 0 {
-        return Err(commands);
+        return None;
     }
     let mut failed = match readiness(waits) {
-        Readiness::Held => return Err(commands),
+        Readiness::Held => return None,
         Readiness::Failed(e) => fail_signals(signals, &e),
         Readiness::Ready => queue.enqueue(waits, commands, signals),
     };
@@ -146,7 +146,7 @@ fn submit_unlocked<S: Borrow<Semaphore>>(
     if HELD.load(Ordering::SeqCst) != 0 {
         failed |= lock(&SCHEDULER).settle_held();
     }
-    Ok(failed)
+    Some(failed)
 }
 
 impl Scheduler {
@@ -164,10 +164,10 @@ impl Scheduler {
             }
             HELD.store(self.held.len(), Ordering::SeqCst);
         }
-        let Submission { waits, commands, signals } = submission;
+        let Submission { waits, mut commands, signals } = submission;
         let failed = match decision {
             Readiness::Failed(e) => fail_signals(&signals, &e),
-            _ => queue.enqueue(&waits, commands, &signals),
+            _ => queue.enqueue(&waits, &mut commands, &signals),
         };
         // New promises may make held work ready.
         failed | (!self.held.is_empty() && self.settle_held())
@@ -187,11 +187,11 @@ impl Scheduler {
                 }
                 // In submission order, so that work ready together is queued
                 // as it was submitted.
-                let Held { queue, submission: Submission { waits, commands, signals } } = self.held.remove(i);
+                let Held { queue, submission: Submission { waits, mut commands, signals } } = self.held.remove(i);
                 HELD.store(self.held.len(), Ordering::SeqCst);
                 failed |= match decision {
                     Readiness::Failed(e) => fail_signals(&signals, &e),
-                    _ => queue.enqueue(&waits, commands, &signals),
+                    _ => queue.enqueue(&waits, &mut commands, &signals),
                 };
                 changed = true;
             }
@@ -263,7 +263,9 @@ unsafe impl Sync for QueueShared {}
 impl QueueShared {
     /// Queues a ready submission on the stream, or fails its signals (and
     /// says so). Called with the scheduler locked, or by `submit_unlocked`.
-    fn enqueue<S: Borrow<Semaphore>>(&self, waits: &[(S, u64)], commands: Commands, signals: &[(S, u64)]) -> bool {
+    /// The commands are taken only if the device keeps them: lent, they are
+    /// not copied.
+    fn enqueue<S: Borrow<Semaphore>>(&self, waits: &[(S, u64)], commands: &mut Commands, signals: &[(S, u64)]) -> bool {
         let mut state = lock(&self.state);
         if state.closed || state.fault.is_some() {
             let refused = match &state.fault {
@@ -275,7 +277,7 @@ impl QueueShared {
         let seq = state.next;
         state.next += 1;
         let mut uses = Uses::default();
-        let failed = self.queue_work(seq, waits, &commands, signals, &mut uses, &mut state).err().is_some_and(|e| {
+        let failed = self.queue_work(seq, waits, commands, signals, &mut uses, &mut state).err().is_some_and(|e| {
             let failed = fail_signals(signals, &e);
             state.fault = Some(e);
             failed
@@ -288,6 +290,7 @@ impl QueueShared {
                 0 => Vec::new(),
                 _ => signals.iter().map(|(s, v)| (s.borrow().clone(), *v)).collect(),
             };
+            let commands = std::mem::replace(commands, Commands::None);
             state.in_flight.push_back(InFlight { seq, _commands: commands, signals, uses });
         }
         failed
@@ -515,10 +518,10 @@ impl CudaQueue {
 
 impl BackendQueue for CudaQueue {
     fn submit(&self, submission: Submission) -> Result<()> {
-        let Submission { waits, commands, signals } = submission;
-        let failed = match submit_unlocked(&self.queue, &waits, commands, &signals) {
-            Ok(failed) => failed,
-            Err(commands) => lock(&SCHEDULER).submit(&self.queue, Submission { waits, commands, signals }),
+        let Submission { waits, mut commands, signals } = submission;
+        let failed = match submit_unlocked(&self.queue, &waits, &mut commands, &signals) {
+            Some(failed) => failed,
+            None => lock(&SCHEDULER).submit(&self.queue, Submission { waits, commands, signals }),
         };
         if failed {
             HUB.notify();
@@ -527,10 +530,10 @@ impl BackendQueue for CudaQueue {
     }
 
     /// The semaphores stay lent unless the work is held.
-    fn submit_local(&self, waits: Points<'_>, commands: Commands, signals: Points<'_>) -> Result<()> {
-        let failed = match submit_unlocked(&self.queue, waits, commands, signals) {
-            Ok(failed) => failed,
-            Err(commands) => {
+    fn submit_local(&self, waits: Points<'_>, mut commands: Commands, signals: Points<'_>) -> Result<()> {
+        let failed = match submit_unlocked(&self.queue, waits, &mut commands, signals) {
+            Some(failed) => failed,
+            None => {
                 let owned = |points: Points<'_>| points.iter().map(|&(s, v)| (s.clone(), v)).collect();
                 let submission = Submission { waits: owned(waits), commands, signals: owned(signals) };
                 lock(&SCHEDULER).submit(&self.queue, submission)
