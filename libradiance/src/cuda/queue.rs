@@ -242,6 +242,9 @@ struct QueueState {
     /// Events recorded after the submission of each sequence number, oldest
     /// first; from the device's pool.
     marks: VecDeque<(u64, CUevent)>,
+    /// Idle events of the device's pool, taken a few at a time for its
+    /// signals and marks (`EventPool::record`).
+    events: Vec<CUevent>,
     /// The command buffers it ran, as graphs once run again.
     graphs: Graphs,
 }
@@ -332,12 +335,12 @@ impl QueueShared {
         // they get no timepoint, so nothing waits for them on the device.
         if uses.spinning == 0 {
             for (semaphore, value) in signals {
-                unsafe { cuda_semaphore(semaphore.borrow())?.signal_on(shared, stream, *value)? };
+                unsafe { cuda_semaphore(semaphore.borrow())?.signal_on(shared, &mut state.events, stream, *value)? };
             }
         }
         if seq % PROGRESS_EVERY == 0 {
             self.note_progress(state)?;
-            let event = unsafe { shared.events.record(api, stream)? };
+            let event = unsafe { shared.events.record(&mut state.events, api, stream)? };
             state.marks.push_back((seq, event));
         }
         Ok(())
@@ -510,6 +513,7 @@ impl CudaQueue {
             closed: false,
             in_flight: VecDeque::new(),
             marks: VecDeque::new(),
+            events: Vec::new(),
             graphs: Graphs::default(),
         });
         Ok(Self { queue: Arc::new(QueueShared { shared: Arc::clone(shared), stream, closing, state }) })
@@ -578,11 +582,11 @@ impl Drop for CudaQueue {
             // SAFETY: the stream is ours and live.
             let _ = unsafe { shared.ctx.api().stream_synchronize(self.queue.stream) };
         }
-        let (in_flight, marks) = {
+        let (in_flight, marks, events) = {
             let mut state = lock(&self.queue.state);
-            (std::mem::take(&mut state.in_flight), std::mem::take(&mut state.marks))
+            (std::mem::take(&mut state.in_flight), std::mem::take(&mut state.marks), std::mem::take(&mut state.events))
         };
-        shared.events.give_back(marks.into_iter().map(|(_, event)| event));
+        shared.events.give_back(marks.into_iter().map(|(_, event)| event).chain(events));
         spins_stopped(in_flight.iter().map(|w| w.uses.spinning).sum());
     }
 }
