@@ -142,9 +142,14 @@ fn submit_unlocked<S: Borrow<Semaphore>>(
         Readiness::Failed(e) => fail_signals(signals, &e),
         Readiness::Ready => queue.enqueue(waits, commands, signals),
     };
-    fence(Ordering::SeqCst);
-    if HELD.load(Ordering::SeqCst) != 0 {
-        failed |= lock(&SCHEDULER).settle_held();
+    // Only signals change promises and failures (a failed wait or command
+    // fails them): without any, held work has nothing to hear, and an empty
+    // dispatch pays no fence.
+    if !signals.is_empty() {
+        fence(Ordering::SeqCst);
+        if HELD.load(Ordering::SeqCst) != 0 {
+            failed |= lock(&SCHEDULER).settle_held();
+        }
     }
     Some(failed)
 }
