@@ -171,8 +171,7 @@ pub trait BackendQueue: Send + Sync {
     /// are measurable against a driver's launch call). By default they are
     /// made owned and submitted.
     fn submit_local(&self, waits: Points<'_>, commands: Commands, signals: Points<'_>) -> Result<()> {
-        let owned = |points: Points<'_>| points.iter().map(|&(s, v)| (s.clone(), v)).collect();
-        self.submit(Submission { waits: owned(waits), commands, signals: owned(signals) })
+        self.submit(Submission::owning(waits, commands, signals))
     }
 }
 
@@ -183,6 +182,14 @@ pub struct Submission {
     pub waits: SemaphoreList,
     pub commands: Commands,
     pub signals: SemaphoreList,
+}
+
+impl Submission {
+    /// A submission of lent points, which it now owns.
+    pub fn owning(waits: Points<'_>, commands: Commands, signals: Points<'_>) -> Self {
+        let owned = |points: Points<'_>| points.iter().map(|&(s, v)| (s.clone(), v)).collect();
+        Self { waits: owned(waits), commands, signals: owned(signals) }
+    }
 }
 
 /// The commands of a submission, as a slice. A queue operation's one

@@ -542,11 +542,7 @@ impl BackendQueue for CudaQueue {
     fn submit_local(&self, waits: Points<'_>, mut commands: Commands, signals: Points<'_>) -> Result<()> {
         let failed = match submit_unlocked(&self.queue, waits, &mut commands, signals) {
             Some(failed) => failed,
-            None => {
-                let owned = |points: Points<'_>| points.iter().map(|&(s, v)| (s.clone(), v)).collect();
-                let submission = Submission { waits: owned(waits), commands, signals: owned(signals) };
-                lock(&SCHEDULER).submit(&self.queue, submission)
-            }
+            None => lock(&SCHEDULER).submit(&self.queue, Submission::owning(waits, commands, signals)),
         };
         if failed {
             HUB.notify();
