@@ -21,6 +21,7 @@ use crate::{
     Command,
     DeviceInfo,
     Error,
+    Points,
     Result,
     SemaphoreList,
     WaitMode,
@@ -163,6 +164,15 @@ pub trait BackendQueue: Send + Sync {
     /// submissions in any order the semaphores allow, and the commands of one
     /// submission concurrently unless a barrier separates them.
     fn submit(&self, submission: Submission) -> Result<()>;
+
+    /// [`BackendQueue::submit`] of work whose semaphores all belong to the
+    /// queue's device, lent: a backend that queues such work at once need
+    /// not own them (an allocation and two reference counts per list, which
+    /// are measurable against a driver's launch call). By default they are
+    /// made owned and submitted.
+    fn submit_local(&self, waits: Points<'_>, commands: Commands, signals: Points<'_>) -> Result<()> {
+        self.submit(Submission::owning(waits, commands, signals))
+    }
 }
 
 /// One unit of queue work: when every wait is reached, run the commands;
@@ -172,6 +182,14 @@ pub struct Submission {
     pub waits: SemaphoreList,
     pub commands: Commands,
     pub signals: SemaphoreList,
+}
+
+impl Submission {
+    /// A submission of lent points, which it now owns.
+    pub fn owning(waits: Points<'_>, commands: Commands, signals: Points<'_>) -> Self {
+        let owned = |points: Points<'_>| points.iter().map(|&(s, v)| (s.clone(), v)).collect();
+        Self { waits: owned(waits), commands, signals: owned(signals) }
+    }
 }
 
 /// The commands of a submission, as a slice. A queue operation's one

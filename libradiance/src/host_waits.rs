@@ -65,6 +65,7 @@ impl HostPayload {
         self.value.fetch_max(value, Ordering::AcqRel);
     }
 
+    #[inline]
     pub(crate) fn failure(&self) -> Option<Error> {
         if !self.failed.load(Ordering::Acquire) {
             return None;

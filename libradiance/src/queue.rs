@@ -110,6 +110,10 @@ impl Queue {
 
     #[inline]
     fn submit(&self, waits: Points<'_>, signals: Points<'_>, commands: Commands) -> Result<()> {
+        let local = |points: Points<'_>| points.iter().all(|(s, _)| s.device().is(&self.device));
+        if local(waits) && local(signals) {
+            return self.inner.submit_local(waits, commands, signals);
+        }
         let waits = owned_list(&self.device, waits)?;
         let (signals, outbound) = signal_list(&self.device, signals)?;
         self.inner.submit(Submission { waits, commands, signals })?;

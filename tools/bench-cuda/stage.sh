@@ -13,7 +13,7 @@ out=$BUILD/cuda
 mkdir -p "$out"
 cargo build --release -q --manifest-path "$TOP/Cargo.toml" -p radiance-cts -p bench-cuda -p bench-hal
 tests=$(cargo test --release -q --manifest-path "$TOP/Cargo.toml" -p radiance-cts --test cuda --no-run \
-	--message-format=json | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
+	--message-format=json | grep -F '"test":true' | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
 [[ -x $tests ]] || die "no CUDA test binary"
 cp "$TOP/target/release/radiance-cts" "$TOP/target/release/bench-cuda" "$TOP/target/release/bench-hal" "$out/"
 cp "$tests" "$out/cts-cuda-tests"

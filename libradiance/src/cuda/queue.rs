@@ -45,11 +45,15 @@ use crate::{
     command_buffer::Op,
     host_waits::Settle,
     lock::lock,
-    Command, Error, Result, SemaphoreList,
+    Command, Error, Points, Result, Semaphore, SemaphoreList,
 };
 use std::{
+    borrow::Borrow,
     collections::VecDeque,
-    sync::{atomic::Ordering, Arc, Mutex},
+    sync::{
+        atomic::{fence, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
 };
 
 /// How often (in submissions) a queue records and checks its progress: an
@@ -63,6 +67,11 @@ pub(super) struct Scheduler {
 
 /// The process's scheduler, for every cuda device.
 pub(super) static SCHEDULER: Mutex<Scheduler> = Mutex::new(Scheduler { held: Vec::new() });
+
+/// How many submissions the scheduler holds, readable without its lock: a
+/// submission that finds none held and its waits ready goes to its stream
+/// without taking the lock (`submit_unlocked`). Written under the lock.
+static HELD: AtomicUsize = AtomicUsize::new(0);
 
 struct Held {
     queue: Arc<QueueShared>,
@@ -79,10 +88,10 @@ enum Readiness {
     Held,
 }
 
-fn readiness(waits: &SemaphoreList) -> Readiness {
+fn readiness<S: Borrow<Semaphore>>(waits: &[(S, u64)]) -> Readiness {
     let mut ready = true;
     for (semaphore, value) in waits {
-        let s = match cuda_semaphore(semaphore) {
+        let s = match cuda_semaphore(semaphore.borrow()) {
             Ok(s) => s,
             Err(e) => return Readiness::Failed(e),
         };
@@ -100,25 +109,70 @@ fn readiness(waits: &SemaphoreList) -> Readiness {
 
 /// Fails every signal semaphore of a submission that will not run; whether
 /// there were any (host waiters must hear of it).
-fn fail_signals(signals: &SemaphoreList, error: &Error) -> bool {
+fn fail_signals<S: Borrow<Semaphore>>(signals: &[(S, u64)], error: &Error) -> bool {
     for (semaphore, _) in signals {
-        if let Ok(s) = cuda_semaphore(semaphore) {
+        if let Ok(s) = cuda_semaphore(semaphore.borrow()) {
             s.payload.mark_failed(error.clone());
         }
     }
     !signals.is_empty()
 }
 
+/// Queues or fails a submission whose waits are decided, without the
+/// scheduler's lock, if the scheduler holds nothing; whether any semaphore
+/// failed, or `None` if it must go through the lock.
+///
+/// What the lock otherwise orders: a submission held because its waits
+/// were not ready must hear of promises and failures that come after its
+/// check. The holder counts itself in [`HELD`] and then checks again; this
+/// changes promises and failures and then reads [`HELD`], settling under
+/// the lock if anything is held. With a full fence between each side's
+/// write and read, at least one of them sees the other's.
+fn submit_unlocked<S: Borrow<Semaphore>>(
+    queue: &QueueShared,
+    waits: &[(S, u64)],
+    commands: &mut Commands,
+    signals: &[(S, u64)],
+) -> Option<bool> {
+    if HELD.load(Ordering::SeqCst) != 0 {
+        return None;
+    }
+    let mut failed = match readiness(waits) {
+        Readiness::Held => return None,
+        Readiness::Failed(e) => fail_signals(signals, &e),
+        Readiness::Ready => queue.enqueue(waits, commands, signals),
+    };
+    // Only signals change promises and failures (a failed wait or command
+    // fails them): without any, held work has nothing to hear, and an empty
+    // dispatch pays no fence.
+    if !signals.is_empty() {
+        fence(Ordering::SeqCst);
+        if HELD.load(Ordering::SeqCst) != 0 {
+            failed |= lock(&SCHEDULER).settle_held();
+        }
+    }
+    Some(failed)
+}
+
 impl Scheduler {
     /// Queues, holds or fails a submission; whether any semaphore failed.
     fn submit(&mut self, queue: &Arc<QueueShared>, submission: Submission) -> bool {
-        let failed = match readiness(&submission.waits) {
-            Readiness::Held => {
+        let mut decision = readiness(&submission.waits);
+        if matches!(decision, Readiness::Held) {
+            // Counted before checking again: see `submit_unlocked`.
+            HELD.store(self.held.len() + 1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            decision = readiness(&submission.waits);
+            if matches!(decision, Readiness::Held) {
                 self.held.push(Held { queue: Arc::clone(queue), submission });
                 return false;
             }
-            Readiness::Failed(e) => fail_signals(&submission.signals, &e),
-            Readiness::Ready => queue.enqueue(submission),
+            HELD.store(self.held.len(), Ordering::SeqCst);
+        }
+        let Submission { waits, mut commands, signals } = submission;
+        let failed = match decision {
+            Readiness::Failed(e) => fail_signals(&signals, &e),
+            _ => queue.enqueue(&waits, &mut commands, &signals),
         };
         // New promises may make held work ready.
         failed | (!self.held.is_empty() && self.settle_held())
@@ -138,10 +192,11 @@ impl Scheduler {
                 }
                 // In submission order, so that work ready together is queued
                 // as it was submitted.
-                let Held { queue, submission } = self.held.remove(i);
+                let Held { queue, submission: Submission { waits, mut commands, signals } } = self.held.remove(i);
+                HELD.store(self.held.len(), Ordering::SeqCst);
                 failed |= match decision {
-                    Readiness::Failed(e) => fail_signals(&submission.signals, &e),
-                    _ => queue.enqueue(submission),
+                    Readiness::Failed(e) => fail_signals(&signals, &e),
+                    _ => queue.enqueue(&waits, &mut commands, &signals),
                 };
                 changed = true;
             }
@@ -163,7 +218,10 @@ impl Settle for Scheduler {
 /// What the device still holds of a submission.
 struct InFlight {
     seq: u64,
-    submission: Submission,
+    /// Its commands, held for the buffers they hold; never read.
+    _commands: Commands,
+    /// Its signals where it spins: they fail when the queue goes.
+    signals: SemaphoreList,
     uses: Uses,
 }
 
@@ -189,6 +247,9 @@ struct QueueState {
     /// Events recorded after the submission of each sequence number, oldest
     /// first; from the device's pool.
     marks: VecDeque<(u64, CUevent)>,
+    /// Idle events of the device's pool, taken a few at a time for its
+    /// signals and marks (`EventPool::record`).
+    events: Vec<CUevent>,
     /// The command buffers it ran, as graphs once run again.
     graphs: Graphs,
 }
@@ -209,23 +270,23 @@ unsafe impl Sync for QueueShared {}
 
 impl QueueShared {
     /// Queues a ready submission on the stream, or fails its signals (and
-    /// says so). Called with the scheduler locked, unless the submission has
-    /// no waits and no signals.
-    fn enqueue(&self, submission: Submission) -> bool {
+    /// says so). Called with the scheduler locked, or by `submit_unlocked`.
+    /// The commands are taken only if the device keeps them: lent, they are
+    /// not copied.
+    fn enqueue<S: Borrow<Semaphore>>(&self, waits: &[(S, u64)], commands: &mut Commands, signals: &[(S, u64)]) -> bool {
         let mut state = lock(&self.state);
-        let refused = if state.closed {
-            Some(Error::Cancelled("the queue was destroyed before this work ran".into()))
-        } else {
-            state.fault.clone()
-        };
-        if let Some(e) = refused {
-            return fail_signals(&submission.signals, &e);
+        if state.closed || state.fault.is_some() {
+            let refused = match &state.fault {
+                Some(e) if !state.closed => e.clone(),
+                _ => Error::Cancelled("the queue was destroyed before this work ran".into()),
+            };
+            return fail_signals(signals, &refused);
         }
         let seq = state.next;
         state.next += 1;
         let mut uses = Uses::default();
-        let failed = self.queue_work(seq, &submission, &mut uses, &mut state).err().is_some_and(|e| {
-            let failed = fail_signals(&submission.signals, &e);
+        let failed = self.queue_work(seq, waits, commands, signals, &mut uses, &mut state).err().is_some_and(|e| {
+            let failed = fail_signals(signals, &e);
             state.fault = Some(e);
             failed
         });
@@ -233,7 +294,12 @@ impl QueueShared {
         // device does not address (an empty launch, say) goes at once, while
         // its memory is still in the cache.
         if uses.holds_memory || uses.spinning > 0 {
-            state.in_flight.push_back(InFlight { seq, submission, uses });
+            let signals = match uses.spinning {
+                0 => Vec::new(),
+                _ => signals.iter().map(|(s, v)| (s.borrow().clone(), *v)).collect(),
+            };
+            let commands = std::mem::replace(commands, Commands::None);
+            state.in_flight.push_back(InFlight { seq, _commands: commands, signals, uses });
         }
         failed
     }
@@ -242,17 +308,24 @@ impl QueueShared {
     /// progress report. A command that fails (a fault of a built-in, found
     /// on the host before its launch) leaves the commands before it queued,
     /// as the host backend has run them, and nothing after it.
-    fn queue_work(&self, seq: u64, submission: &Submission, uses: &mut Uses, state: &mut QueueState) -> Result<()> {
+    fn queue_work<S: Borrow<Semaphore>>(
+        &self,
+        seq: u64,
+        waits: &[(S, u64)],
+        commands: &Commands,
+        signals: &[(S, u64)],
+        uses: &mut Uses,
+        state: &mut QueueState,
+    ) -> Result<()> {
         let shared = &self.shared;
         let stream = self.stream;
-        let Submission { waits, commands, signals } = submission;
         let api = shared.ctx.api();
         let _current = shared.ctx.enter()?;
         // SAFETY (every call below): the stream is ours and live; the memory
         // it touches belongs to buffers and staging kept in flight until the
         // device has passed them, and the events to the device's pool.
         for (semaphore, value) in waits {
-            unsafe { cuda_semaphore(semaphore)?.queue_wait(stream, *value)? };
+            unsafe { cuda_semaphore(semaphore.borrow())?.queue_wait(stream, *value)? };
         }
         let as_graph = match commands {
             Commands::Recorded(recording) => self.replay(recording, uses, &mut state.graphs)?,
@@ -267,12 +340,12 @@ impl QueueShared {
         // they get no timepoint, so nothing waits for them on the device.
         if uses.spinning == 0 {
             for (semaphore, value) in signals {
-                unsafe { cuda_semaphore(semaphore)?.signal_on(shared, stream, *value)? };
+                unsafe { cuda_semaphore(semaphore.borrow())?.signal_on(shared, &mut state.events, stream, *value)? };
             }
         }
         if seq % PROGRESS_EVERY == 0 {
             self.note_progress(state)?;
-            let event = unsafe { shared.events.record(api, stream)? };
+            let event = unsafe { shared.events.record(&mut state.events, api, stream)? };
             state.marks.push_back((seq, event));
         }
         Ok(())
@@ -445,6 +518,7 @@ impl CudaQueue {
             closed: false,
             in_flight: VecDeque::new(),
             marks: VecDeque::new(),
+            events: Vec::new(),
             graphs: Graphs::default(),
         });
         Ok(Self { queue: Arc::new(QueueShared { shared: Arc::clone(shared), stream, closing, state }) })
@@ -453,12 +527,22 @@ impl CudaQueue {
 
 impl BackendQueue for CudaQueue {
     fn submit(&self, submission: Submission) -> Result<()> {
-        // With nothing to wait for and nothing to signal, the submission
-        // neither waits for the scheduler nor changes what it holds.
-        let failed = if submission.waits.is_empty() && submission.signals.is_empty() {
-            self.queue.enqueue(submission)
-        } else {
-            lock(&SCHEDULER).submit(&self.queue, submission)
+        let Submission { waits, mut commands, signals } = submission;
+        let failed = match submit_unlocked(&self.queue, &waits, &mut commands, &signals) {
+            Some(failed) => failed,
+            None => lock(&SCHEDULER).submit(&self.queue, Submission { waits, commands, signals }),
+        };
+        if failed {
+            HUB.notify();
+        }
+        Ok(())
+    }
+
+    /// The semaphores stay lent unless the work is held.
+    fn submit_local(&self, waits: Points<'_>, mut commands: Commands, signals: Points<'_>) -> Result<()> {
+        let failed = match submit_unlocked(&self.queue, waits, &mut commands, signals) {
+            Some(failed) => failed,
+            None => lock(&SCHEDULER).submit(&self.queue, Submission::owning(waits, commands, signals)),
         };
         if failed {
             HUB.notify();
@@ -475,6 +559,7 @@ impl Drop for CudaQueue {
         let (mine, others) =
             std::mem::take(&mut scheduler.held).into_iter().partition(|h| Arc::ptr_eq(&h.queue, &self.queue));
         scheduler.held = others;
+        HELD.store(scheduler.held.len(), Ordering::SeqCst);
         let cancelled = Error::Cancelled("the queue was destroyed before this work ran".into());
         for held in mine {
             fail_signals(&held.submission.signals, &cancelled);
@@ -484,7 +569,7 @@ impl Drop for CudaQueue {
             state.closed = true;
             let stopped = Error::Cancelled("the queue was destroyed while a launch was running".into());
             for work in state.in_flight.iter().filter(|w| w.uses.spinning > 0) {
-                fail_signals(&work.submission.signals, &stopped);
+                fail_signals(&work.signals, &stopped);
             }
         }
         // Ends SPIN launches.
@@ -498,11 +583,11 @@ impl Drop for CudaQueue {
             // SAFETY: the stream is ours and live.
             let _ = unsafe { shared.ctx.api().stream_synchronize(self.queue.stream) };
         }
-        let (in_flight, marks) = {
+        let (in_flight, marks, events) = {
             let mut state = lock(&self.queue.state);
-            (std::mem::take(&mut state.in_flight), std::mem::take(&mut state.marks))
+            (std::mem::take(&mut state.in_flight), std::mem::take(&mut state.marks), std::mem::take(&mut state.events))
         };
-        shared.events.give_back(marks.into_iter().map(|(_, event)| event));
+        shared.events.give_back(marks.into_iter().map(|(_, event)| event).chain(events));
         spins_stopped(in_flight.iter().map(|w| w.uses.spinning).sum());
     }
 }

@@ -81,18 +81,29 @@ unsafe impl Send for EventPool {}
 // SAFETY: as above.
 unsafe impl Sync for EventPool {}
 
+/// How many idle events a queue takes from its device's pool at once, into
+/// its own stash: the pool's lock is taken once per that many recordings,
+/// not once per signal.
+const EVENTS_TAKEN: usize = 16;
+
 impl EventPool {
-    /// An idle event (new if none is left) recorded on `stream`.
+    /// An idle event recorded on `stream`: from `stash`, a queue's, refilled
+    /// from the pool when empty, or new if both are.
     ///
     /// # Safety
     /// `stream` is a live stream of the device, whose context is current.
-    pub(super) unsafe fn record(&self, api: Api, stream: CUstream) -> Result<CUevent> {
-        let event = match lock(&self.free).pop() {
+    pub(super) unsafe fn record(&self, stash: &mut Vec<CUevent>, api: Api, stream: CUstream) -> Result<CUevent> {
+        if stash.is_empty() {
+            let mut free = lock(&self.free);
+            let from = free.len().saturating_sub(EVENTS_TAKEN);
+            stash.extend(free.drain(from..));
+        }
+        let event = match stash.pop() {
             Some(event) => event,
             None => api.event_create()?,
         };
         if let Err(e) = api.event_record(event, stream) {
-            self.give_back([event]);
+            stash.push(event);
             return Err(e);
         }
         Ok(event)
@@ -126,7 +137,7 @@ pub(super) struct CudaSemaphore {
     shared: Arc<Shared>,
     pub(super) payload: HostPayload,
     /// The highest value that device work already queued will signal: the
-    /// device may wait for values up to it. Raised under the scheduler lock.
+    /// device may wait for values up to it. Raised by `signal_on`.
     promised: AtomicU64,
     /// Pending device signals, ascending by value.
     timeline: Mutex<VecDeque<Timepoint>>,
@@ -154,17 +165,25 @@ impl CudaSemaphore {
 
     /// Signals `value` from `stream`, a stream of `recorder` (this
     /// semaphore's device or another of its group), once the work queued on
-    /// it so far is done, and promises it. Called under the scheduler lock,
-    /// with `recorder`'s context current.
+    /// it so far is done, and promises it; the event comes from `stash`,
+    /// the queue's (`EventPool::record`). Called with `recorder`'s context
+    /// current, under the scheduler lock or with nothing held
+    /// (`submit_unlocked` in queue.rs).
     ///
     /// # Safety
     /// `stream` is a live stream of `recorder`.
-    pub(super) unsafe fn signal_on(&self, recorder: &Arc<Shared>, stream: CUstream, value: u64) -> Result<()> {
+    pub(super) unsafe fn signal_on(
+        &self,
+        recorder: &Arc<Shared>,
+        stash: &mut Vec<CUevent>,
+        stream: CUstream,
+        value: u64,
+    ) -> Result<()> {
         let mut timeline = lock(&self.timeline);
         if timeline.len() >= PRUNE_EVERY && timeline.len() % PRUNE_EVERY == 0 {
             self.fold_done(&mut timeline)?;
         }
-        let event = recorder.events.record(recorder.ctx.api(), stream)?;
+        let event = recorder.events.record(stash, recorder.ctx.api(), stream)?;
         let recorder = (!Arc::ptr_eq(recorder, &self.shared)).then(|| Arc::clone(recorder));
         let timepoint = Timepoint { value, event, stream, recorder };
         // Signals come in ascending order but for programs that race them.
@@ -304,7 +323,7 @@ impl Drop for CudaSemaphore {
 
 /// The cuda backend's object behind a [`Semaphore`] of a cuda device.
 pub(super) fn cuda_semaphore(s: &Semaphore) -> Result<&CudaSemaphore> {
-    s.backend().as_any().downcast_ref().ok_or(Error::WrongDevice("a semaphore"))
+    s.backend().as_any().downcast_ref().ok_or_else(|| Error::WrongDevice("a semaphore"))
 }
 
 impl BackendSemaphore for CudaSemaphore {

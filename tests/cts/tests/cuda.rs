@@ -99,3 +99,45 @@ fn device_memory_exports_a_dma_buf_or_says_why() {
         }
     }
 }
+
+/// A submission held for a value nobody has promised yet goes to its stream
+/// when another thread's submission promises it, though that one queues
+/// without the scheduler's lock (`submit_unlocked` in cuda/queue.rs): the
+/// two race on every round, and no round may stay held.
+#[test]
+#[ignore = "needs cuda:0 (run with --include-ignored on a machine with the CUDA driver and a GPU)"]
+fn a_promise_made_without_the_scheduler_lock_releases_held_work() {
+    const ROUNDS: u64 = 2000;
+    let device = cuda();
+    let (s, t) = (device.create_semaphore(0).unwrap(), device.create_semaphore(0).unwrap());
+    let (waiter, signaller) = (device.create_queue().unwrap(), device.create_queue().unwrap());
+    let (start, stop) = (std::sync::Barrier::new(2), std::sync::atomic::AtomicBool::new(false));
+    let mut stuck = None;
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for i in 1..=ROUNDS {
+                start.wait();
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                signaller.barrier(&[], &[(&s, i)]).unwrap();
+            }
+        });
+        for i in 1..=ROUNDS {
+            start.wait();
+            waiter.barrier(&[(&s, i)], &[(&t, i)]).unwrap();
+            // Round by round: a later value would hide a round left held.
+            if let Err(e) = t.wait(i, Duration::from_secs(10)) {
+                stuck = Some((i, e));
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                // Lets the signalling thread, waiting for the next round,
+                // see `stop` and end.
+                if i < ROUNDS {
+                    start.wait();
+                }
+                break;
+            }
+        }
+    });
+    assert!(stuck.is_none(), "a round of {ROUNDS} stayed held: {stuck:?}, t = {:?}", t.query());
+}
