@@ -38,7 +38,10 @@ use crate::{
         page_atomic,
         read_user_page, //
     },
-    semaphore::Semaphores,
+    semaphore::{
+        Semaphores,
+        Wake, //
+    },
     uapi::{
         self,
         QueueControl, //
@@ -264,6 +267,7 @@ impl Queue {
                     packet.body[0] as u32,
                     packet.body[1],
                     error,
+                    &mut Wake::Now,
                 );
             }
         }

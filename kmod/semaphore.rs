@@ -16,7 +16,8 @@
 //! semaphore keeps a watcher per alias: on every change it publishes the
 //! value in the alias file's page and wakes that file's waiters and
 //! scheduler, so a queue of device B waits on device A's semaphore with no
-//! fence in between. An alias keeps its owner's `Semaphores` alive; once the
+//! fence in between. When a queue's packet made the change, B's scheduler
+//! runs in A's scheduler's worker right after A's pass (see [`Wake`]). An alias keeps its owner's `Semaphores` alive; once the
 //! semaphore is destroyed or its file closed, the alias reads as failed with
 //! ECANCELED.
 
@@ -88,10 +89,42 @@ struct Watcher {
 
 impl Watcher {
     /// The watched semaphore moved to `value`.
-    fn changed(&self, value: u64) {
+    fn changed(&self, value: u64, wake: &mut Wake<'_>) {
         self.sems.publish(self.slot, value);
         self.sems.wake_waiters();
-        Scheduler::semaphore_changed(&self.sems.scheduler);
+        wake.scheduler(&self.sems.scheduler);
+    }
+}
+
+/// How a semaphore's change reaches the schedulers whose queues may wait on
+/// it.
+pub(crate) enum Wake<'a> {
+    /// Each is woken at once.
+    Now,
+    /// The change comes from a packet completed in a pass of `this`: the
+    /// other schedulers that must look go on `later`, which the pass runs
+    /// in its own worker once it has dropped its lock (see
+    /// [`Scheduler::pass`]), rather than waking another worker for each.
+    Later {
+        this: &'a Scheduler,
+        later: &'a mut KVec<Arc<Scheduler>>,
+    },
+}
+
+impl Wake<'_> {
+    fn scheduler(&mut self, scheduler: &Arc<Scheduler>) {
+        match self {
+            Wake::Later { this, later } if !core::ptr::eq(*this, &**scheduler) => {
+                if !scheduler.waits() || later.iter().any(|s| Arc::ptr_eq(s, scheduler)) {
+                    return;
+                }
+                // Out of memory: woken at once instead.
+                if later.push(scheduler.clone(), GFP_KERNEL).is_err() {
+                    Scheduler::semaphore_changed(scheduler);
+                }
+            }
+            _ => Scheduler::semaphore_changed(scheduler),
+        }
     }
 }
 
@@ -132,7 +165,7 @@ impl Drop for Sem {
         }
         // Its aliases now read as failed.
         for watcher in self.watchers.iter() {
-            watcher.changed(uapi::SEM_FAILED_VALUE);
+            watcher.changed(uapi::SEM_FAILED_VALUE, &mut Wake::Now);
         }
     }
 }
@@ -442,21 +475,21 @@ impl Semaphores {
             if value <= sem.value || value == uapi::SEM_FAILED_VALUE {
                 return Err(EINVAL);
             }
-            owner.raise(sem, value);
+            owner.raise(sem, value, &mut Wake::Now);
             Ok(())
         })
     }
 
     /// Sets a new, higher value: wakes waiters, signals reached fences,
     /// and tells the semaphore's aliases.
-    fn raise(&self, sem: &mut Sem, value: u64) {
+    fn raise(&self, sem: &mut Sem, value: u64, wake: &mut Wake<'_>) {
         sem.value = value;
         sem.signal_fences();
         self.publish(sem.slot, value);
         self.wake_waiters();
-        Scheduler::semaphore_changed(&self.scheduler);
+        wake.scheduler(&self.scheduler);
         for watcher in sem.watchers.iter() {
-            watcher.changed(value);
+            watcher.changed(value, wake);
         }
     }
 
@@ -472,10 +505,10 @@ impl Semaphores {
 
     /// A SIGNAL_SEMAPHORE packet completed. A value at or below the current
     /// one changes nothing: queue signals only ever raise.
-    pub(crate) fn signal_from_queue(&self, handle: u32, value: u64) {
+    pub(crate) fn signal_from_queue(&self, handle: u32, value: u64, wake: &mut Wake<'_>) {
         let _ = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 && value > sem.value && value != uapi::SEM_FAILED_VALUE {
-                owner.raise(sem, value);
+                owner.raise(sem, value, wake);
             }
             Ok(())
         });
@@ -486,10 +519,10 @@ impl Semaphores {
     /// reached is not failed: that promise was kept (its signal may have
     /// landed just before the queue stopped), and failing it would fail
     /// waiters that are already satisfied.
-    pub(crate) fn fail_from_queue(&self, handle: u32, value: u64, error: u32) {
+    pub(crate) fn fail_from_queue(&self, handle: u32, value: u64, error: u32, wake: &mut Wake<'_>) {
         let _ = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 && sem.value < value {
-                owner.mark_failed(sem, error);
+                owner.mark_failed(sem, error, wake);
             }
             Ok(())
         });
@@ -501,15 +534,15 @@ impl Semaphores {
         let mut table = self.table.lock();
         for (_, sem) in table.sems.iter_mut() {
             if sem.error == 0 {
-                self.mark_failed(sem, error);
+                self.mark_failed(sem, error, &mut Wake::Now);
             }
         }
     }
 
     /// Fails a semaphore that has not failed yet.
-    fn mark_failed(&self, sem: &mut Sem, error: u32) {
+    fn mark_failed(&self, sem: &mut Sem, error: u32, wake: &mut Wake<'_>) {
         sem.error = error;
-        self.raise(sem, uapi::SEM_FAILED_VALUE);
+        self.raise(sem, uapi::SEM_FAILED_VALUE, wake);
     }
 
     /// SEM_QUERY: the value and the failure errno (0 if none).
@@ -528,7 +561,7 @@ impl Semaphores {
         }
         let failed = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 {
-                owner.mark_failed(sem, error);
+                owner.mark_failed(sem, error, &mut Wake::Now);
             }
             Ok(())
         });
@@ -561,8 +594,8 @@ impl Semaphores {
                 return Ok(());
             }
             match error {
-                Some(e) => owner.mark_failed(sem, e.to_errno().unsigned_abs()),
-                None if value > sem.value => owner.raise(sem, value),
+                Some(e) => owner.mark_failed(sem, e.to_errno().unsigned_abs(), &mut Wake::Now),
+                None if value > sem.value => owner.raise(sem, value, &mut Wake::Now),
                 // Already there: an import never lowers a value.
                 None => {}
             }
