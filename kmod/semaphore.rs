@@ -347,12 +347,6 @@ impl Semaphores {
         f(&owner, sem)
     }
 
-    /// Whether `handle` names a semaphore or an alias of this file.
-    fn knows(&self, handle: u32) -> bool {
-        let table = self.table.lock();
-        table.sems.get(&handle).is_some() || table.aliases.get(&handle).is_some()
-    }
-
     /// SEM_CREATE: a new semaphore; its handle and its slot in the page.
     pub(crate) fn create(&self, initial: u64) -> Result<(u32, usize)> {
         if initial == uapi::SEM_FAILED_VALUE {
@@ -661,29 +655,41 @@ impl Semaphores {
         })
     }
 
-    /// One look at a wait's points, each under its owner's table in turn.
-    /// A semaphore destroyed meanwhile has failed with ECANCELED.
-    fn check(&self, points: &[SemWaitPoint], any: bool) -> Check {
+    /// One look at every point of a wait, each under its owner's table in
+    /// turn, adding `waiters` to each one's count of sleeping waiters (for
+    /// debugfs) in the same lock. The first point in order that failed, or
+    /// for ANY that is reached, decides. A handle that names nothing is
+    /// ENOENT on the `first` look; later, like an alias whose semaphore is
+    /// gone, it has failed with ECANCELED (destroyed meanwhile).
+    fn look(&self, points: &[SemWaitPoint], any: bool, waiters: i32, first: bool) -> Result<Check> {
+        let mut decided = None;
         let mut all_done = true;
         for (i, p) in (0u32..).zip(points) {
-            let state = self
-                .wait_state(p.handle, p.value)
-                .unwrap_or(WaitState::Failed(ecanceled()));
-            let done = match state {
-                WaitState::Failed(error) => return Check::Failed(i, error),
-                WaitState::Reached => true,
-                WaitState::Pending => false,
+            let state = self.with_sem(p.handle, |_, sem| {
+                sem.waiters = sem.waiters.saturating_add_signed(waiters);
+                Ok(WaitState::of(sem, p.value))
+            });
+            let state = match state {
+                Err(e) if e == ENOENT && first => return Err(e),
+                Ok(state) => state,
+                Err(_) => WaitState::Failed(ecanceled()),
             };
-            if done && any {
-                return Check::Done(i);
-            }
-            all_done &= done;
+            let check = match state {
+                WaitState::Failed(error) => Some(Check::Failed(i, error)),
+                WaitState::Reached if any => Some(Check::Done(i)),
+                WaitState::Reached => None,
+                WaitState::Pending => {
+                    all_done = false;
+                    None
+                }
+            };
+            decided = decided.or(check);
         }
-        if all_done && !any {
-            Check::Done(0)
-        } else {
-            Check::Pending
-        }
+        Ok(match decided {
+            Some(check) => check,
+            None if all_done && !any => Check::Done(0),
+            None => Check::Pending,
+        })
     }
 
     /// SEM_WAIT: blocks until all (or any) points are reached, a semaphore
@@ -691,6 +697,10 @@ impl Semaphores {
     /// (ETIME), or a signal comes (ERESTARTSYS: the deadline is absolute, so
     /// a restart is exact). Returns the index for `ANY`, and on failure sets
     /// `*index` to the failed point.
+    ///
+    /// Each look takes each point's table once: the waiter counts itself in
+    /// the look before it sleeps and uncounts itself in the look after, so
+    /// that a wake-up costs one look before the waiter returns.
     pub(crate) fn wait(
         &self,
         points: &[SemWaitPoint],
@@ -699,50 +709,40 @@ impl Semaphores {
         index: &mut u32,
     ) -> Result {
         // Every handle must be valid when the wait starts.
-        if points.iter().any(|p| !self.knows(p.handle)) {
-            return Err(ENOENT);
-        }
-        // Counted as waiters while here, for debugfs.
-        let count = |up: bool| {
-            for p in points {
-                let _ = self.with_sem(p.handle, |_, sem| {
-                    sem.waiters = if up {
-                        sem.waiters + 1
-                    } else {
-                        sem.waiters.saturating_sub(1)
-                    };
-                    Ok(())
-                });
-            }
+        let mut check = self.look(points, any, 0, true)?;
+        let look = |waiters| {
+            self.look(points, any, waiters, false)
+                .unwrap_or(Check::Pending)
         };
-        // Reached already: no need to count as a waiter, or to sleep.
-        if let Check::Done(i) = self.check(points, any) {
-            *index = i;
-            return Ok(());
-        }
-        count(true);
         let mut seen = *self.wake.lock();
-        let result = loop {
-            match self.check(points, any) {
+        loop {
+            match check {
                 Check::Done(i) => {
                     *index = i;
-                    break Ok(());
+                    return Ok(());
                 }
                 Check::Failed(i, error) => {
                     *index = i;
-                    break Err(Error::from_errno(-(error as i32)));
+                    return Err(Error::from_errno(-(error as i32)));
                 }
                 Check::Pending => {}
             }
             // The deadline is CLOCK_MONOTONIC nanoseconds, as the ABI says.
             let remaining = deadline_ns.saturating_sub(Monotonic::ktime_get());
             if remaining <= 0 {
-                break Err(ETIME);
+                return Err(ETIME);
+            }
+            // Counted from here while it may sleep; a change since `seen`
+            // is seen by this look or moves the count.
+            check = look(1);
+            if !matches!(check, Check::Pending) {
+                look(-1);
+                continue;
             }
             let mut generation = self.wake.lock();
-            // A change since the look: look again. Else sleep until one.
-            if *generation == seen {
-                let signalled = if deadline_ns == i64::MAX {
+            // A change since `seen`: look again. Else sleep until one.
+            let signalled = *generation == seen
+                && if deadline_ns == i64::MAX {
                     // No deadline: no timer to arm and cancel.
                     self.changed.wait_interruptible(&mut generation)
                 } else {
@@ -756,14 +756,13 @@ impl Semaphores {
                         CondVarTimeoutResult::Signal { .. }
                     )
                 };
-                if signalled {
-                    break Err(ERESTARTSYS);
-                }
-            }
             seen = *generation;
-        };
-        count(false);
-        result
+            drop(generation);
+            check = look(-1);
+            if signalled {
+                return Err(ERESTARTSYS);
+            }
+        }
     }
 
     /// debugfs `semaphores`: one line of `key=value` pairs per semaphore
