@@ -22,7 +22,7 @@
 //! ECANCELED.
 
 use kernel::{
-    new_condvar, new_mutex,
+    new_condvar, new_mutex, new_spinlock,
     page::{
         Page,
         PAGE_SIZE, //
@@ -33,10 +33,16 @@ use kernel::{
         RBTreeNodeReservation, //
     },
     sync::{
+        atomic::{
+            Atomic,
+            Full,
+            Release, //
+        },
         Arc,
         CondVar,
         CondVarTimeoutResult,
-        Mutex, //
+        Mutex,
+        SpinLock, //
     },
     time::{
         msecs_to_jiffies,
@@ -91,7 +97,10 @@ impl Watcher {
     /// The watched semaphore moved to `value`.
     fn changed(&self, value: u64, wake: &mut Wake<'_>) {
         self.sems.publish(self.slot, value);
+        // Notified at once: the alias's waiters look at their own table
+        // first, which is not held here.
         self.sems.wake_waiters();
+        self.sems.notify();
         wake.scheduler(&self.sems.scheduler);
     }
 }
@@ -252,8 +261,9 @@ fn ecanceled() -> u32 {
 /// Lock order: `imports` and `table` are never held together. Two files'
 /// tables are never held together either: an alias is resolved under its
 /// own file's table, which is dropped before the owner's is taken. `wake`
-/// nests inside any file's `table` (a change under one file's table wakes
-/// the waiters of every file that aliases it) and nothing is taken under it.
+/// (a spinlock) nests inside any file's `table` (a change under one file's
+/// table wakes the waiters of every file that aliases it) and nothing is
+/// taken under it.
 #[pin_data]
 pub(crate) struct Semaphores {
     #[pin]
@@ -262,11 +272,15 @@ pub(crate) struct Semaphores {
     /// since it last looked, so that it looks at its points (in several
     /// files' tables) without holding a lock across them.
     #[pin]
-    wake: Mutex<u64>,
+    wake: SpinLock<u64>,
     /// Notified, with `wake`, on every change of this file's semaphores and
     /// of those it aliases.
     #[pin]
     changed: CondVar,
+    /// 1 while `wake` moved and `changed` is still to be notified: by
+    /// whoever changed a semaphore, once it has dropped the table (see
+    /// [`Semaphores::notify`]).
+    notify: Atomic<i32>,
     /// Imports whose fence has not been handled yet.
     #[pin]
     imports: Mutex<KVec<Arc<FenceImport>>>,
@@ -290,8 +304,9 @@ impl Semaphores {
         };
         Ok(try_pin_init!(Self {
             table <- new_mutex!(table, "Semaphores::table"),
-            wake <- new_mutex!(0, "Semaphores::wake"),
+            wake <- new_spinlock!(0, "Semaphores::wake"),
             changed <- new_condvar!("Semaphores::changed"),
+            notify: Atomic::new(0),
             imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
             page,
             scheduler,
@@ -313,17 +328,26 @@ impl Semaphores {
         });
     }
 
-    /// Wakes this file's host waiters.
+    /// Wakes this file's host waiters: moves the count now, under the
+    /// table of the semaphore that changed, and leaves the wake-up itself
+    /// to [`Semaphores::notify`].
     fn wake_waiters(&self) {
-        {
-            let mut generation = self.wake.lock();
-            *generation = generation.wrapping_add(1);
+        let mut generation = self.wake.lock();
+        *generation = generation.wrapping_add(1);
+        self.notify.store(1, Release);
+    }
+
+    /// Wakes the host waiters if a change since the last call moved the
+    /// count; called once the table is dropped, so that a waiter does not
+    /// wake into the table it must take to look. None is missed: a waiter
+    /// goes to sleep only if the count did not move, and is on `changed`'s
+    /// queue before it drops `wake`; every move is followed by a call that
+    /// finds the flag set, or by one already past the move's store that
+    /// notifies after it.
+    fn notify(&self) {
+        if self.notify.xchg(0, Full) != 0 {
+            self.changed.notify_all();
         }
-        // Notified after the lock is dropped, so that a waiter does not
-        // wake into a held lock. None is missed: a waiter goes to sleep
-        // only if the count did not move, and is on `changed`'s queue
-        // before it drops the lock.
-        self.changed.notify_all();
     }
 
     /// Runs `f` on the semaphore `handle` names in this file, under the
@@ -337,14 +361,20 @@ impl Semaphores {
         let (owner, target) = {
             let mut table = self.table.lock();
             if let Some(sem) = table.sems.get_mut(&handle) {
-                return f(self, sem);
+                let result = f(self, sem);
+                drop(table);
+                self.notify();
+                return result;
             }
             let alias = table.aliases.get(&handle).ok_or(ENOENT)?;
             (alias.owner.clone(), alias.handle)
         };
         let mut table = owner.table.lock();
         let sem = table.sems.get_mut(&target).ok_or(ECANCELED)?;
-        f(&owner, sem)
+        let result = f(&owner, sem);
+        drop(table);
+        owner.notify();
+        result
     }
 
     /// SEM_CREATE: a new semaphore; its handle and its slot in the page.
@@ -447,6 +477,8 @@ impl Semaphores {
                 table.put_slot(sem.slot);
                 self.publish(sem.slot, 0);
                 self.wake_waiters();
+                drop(table);
+                self.notify();
                 return Ok(());
             }
             table.aliases.remove(&handle).ok_or(ENOENT)?
@@ -457,6 +489,8 @@ impl Semaphores {
         table.put_slot(alias.slot);
         self.publish(alias.slot, 0);
         self.wake_waiters();
+        drop(table);
+        self.notify();
         Ok(())
     }
 
@@ -531,6 +565,8 @@ impl Semaphores {
                 self.mark_failed(sem, error, &mut Wake::Now);
             }
         }
+        drop(table);
+        self.notify();
     }
 
     /// Fails a semaphore that has not failed yet.
