@@ -75,7 +75,7 @@ pub(crate) struct QueueState {
     /// QUEUE_DESTROY or close: the scheduler drops it.
     pub(crate) destroyed: bool,
     /// Packets before this one are skipped with `skip_error` (a failed
-    /// WAIT_SEMAPHORE with SKIP_ON_FAILURE); see [`Queue::skipping`].
+    /// WAIT_SEMAPHORE with SKIP_ON_FAILURE); see [`Queue::pending`].
     skip_until: u64,
     skip_error: u32,
 }
@@ -144,9 +144,11 @@ impl Queue {
         *self.state.lock()
     }
 
-    /// The process's write index, if it has a packet the kernel has not
-    /// taken; a write index that runs ahead of the ring faults the queue.
-    pub(crate) fn pending(&self) -> Option<u64> {
+    /// The index of the process's next packet the kernel has not taken,
+    /// if it published one, with the error it is skipped with if it is
+    /// (see [`Queue::start_skip`]), read under one lock; a write index that
+    /// runs ahead of the ring faults the queue.
+    pub(crate) fn pending(&self) -> Option<(u64, Option<u32>)> {
         let state = self.state();
         if state.faulted || state.destroyed {
             return None;
@@ -160,7 +162,9 @@ impl Queue {
             self.fault(state.submitted, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
             return None;
         }
-        (write != state.submitted).then_some(state.submitted)
+        let index = state.submitted;
+        let skip = (index < state.skip_until).then_some(state.skip_error);
+        (write != index).then_some((index, skip))
     }
 
     /// Packet `index` from the ring. The process may be writing it as we
@@ -241,12 +245,6 @@ impl Queue {
         let mut state = self.state.lock();
         state.skip_until = index + 1 + u64::from(count);
         state.skip_error = error;
-    }
-
-    /// The error packet `index` is skipped with, if it is.
-    pub(crate) fn skipping(&self, index: u64) -> Option<u32> {
-        let state = self.state.lock();
-        (index < state.skip_until).then_some(state.skip_error)
     }
 
     /// Fails the semaphores of the SIGNAL_SEMAPHORE packets from `index`

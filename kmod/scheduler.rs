@@ -574,27 +574,41 @@ impl Scheduler {
         completion.hand_back();
         // Before the read index moves: a process that sees the packet
         // completed sees what it did to its semaphore.
+        if let Some(update) = completion.update {
+            self.update_semaphore(woken, queue, packet, update);
+        }
+        queue.complete(packet);
+    }
+
+    /// A completed packet's semaphore update, unless its queue faulted at
+    /// or before it.
+    fn update_semaphore(
+        &self,
+        woken: &mut KVec<Arc<Scheduler>>,
+        queue: &Queue,
+        packet: u64,
+        update: SemUpdate,
+    ) {
         let s = queue.state();
         let sems = queue.objects().semaphores();
         let mut wake = Wake::Later {
             this: self,
             later: woken,
         };
-        match (completion.update, s.faulted && packet >= s.fault_index) {
-            (Some(SemUpdate::Signal { handle, value }), false) => {
+        match (update, s.faulted && packet >= s.fault_index) {
+            (SemUpdate::Signal { handle, value }, false) => {
                 sems.signal_from_queue(handle, value, &mut wake)
             }
             (
-                Some(SemUpdate::Fail {
+                SemUpdate::Fail {
                     handle,
                     value,
                     error,
-                }),
+                },
                 false,
             ) => sems.fail_from_queue(handle, value, error, &mut wake),
             _ => {}
         }
-        queue.complete(packet);
     }
 
     /// Completes the markers at the head of stream `i`, doing their CPU
@@ -666,7 +680,9 @@ impl Scheduler {
 
     /// Pushes as many commands of queue `q`'s staged packet as its stream
     /// and the device take, or its marker. True if anything was pushed.
-    fn push_staged(&self, state: &mut State, q: usize) -> bool {
+    /// `fresh`: the packet was translated in this turn, under this lock,
+    /// so its queue cannot have faulted since.
+    fn push_staged(&self, state: &mut State, q: usize, fresh: bool) -> bool {
         let State {
             queues,
             streams,
@@ -680,7 +696,7 @@ impl Scheduler {
         let Some(stream) = streams.get_mut(i) else {
             return false;
         };
-        if entry.queue.state().faulted {
+        if !fresh && entry.queue.state().faulted {
             // The rest of a faulted packet never runs.
             entry.staged = None;
         }
@@ -785,12 +801,13 @@ impl Scheduler {
             let Some(entry) = state.queues.get_mut(i) else {
                 break;
             };
-            if entry.staged.is_none() {
+            let fresh = entry.staged.is_none();
+            if fresh {
                 let queue = entry.queue.clone();
-                let Some(index) = queue.pending() else {
+                let Some((index, skip)) = queue.pending() else {
                     continue;
                 };
-                match self.translate(&queue, index) {
+                match self.translate(&queue, index, skip) {
                     Ok(Translated::Run(staged)) => {
                         queue.mark_submitted(index);
                         entry.staged = Some(staged);
@@ -810,7 +827,7 @@ impl Scheduler {
                     }
                 }
             }
-            progressed |= self.push_staged(state, i);
+            progressed |= self.push_staged(state, i, fresh);
         }
         state.cursor = if n == 0 { 0 } else { (state.cursor + 1) % n };
         progressed
@@ -826,27 +843,22 @@ impl Scheduler {
 
     /// Translates packet `index` of `queue`. A WAIT_SEMAPHORE sets
     /// `blocked` first, so that it is woken by the semaphore's change.
-    fn translate(&self, queue: &Queue, index: u64) -> Result<Translated> {
+    fn translate(&self, queue: &Queue, index: u64, skip: Option<u32>) -> Result<Translated> {
         let packet = queue.packet(index)?;
         self.mark_if_wait(&packet);
-        translate::translate(
-            &self.translator(queue),
-            index,
-            &packet,
-            queue.skipping(index),
-        )
+        translate::translate(&self.translator(queue), index, &packet, skip)
     }
 
     /// What a queue's next packet lets the scheduler do.
     fn head(&self, queue: &Queue) -> Head {
-        let Some(index) = queue.pending() else {
+        let Some((index, skip)) = queue.pending() else {
             return Head::Empty;
         };
         let Ok(packet) = queue.packet(index) else {
             return Head::Runnable;
         };
         self.mark_if_wait(&packet);
-        if translate::blocks(&self.translator(queue), &packet, queue.skipping(index)) {
+        if translate::blocks(&self.translator(queue), &packet, skip) {
             Head::Waiting
         } else {
             Head::Runnable
