@@ -108,8 +108,10 @@ use crate::{
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 /// Other devices' passes one pass runs after its own, at most (see
-/// [`Scheduler::pass`]).
-const PEER_PASSES: usize = 8;
+/// [`Scheduler::pass`]): past it, one worker wake-up per this many edges
+/// of a chain between two devices (a pass of one device takes a chain
+/// between its own queues to its end with none).
+const PEER_PASSES: usize = 64;
 
 /// Entries one stream's FIFO holds at most: its commands in flight and the
 /// markers between them.
