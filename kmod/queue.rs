@@ -38,7 +38,10 @@ use crate::{
         page_atomic,
         read_user_page, //
     },
-    semaphore::Semaphores,
+    semaphore::{
+        Semaphores,
+        Wake, //
+    },
     uapi::{
         self,
         QueueControl, //
@@ -72,7 +75,7 @@ pub(crate) struct QueueState {
     /// QUEUE_DESTROY or close: the scheduler drops it.
     pub(crate) destroyed: bool,
     /// Packets before this one are skipped with `skip_error` (a failed
-    /// WAIT_SEMAPHORE with SKIP_ON_FAILURE); see [`Queue::skipping`].
+    /// WAIT_SEMAPHORE with SKIP_ON_FAILURE); see [`Queue::pending`].
     skip_until: u64,
     skip_error: u32,
 }
@@ -141,9 +144,11 @@ impl Queue {
         *self.state.lock()
     }
 
-    /// The process's write index, if it has a packet the kernel has not
-    /// taken; a write index that runs ahead of the ring faults the queue.
-    pub(crate) fn pending(&self) -> Option<u64> {
+    /// The index of the process's next packet the kernel has not taken,
+    /// if it published one, with the error it is skipped with if it is
+    /// (see [`Queue::start_skip`]), read under one lock; a write index that
+    /// runs ahead of the ring faults the queue.
+    pub(crate) fn pending(&self) -> Option<(u64, Option<u32>)> {
         let state = self.state();
         if state.faulted || state.destroyed {
             return None;
@@ -157,7 +162,9 @@ impl Queue {
             self.fault(state.submitted, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
             return None;
         }
-        (write != state.submitted).then_some(state.submitted)
+        let index = state.submitted;
+        let skip = (index < state.skip_until).then_some(state.skip_error);
+        (write != index).then_some((index, skip))
     }
 
     /// Packet `index` from the ring. The process may be writing it as we
@@ -240,12 +247,6 @@ impl Queue {
         state.skip_error = error;
     }
 
-    /// The error packet `index` is skipped with, if it is.
-    pub(crate) fn skipping(&self, index: u64) -> Option<u32> {
-        let state = self.state.lock();
-        (index < state.skip_until).then_some(state.skip_error)
-    }
-
     /// Fails the semaphores of the SIGNAL_SEMAPHORE packets from `index`
     /// to the process's write index (at most one ring's worth).
     fn fail_signals(&self, index: u64, error: u32) {
@@ -264,6 +265,7 @@ impl Queue {
                     packet.body[0] as u32,
                     packet.body[1],
                     error,
+                    &mut Wake::Now,
                 );
             }
         }

@@ -35,7 +35,10 @@
 //! Lock order: `Scheduler::state`, then a file's `Context::objects` (BO
 //! lookups) or `Semaphores::table`, then `Staging::pages`, VRAM and
 //! backend locks. `Queue::state` is innermost: taken under any of these,
-//! it is never held while taking another.
+//! it is never held while taking another. Two schedulers' `state`s are
+//! never held together: a packet that signals another device's queue
+//! (through an alias) only notes that scheduler, and the pass runs its
+//! pass once it has dropped its own `state` (see [`Scheduler::pass`]).
 
 use kernel::{
     new_mutex,
@@ -46,6 +49,10 @@ use kernel::{
             Atomic,
             Full,
             Relaxed, //
+        },
+        lock::{
+            mutex::MutexBackend,
+            Guard, //
         },
         Arc, Mutex,
     },
@@ -78,6 +85,7 @@ use crate::{
         flush_delayed_work,
         flush_work, //
     },
+    semaphore::Wake,
     staging::{
         Slot,
         Staging, //
@@ -98,6 +106,12 @@ use crate::{
 /// Device commands in flight at most, over all streams: within the
 /// device's command FIFO depth.
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
+
+/// Other devices' passes one pass runs after its own, at most (see
+/// [`Scheduler::pass`]): past it, one worker wake-up per this many edges
+/// of a chain between two devices (a pass of one device takes a chain
+/// between its own queues to its end with none).
+const PEER_PASSES: usize = 64;
 
 /// Entries one stream's FIFO holds at most: its commands in flight and the
 /// markers between them.
@@ -150,6 +164,10 @@ struct State {
     resets: u64,
     /// The device is gone for good: nothing is scheduled any more.
     lost: bool,
+    /// Other devices' schedulers with a queue waiting on a semaphore that
+    /// a packet completed here changed (through an alias): woken once the
+    /// lock is dropped (see [`Scheduler::pass`]).
+    woken: KVec<Arc<Scheduler>>,
 }
 
 /// One device's scheduler.
@@ -219,6 +237,7 @@ impl Scheduler {
             sent: 0,
             resets: 0,
             lost: false,
+            woken: KVec::new(),
         };
         let staging = Staging::new(&*hw)?;
         let device_hw = hw.clone();
@@ -264,7 +283,7 @@ impl Scheduler {
     /// store and load, at least one of the two sees the other's store and
     /// queues a pass.
     pub(crate) fn semaphore_changed(this: &Arc<Self>) {
-        if this.blocked.load(Acquire) == 0 {
+        if !this.waits() {
             return;
         }
         if this.passing.load(Relaxed) != 0 {
@@ -274,6 +293,19 @@ impl Scheduler {
             }
         }
         Self::kick(this);
+    }
+
+    /// Whether a queue waits on a semaphore: only then must a semaphore's
+    /// change wake the scheduler (see [`Scheduler::semaphore_changed`]).
+    pub(crate) fn waits(&self) -> bool {
+        self.blocked.load(Acquire) != 0
+    }
+
+    /// Wakes each of `woken` (see [`State::woken`]) through its work item.
+    fn wake(woken: KVec<Arc<Scheduler>>) {
+        for scheduler in woken.iter() {
+            Self::semaphore_changed(scheduler);
+        }
     }
 
     /// Schedules a new queue, on the stream with fewest queues; ENOSPC past
@@ -313,6 +345,9 @@ impl Scheduler {
         let mut state = this.state.lock();
         state.queues.retain(|q| !Arc::ptr_eq(&q.queue, queue));
         Self::watchdog(this, &mut state);
+        let woken = core::mem::take(&mut state.woken);
+        drop(state);
+        Self::wake(woken);
     }
 
     /// The device is gone for good: every queue faults with `error` at its
@@ -410,6 +445,9 @@ impl Scheduler {
         }
         this.take_responses(&mut state);
         Self::watchdog(this, &mut state);
+        let woken = core::mem::take(&mut state.woken);
+        drop(state);
+        Self::wake(woken);
     }
 
     /// Resets the device if the command at the head of a stream is overdue,
@@ -530,35 +568,61 @@ impl Scheduler {
     }
 
     /// What completing a packet does: hands back what the device wrote,
-    /// updates its semaphore (unless its queue faulted at or before it),
-    /// moves the queue's read index.
-    fn complete(queue: &Queue, packet: u64, completion: &Completion) {
+    /// updates its semaphore (unless its queue faulted at or before it;
+    /// other devices' schedulers it wakes go on `woken`), moves the queue's
+    /// read index.
+    fn complete(
+        &self,
+        woken: &mut KVec<Arc<Scheduler>>,
+        queue: &Queue,
+        packet: u64,
+        completion: &Completion,
+    ) {
         completion.hand_back();
         // Before the read index moves: a process that sees the packet
         // completed sees what it did to its semaphore.
+        if let Some(update) = completion.update {
+            self.update_semaphore(woken, queue, packet, update);
+        }
+        queue.complete(packet);
+    }
+
+    /// A completed packet's semaphore update, unless its queue faulted at
+    /// or before it.
+    fn update_semaphore(
+        &self,
+        woken: &mut KVec<Arc<Scheduler>>,
+        queue: &Queue,
+        packet: u64,
+        update: SemUpdate,
+    ) {
         let s = queue.state();
         let sems = queue.objects().semaphores();
-        match (completion.update, s.faulted && packet >= s.fault_index) {
-            (Some(SemUpdate::Signal { handle, value }), false) => {
-                sems.signal_from_queue(handle, value)
+        let mut wake = Wake::Later {
+            this: self,
+            later: woken,
+        };
+        match (update, s.faulted && packet >= s.fault_index) {
+            (SemUpdate::Signal { handle, value }, false) => {
+                sems.signal_from_queue(handle, value, &mut wake)
             }
             (
-                Some(SemUpdate::Fail {
+                SemUpdate::Fail {
                     handle,
                     value,
                     error,
-                }),
+                },
                 false,
-            ) => sems.fail_from_queue(handle, value, error),
+            ) => sems.fail_from_queue(handle, value, error, &mut wake),
             _ => {}
         }
-        queue.complete(packet);
     }
 
     /// Completes the markers at the head of stream `i`, doing their CPU
     /// work: everything before them on the stream has completed.
     fn settle(&self, state: &mut State, i: usize) {
-        let Some(stream) = state.streams.get_mut(i) else {
+        let State { streams, woken, .. } = state;
+        let Some(stream) = streams.get_mut(i) else {
             return;
         };
         while let Some(head) = stream.fifo.front_mut() {
@@ -574,7 +638,7 @@ impl Scheduler {
                 }
             }
             if let Some(completion) = completion {
-                Self::complete(&head.queue, head.packet, &completion);
+                self.complete(woken, &head.queue, head.packet, &completion);
             }
             stream.fifo.advance();
             stream.head_since = Instant::now();
@@ -609,7 +673,7 @@ impl Scheduler {
                 done.queue
                     .fault(done.packet, EIO.to_errno().unsigned_abs(), status, pc, warp);
             } else if let Some(completion) = &completion {
-                Self::complete(&done.queue, done.packet, completion);
+                self.complete(&mut state.woken, &done.queue, done.packet, completion);
             }
             // Once all are taken, the finished entries are dropped: their
             // queues may go then.
@@ -623,7 +687,9 @@ impl Scheduler {
 
     /// Pushes as many commands of queue `q`'s staged packet as its stream
     /// and the device take, or its marker. True if anything was pushed.
-    fn push_staged(&self, state: &mut State, q: usize) -> bool {
+    /// `fresh`: the packet was translated in this turn, under this lock,
+    /// so its queue cannot have faulted since.
+    fn push_staged(&self, state: &mut State, q: usize, fresh: bool) -> bool {
         let State {
             queues,
             streams,
@@ -637,7 +703,7 @@ impl Scheduler {
         let Some(stream) = streams.get_mut(i) else {
             return false;
         };
-        if entry.queue.state().faulted {
+        if !fresh && entry.queue.state().faulted {
             // The rest of a faulted packet never runs.
             entry.staged = None;
         }
@@ -742,12 +808,13 @@ impl Scheduler {
             let Some(entry) = state.queues.get_mut(i) else {
                 break;
             };
-            if entry.staged.is_none() {
+            let fresh = entry.staged.is_none();
+            if fresh {
                 let queue = entry.queue.clone();
-                let Some(index) = queue.pending() else {
+                let Some((index, skip)) = queue.pending() else {
                     continue;
                 };
-                match self.translate(&queue, index) {
+                match self.translate(&queue, index, skip) {
                     Ok(Translated::Run(staged)) => {
                         queue.mark_submitted(index);
                         entry.staged = Some(staged);
@@ -767,7 +834,7 @@ impl Scheduler {
                     }
                 }
             }
-            progressed |= self.push_staged(state, i);
+            progressed |= self.push_staged(state, i, fresh);
         }
         state.cursor = if n == 0 { 0 } else { (state.cursor + 1) % n };
         progressed
@@ -783,27 +850,22 @@ impl Scheduler {
 
     /// Translates packet `index` of `queue`. A WAIT_SEMAPHORE sets
     /// `blocked` first, so that it is woken by the semaphore's change.
-    fn translate(&self, queue: &Queue, index: u64) -> Result<Translated> {
+    fn translate(&self, queue: &Queue, index: u64, skip: Option<u32>) -> Result<Translated> {
         let packet = queue.packet(index)?;
         self.mark_if_wait(&packet);
-        translate::translate(
-            &self.translator(queue),
-            index,
-            &packet,
-            queue.skipping(index),
-        )
+        translate::translate(&self.translator(queue), index, &packet, skip)
     }
 
     /// What a queue's next packet lets the scheduler do.
     fn head(&self, queue: &Queue) -> Head {
-        let Some(index) = queue.pending() else {
+        let Some((index, skip)) = queue.pending() else {
             return Head::Empty;
         };
         let Ok(packet) = queue.packet(index) else {
             return Head::Runnable;
         };
         self.mark_if_wait(&packet);
-        if translate::blocks(&self.translator(queue), &packet, queue.skipping(index)) {
+        if translate::blocks(&self.translator(queue), &packet, skip) {
             Head::Waiting
         } else {
             Head::Runnable
@@ -836,21 +898,55 @@ impl WorkItem for Scheduler {
 }
 
 impl Scheduler {
-    /// One pass of the work item; another is queued if a semaphore changed
-    /// after it last looked (see `passing`).
+    /// One pass of the work item, then the passes of the other devices'
+    /// schedulers it woke (a queue of theirs waits on a semaphore it
+    /// signalled, through an alias), in this worker, each once this pass
+    /// has dropped its lock: no scheduler lock is ever held while another
+    /// is taken. A scheduler whose lock is held (its own pass runs, or an
+    /// ioctl) is woken as before; so are those past [`PEER_PASSES`], which
+    /// keeps two devices signalling each other from holding one worker.
     fn pass(this: &Arc<Self>) {
-        let mut state = this.state.lock();
+        let mut woken = Self::pass_once(this, this.state.lock());
+        let mut budget = PEER_PASSES;
+        while let Some(peer) = woken.pop() {
+            let state = if budget > 0 {
+                peer.state.try_lock()
+            } else {
+                None
+            };
+            let Some(state) = state else {
+                Self::semaphore_changed(&peer);
+                continue;
+            };
+            budget -= 1;
+            for next in Self::pass_once(&peer, state) {
+                // Out of memory: woken through its work item instead.
+                if !woken.iter().any(|w| Arc::ptr_eq(w, &next))
+                    && woken.push(next.clone(), GFP_KERNEL).is_err()
+                {
+                    Self::semaphore_changed(&next);
+                }
+            }
+        }
+    }
+
+    /// One pass under `state`; another is queued if a semaphore changed
+    /// after it last looked (see `passing`). Returns the other schedulers
+    /// it woke.
+    fn pass_once(this: &Arc<Self>, mut state: Guard<'_, State, MutexBackend>) -> KVec<Arc<Self>> {
         if state.lost {
-            return;
+            return KVec::new();
         }
         this.passing.xchg(1, Full);
         Self::pass_locked(this, &mut state);
         this.passing.xchg(0, Full);
         let missed = this.missed.xchg(0, Full) != 0;
+        let woken = core::mem::take(&mut state.woken);
         drop(state);
         if missed {
             Self::kick(this);
         }
+        woken
     }
 
     /// The pass itself, under the state lock.

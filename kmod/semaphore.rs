@@ -16,12 +16,13 @@
 //! semaphore keeps a watcher per alias: on every change it publishes the
 //! value in the alias file's page and wakes that file's waiters and
 //! scheduler, so a queue of device B waits on device A's semaphore with no
-//! fence in between. An alias keeps its owner's `Semaphores` alive; once the
+//! fence in between. When a queue's packet made the change, B's scheduler
+//! runs in A's scheduler's worker right after A's pass (see [`Wake`]). An alias keeps its owner's `Semaphores` alive; once the
 //! semaphore is destroyed or its file closed, the alias reads as failed with
 //! ECANCELED.
 
 use kernel::{
-    new_condvar, new_mutex,
+    new_condvar, new_mutex, new_spinlock,
     page::{
         Page,
         PAGE_SIZE, //
@@ -32,10 +33,16 @@ use kernel::{
         RBTreeNodeReservation, //
     },
     sync::{
+        atomic::{
+            Atomic,
+            Full,
+            Release, //
+        },
         Arc,
         CondVar,
         CondVarTimeoutResult,
-        Mutex, //
+        Mutex,
+        SpinLock, //
     },
     time::{
         msecs_to_jiffies,
@@ -88,10 +95,45 @@ struct Watcher {
 
 impl Watcher {
     /// The watched semaphore moved to `value`.
-    fn changed(&self, value: u64) {
+    fn changed(&self, value: u64, wake: &mut Wake<'_>) {
         self.sems.publish(self.slot, value);
+        // Notified at once: the alias's waiters look at their own table
+        // first, which is not held here.
         self.sems.wake_waiters();
-        Scheduler::semaphore_changed(&self.sems.scheduler);
+        self.sems.notify();
+        wake.scheduler(&self.sems.scheduler);
+    }
+}
+
+/// How a semaphore's change reaches the schedulers whose queues may wait on
+/// it.
+pub(crate) enum Wake<'a> {
+    /// Each is woken at once.
+    Now,
+    /// The change comes from a packet completed in a pass of `this`: the
+    /// other schedulers that must look go on `later`, which the pass runs
+    /// in its own worker once it has dropped its lock (see
+    /// [`Scheduler::pass`]), rather than waking another worker for each.
+    Later {
+        this: &'a Scheduler,
+        later: &'a mut KVec<Arc<Scheduler>>,
+    },
+}
+
+impl Wake<'_> {
+    fn scheduler(&mut self, scheduler: &Arc<Scheduler>) {
+        match self {
+            Wake::Later { this, later } if !core::ptr::eq(*this, &**scheduler) => {
+                if !scheduler.waits() || later.iter().any(|s| Arc::ptr_eq(s, scheduler)) {
+                    return;
+                }
+                // Out of memory: woken at once instead.
+                if later.push(scheduler.clone(), GFP_KERNEL).is_err() {
+                    Scheduler::semaphore_changed(scheduler);
+                }
+            }
+            _ => Scheduler::semaphore_changed(scheduler),
+        }
     }
 }
 
@@ -132,7 +174,7 @@ impl Drop for Sem {
         }
         // Its aliases now read as failed.
         for watcher in self.watchers.iter() {
-            watcher.changed(uapi::SEM_FAILED_VALUE);
+            watcher.changed(uapi::SEM_FAILED_VALUE, &mut Wake::Now);
         }
     }
 }
@@ -219,8 +261,9 @@ fn ecanceled() -> u32 {
 /// Lock order: `imports` and `table` are never held together. Two files'
 /// tables are never held together either: an alias is resolved under its
 /// own file's table, which is dropped before the owner's is taken. `wake`
-/// nests inside any file's `table` (a change under one file's table wakes
-/// the waiters of every file that aliases it) and nothing is taken under it.
+/// (a spinlock) nests inside any file's `table` (a change under one file's
+/// table wakes the waiters of every file that aliases it) and nothing is
+/// taken under it.
 #[pin_data]
 pub(crate) struct Semaphores {
     #[pin]
@@ -229,11 +272,15 @@ pub(crate) struct Semaphores {
     /// since it last looked, so that it looks at its points (in several
     /// files' tables) without holding a lock across them.
     #[pin]
-    wake: Mutex<u64>,
+    wake: SpinLock<u64>,
     /// Notified, with `wake`, on every change of this file's semaphores and
     /// of those it aliases.
     #[pin]
     changed: CondVar,
+    /// 1 while `wake` moved and `changed` is still to be notified: by
+    /// whoever changed a semaphore, once it has dropped the table (see
+    /// [`Semaphores::notify`]).
+    notify: Atomic<i32>,
     /// Imports whose fence has not been handled yet.
     #[pin]
     imports: Mutex<KVec<Arc<FenceImport>>>,
@@ -257,8 +304,9 @@ impl Semaphores {
         };
         Ok(try_pin_init!(Self {
             table <- new_mutex!(table, "Semaphores::table"),
-            wake <- new_mutex!(0, "Semaphores::wake"),
+            wake <- new_spinlock!(0, "Semaphores::wake"),
             changed <- new_condvar!("Semaphores::changed"),
+            notify: Atomic::new(0),
             imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
             page,
             scheduler,
@@ -280,17 +328,26 @@ impl Semaphores {
         });
     }
 
-    /// Wakes this file's host waiters.
+    /// Wakes this file's host waiters: moves the count now, under the
+    /// table of the semaphore that changed, and leaves the wake-up itself
+    /// to [`Semaphores::notify`].
     fn wake_waiters(&self) {
-        {
-            let mut generation = self.wake.lock();
-            *generation = generation.wrapping_add(1);
+        let mut generation = self.wake.lock();
+        *generation = generation.wrapping_add(1);
+        self.notify.store(1, Release);
+    }
+
+    /// Wakes the host waiters if a change since the last call moved the
+    /// count; called once the table is dropped, so that a waiter does not
+    /// wake into the table it must take to look. None is missed: a waiter
+    /// goes to sleep only if the count did not move, and is on `changed`'s
+    /// queue before it drops `wake`; every move is followed by a call that
+    /// finds the flag set, or by one already past the move's store that
+    /// notifies after it.
+    fn notify(&self) {
+        if self.notify.xchg(0, Full) != 0 {
+            self.changed.notify_all();
         }
-        // Notified after the lock is dropped, so that a waiter does not
-        // wake into a held lock. None is missed: a waiter goes to sleep
-        // only if the count did not move, and is on `changed`'s queue
-        // before it drops the lock.
-        self.changed.notify_all();
     }
 
     /// Runs `f` on the semaphore `handle` names in this file, under the
@@ -304,20 +361,20 @@ impl Semaphores {
         let (owner, target) = {
             let mut table = self.table.lock();
             if let Some(sem) = table.sems.get_mut(&handle) {
-                return f(self, sem);
+                let result = f(self, sem);
+                drop(table);
+                self.notify();
+                return result;
             }
             let alias = table.aliases.get(&handle).ok_or(ENOENT)?;
             (alias.owner.clone(), alias.handle)
         };
         let mut table = owner.table.lock();
         let sem = table.sems.get_mut(&target).ok_or(ECANCELED)?;
-        f(&owner, sem)
-    }
-
-    /// Whether `handle` names a semaphore or an alias of this file.
-    fn knows(&self, handle: u32) -> bool {
-        let table = self.table.lock();
-        table.sems.get(&handle).is_some() || table.aliases.get(&handle).is_some()
+        let result = f(&owner, sem);
+        drop(table);
+        owner.notify();
+        result
     }
 
     /// SEM_CREATE: a new semaphore; its handle and its slot in the page.
@@ -420,6 +477,8 @@ impl Semaphores {
                 table.put_slot(sem.slot);
                 self.publish(sem.slot, 0);
                 self.wake_waiters();
+                drop(table);
+                self.notify();
                 return Ok(());
             }
             table.aliases.remove(&handle).ok_or(ENOENT)?
@@ -430,6 +489,8 @@ impl Semaphores {
         table.put_slot(alias.slot);
         self.publish(alias.slot, 0);
         self.wake_waiters();
+        drop(table);
+        self.notify();
         Ok(())
     }
 
@@ -442,14 +503,14 @@ impl Semaphores {
             if value <= sem.value || value == uapi::SEM_FAILED_VALUE {
                 return Err(EINVAL);
             }
-            owner.raise(sem, value);
+            owner.raise(sem, value, &mut Wake::Now);
             Ok(())
         })
     }
 
     /// Sets a new, higher value: wakes waiters, signals reached fences,
     /// and tells the semaphore's aliases.
-    fn raise(&self, sem: &mut Sem, value: u64) {
+    fn raise(&self, sem: &mut Sem, value: u64, wake: &mut Wake<'_>) {
         sem.value = value;
         // Published first: whoever a fence, a wake-up or an alias tells
         // must find the value page there already. A failure that crosses
@@ -458,9 +519,9 @@ impl Semaphores {
         self.publish(sem.slot, value);
         sem.signal_fences();
         self.wake_waiters();
-        Scheduler::semaphore_changed(&self.scheduler);
+        wake.scheduler(&self.scheduler);
         for watcher in sem.watchers.iter() {
-            watcher.changed(value);
+            watcher.changed(value, wake);
         }
     }
 
@@ -476,10 +537,10 @@ impl Semaphores {
 
     /// A SIGNAL_SEMAPHORE packet completed. A value at or below the current
     /// one changes nothing: queue signals only ever raise.
-    pub(crate) fn signal_from_queue(&self, handle: u32, value: u64) {
+    pub(crate) fn signal_from_queue(&self, handle: u32, value: u64, wake: &mut Wake<'_>) {
         let _ = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 && value > sem.value && value != uapi::SEM_FAILED_VALUE {
-                owner.raise(sem, value);
+                owner.raise(sem, value, wake);
             }
             Ok(())
         });
@@ -490,10 +551,10 @@ impl Semaphores {
     /// reached is not failed: that promise was kept (its signal may have
     /// landed just before the queue stopped), and failing it would fail
     /// waiters that are already satisfied.
-    pub(crate) fn fail_from_queue(&self, handle: u32, value: u64, error: u32) {
+    pub(crate) fn fail_from_queue(&self, handle: u32, value: u64, error: u32, wake: &mut Wake<'_>) {
         let _ = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 && sem.value < value {
-                owner.mark_failed(sem, error);
+                owner.mark_failed(sem, error, wake);
             }
             Ok(())
         });
@@ -505,15 +566,17 @@ impl Semaphores {
         let mut table = self.table.lock();
         for (_, sem) in table.sems.iter_mut() {
             if sem.error == 0 {
-                self.mark_failed(sem, error);
+                self.mark_failed(sem, error, &mut Wake::Now);
             }
         }
+        drop(table);
+        self.notify();
     }
 
     /// Fails a semaphore that has not failed yet.
-    fn mark_failed(&self, sem: &mut Sem, error: u32) {
+    fn mark_failed(&self, sem: &mut Sem, error: u32, wake: &mut Wake<'_>) {
         sem.error = error;
-        self.raise(sem, uapi::SEM_FAILED_VALUE);
+        self.raise(sem, uapi::SEM_FAILED_VALUE, wake);
     }
 
     /// SEM_QUERY: the value and the failure errno (0 if none).
@@ -532,7 +595,7 @@ impl Semaphores {
         }
         let failed = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 {
-                owner.mark_failed(sem, error);
+                owner.mark_failed(sem, error, &mut Wake::Now);
             }
             Ok(())
         });
@@ -565,8 +628,8 @@ impl Semaphores {
                 return Ok(());
             }
             match error {
-                Some(e) => owner.mark_failed(sem, e.to_errno().unsigned_abs()),
-                None if value > sem.value => owner.raise(sem, value),
+                Some(e) => owner.mark_failed(sem, e.to_errno().unsigned_abs(), &mut Wake::Now),
+                None if value > sem.value => owner.raise(sem, value, &mut Wake::Now),
                 // Already there: an import never lowers a value.
                 None => {}
             }
@@ -632,29 +695,41 @@ impl Semaphores {
         })
     }
 
-    /// One look at a wait's points, each under its owner's table in turn.
-    /// A semaphore destroyed meanwhile has failed with ECANCELED.
-    fn check(&self, points: &[SemWaitPoint], any: bool) -> Check {
+    /// One look at every point of a wait, each under its owner's table in
+    /// turn, adding `waiters` to each one's count of sleeping waiters (for
+    /// debugfs) in the same lock. The first point in order that failed, or
+    /// for ANY that is reached, decides. A handle that names nothing is
+    /// ENOENT on the `first` look; later, like an alias whose semaphore is
+    /// gone, it has failed with ECANCELED (destroyed meanwhile).
+    fn look(&self, points: &[SemWaitPoint], any: bool, waiters: i32, first: bool) -> Result<Check> {
+        let mut decided = None;
         let mut all_done = true;
         for (i, p) in (0u32..).zip(points) {
-            let state = self
-                .wait_state(p.handle, p.value)
-                .unwrap_or(WaitState::Failed(ecanceled()));
-            let done = match state {
-                WaitState::Failed(error) => return Check::Failed(i, error),
-                WaitState::Reached => true,
-                WaitState::Pending => false,
+            let state = self.with_sem(p.handle, |_, sem| {
+                sem.waiters = sem.waiters.saturating_add_signed(waiters);
+                Ok(WaitState::of(sem, p.value))
+            });
+            let state = match state {
+                Err(e) if e == ENOENT && first => return Err(e),
+                Ok(state) => state,
+                Err(_) => WaitState::Failed(ecanceled()),
             };
-            if done && any {
-                return Check::Done(i);
-            }
-            all_done &= done;
+            let check = match state {
+                WaitState::Failed(error) => Some(Check::Failed(i, error)),
+                WaitState::Reached if any => Some(Check::Done(i)),
+                WaitState::Reached => None,
+                WaitState::Pending => {
+                    all_done = false;
+                    None
+                }
+            };
+            decided = decided.or(check);
         }
-        if all_done && !any {
-            Check::Done(0)
-        } else {
-            Check::Pending
-        }
+        Ok(match decided {
+            Some(check) => check,
+            None if all_done && !any => Check::Done(0),
+            None => Check::Pending,
+        })
     }
 
     /// SEM_WAIT: blocks until all (or any) points are reached, a semaphore
@@ -662,6 +737,10 @@ impl Semaphores {
     /// (ETIME), or a signal comes (ERESTARTSYS: the deadline is absolute, so
     /// a restart is exact). Returns the index for `ANY`, and on failure sets
     /// `*index` to the failed point.
+    ///
+    /// Each look takes each point's table once: the waiter counts itself in
+    /// the look before it sleeps and uncounts itself in the look after, so
+    /// that a wake-up costs one look before the waiter returns.
     pub(crate) fn wait(
         &self,
         points: &[SemWaitPoint],
@@ -670,50 +749,40 @@ impl Semaphores {
         index: &mut u32,
     ) -> Result {
         // Every handle must be valid when the wait starts.
-        if points.iter().any(|p| !self.knows(p.handle)) {
-            return Err(ENOENT);
-        }
-        // Counted as waiters while here, for debugfs.
-        let count = |up: bool| {
-            for p in points {
-                let _ = self.with_sem(p.handle, |_, sem| {
-                    sem.waiters = if up {
-                        sem.waiters + 1
-                    } else {
-                        sem.waiters.saturating_sub(1)
-                    };
-                    Ok(())
-                });
-            }
+        let mut check = self.look(points, any, 0, true)?;
+        let look = |waiters| {
+            self.look(points, any, waiters, false)
+                .unwrap_or(Check::Pending)
         };
-        // Reached already: no need to count as a waiter, or to sleep.
-        if let Check::Done(i) = self.check(points, any) {
-            *index = i;
-            return Ok(());
-        }
-        count(true);
         let mut seen = *self.wake.lock();
-        let result = loop {
-            match self.check(points, any) {
+        loop {
+            match check {
                 Check::Done(i) => {
                     *index = i;
-                    break Ok(());
+                    return Ok(());
                 }
                 Check::Failed(i, error) => {
                     *index = i;
-                    break Err(Error::from_errno(-(error as i32)));
+                    return Err(Error::from_errno(-(error as i32)));
                 }
                 Check::Pending => {}
             }
             // The deadline is CLOCK_MONOTONIC nanoseconds, as the ABI says.
             let remaining = deadline_ns.saturating_sub(Monotonic::ktime_get());
             if remaining <= 0 {
-                break Err(ETIME);
+                return Err(ETIME);
+            }
+            // Counted from here while it may sleep; a change since `seen`
+            // is seen by this look or moves the count.
+            check = look(1);
+            if !matches!(check, Check::Pending) {
+                look(-1);
+                continue;
             }
             let mut generation = self.wake.lock();
-            // A change since the look: look again. Else sleep until one.
-            if *generation == seen {
-                let signalled = if deadline_ns == i64::MAX {
+            // A change since `seen`: look again. Else sleep until one.
+            let signalled = *generation == seen
+                && if deadline_ns == i64::MAX {
                     // No deadline: no timer to arm and cancel.
                     self.changed.wait_interruptible(&mut generation)
                 } else {
@@ -727,14 +796,13 @@ impl Semaphores {
                         CondVarTimeoutResult::Signal { .. }
                     )
                 };
-                if signalled {
-                    break Err(ERESTARTSYS);
-                }
-            }
             seen = *generation;
-        };
-        count(false);
-        result
+            drop(generation);
+            check = look(-1);
+            if signalled {
+                return Err(ERESTARTSYS);
+            }
+        }
     }
 
     /// debugfs `semaphores`: one line of `key=value` pairs per semaphore

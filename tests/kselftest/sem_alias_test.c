@@ -4,12 +4,18 @@
  * 0's file. Host operations and queue packets on the alias act on device 0's
  * semaphore, its value is published in device 1's value page, failure
  * crosses, and device 0's semaphore or file going fails the alias with
- * ECANCELED and wakes its waiters. Bad inputs; leaks.
+ * ECANCELED and wakes its waiters. A chain of edges between the two
+ * devices' queues, whose signals wake the other device's scheduler from
+ * the signalling one's pass: none is lost, failures cross, and the waiting
+ * side may go mid-chain. Bad inputs; leaks.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -315,6 +321,175 @@ TEST_F(alias, closing_the_owners_file_cancels_waiters_and_queues)
 	EXPECT_EQ(RADIANCE_SEM_FAILED_VALUE, page_value(self->b, offset));
 	EXPECT_EQ(0, sems_of(0));
 	queue_close(&qb);
+}
+
+/* Queues `edges` edges of a ping-pong chain: qa signals s to n, qb (whose
+ * handle x aliases s) waits for n and signals its own t to n, which qa
+ * (through y, its alias of t) waits for before signalling n + 1. */
+static void chain(struct queue *qa, struct queue *qb, int s, int x, int t, int y, int edges)
+{
+	for (int n = 1; n <= edges; n++) {
+		queue_sem(qa, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, n, 0);
+		queue_sem(qa, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, y, n, 0);
+		queue_sem(qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, n, 0);
+		queue_sem(qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, n, 0);
+	}
+}
+
+/* Reads device `index`'s debugfs queue list until `stop`: each read holds
+ * that scheduler's lock, so a pass of the other device that signals this
+ * one now and then finds the lock held and wakes it the slow way. */
+struct lister {
+	int index;
+	_Atomic int stop;
+};
+
+static void *list_queues(void *arg)
+{
+	struct lister *l = arg;
+	char path[64], buf[4096];
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/radiance%d/queues", l->index);
+	while (!atomic_load(&l->stop)) {
+		int f = open(path, O_RDONLY);
+
+		if (f < 0)
+			break;
+		while (read(f, buf, sizeof(buf)) > 0)
+			;
+		close(f);
+	}
+	return NULL;
+}
+
+TEST_F(alias, a_chain_of_edges_between_the_devices_loses_no_wake_up)
+{
+	enum { EDGES = 300 };
+	struct lister lists[2] = { { .index = 0 }, { .index = 1 } };
+	pthread_t th[2];
+	struct queue qa, qb;
+	int s = radiance_sem_create(self->a, 0), t = radiance_sem_create(self->b, 0);
+	int x = import_handle(self->b, self->a, s, NULL);
+	int y = import_handle(self->a, self->b, t, NULL);
+
+	ASSERT_LT(0, x);
+	ASSERT_LT(0, y);
+	ASSERT_EQ(0, queue_open(self->a, 1024, &qa));
+	ASSERT_EQ(0, queue_open(self->b, 1024, &qb));
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, list_queues, &lists[i]));
+	chain(&qa, &qb, s, x, t, y, EDGES);
+	queue_publish(&qb);
+	queue_publish(&qa);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qa));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qb));
+	for (int i = 0; i < 2; i++) {
+		atomic_store(&lists[i].stop, 1);
+		pthread_join(th[i], NULL);
+	}
+	EXPECT_EQ(2 * EDGES, qa.ctl->read_index);
+	EXPECT_EQ(2 * EDGES, qb.ctl->read_index);
+	EXPECT_EQ(EDGES, radiance_sem_value(self->a, s));
+	EXPECT_EQ(EDGES, radiance_sem_value(self->b, t));
+	queue_close(&qa);
+	queue_close(&qb);
+}
+
+TEST_F(alias, a_signal_skipped_in_a_pass_fails_the_other_devices_waiter)
+{
+	struct queue qa, qb;
+	int f = radiance_sem_create(self->a, 0), s = radiance_sem_create(self->a, 0);
+	int t = radiance_sem_create(self->b, 0), x = import_handle(self->b, self->a, s, NULL);
+
+	ASSERT_LT(0, x);
+	ASSERT_EQ(0, queue_open(self->a, 16, &qa));
+	ASSERT_EQ(0, queue_open(self->b, 16, &qb));
+	/* B waits for A's s; A's signal of s is skipped, in A's pass, when f
+	 * fails: B's wait fails with f's error and so does what B signals. */
+	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, 1, 0);
+	queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, 1, 0);
+	queue_publish(&qb);
+	queue_sem(&qa, RADIANCE_PACKET_WAIT_SEMAPHORE, RADIANCE_PACKET_SKIP_ON_FAILURE, f, 1, 1);
+	queue_sem(&qa, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 1, 0);
+	queue_publish(&qa);
+	usleep(20000);
+	EXPECT_EQ(0, qb.ctl->read_index);
+	ASSERT_EQ(0, radiance_sem_fail(self->a, f, EHOSTDOWN));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qa));
+	EXPECT_EQ(2, qa.ctl->read_index);
+	EXPECT_EQ(-EHOSTDOWN, radiance_sem_wait_for(self->a, s, 1));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&qb));
+	EXPECT_EQ(EHOSTDOWN, qb.ctl->error);
+	EXPECT_EQ(-EHOSTDOWN, radiance_sem_wait_for(self->b, t, 1));
+	queue_close(&qa);
+	queue_close(&qb);
+}
+
+TEST(the_waiting_side_of_a_chain_may_go_mid_chain)
+{
+	enum { EDGES = 400 };
+	int ready[2], status;
+	pid_t pid;
+
+	for (int round = 0; round < 4; round++) {
+		int a = radiance_open(0), s = radiance_sem_create(a, 0);
+		struct queue qa;
+
+		ASSERT_LT(0, s);
+		ASSERT_EQ(0, queue_open(a, 1024, &qa));
+		ASSERT_EQ(0, pipe(ready));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			/* Device 1's side: waits for each of A's signals and
+			 * answers it, until killed. */
+			int b = radiance_open(1), t = radiance_sem_create(b, 0);
+			int x = import_handle(b, a, s, NULL);
+			int y = import_handle(a, b, t, NULL);
+			struct queue qb;
+
+			if (x <= 0 || y <= 0 || queue_open(b, 1024, &qb) || write(ready[1], &y, sizeof(y)) != sizeof(y))
+				_exit(1);
+			for (int n = 1; n <= EDGES; n++) {
+				queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, n, 0);
+				queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, n, 0);
+			}
+			queue_publish(&qb);
+			pause();
+			_exit(0);
+		}
+		{
+			int y;
+
+			ASSERT_EQ(sizeof(y), read(ready[0], &y, sizeof(y)));
+			for (int n = 1; n <= EDGES; n++) {
+				queue_sem(&qa, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, n, 0);
+				queue_sem(&qa, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, y, n, 0);
+			}
+		}
+		queue_publish(&qa);
+		/* Killed at a different point of the chain each round. */
+		usleep(2000 + round * 5000);
+		ASSERT_EQ(0, kill(pid, SIGKILL));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFSIGNALED(status));
+		close(ready[0]);
+		close(ready[1]);
+		/* A stops at its first wait that B's going cancelled, or ran
+		 * the whole chain before B went. */
+		if (queue_drain(&qa) == RADIANCE_QUEUE_FAULTED) {
+			EXPECT_EQ(ECANCELED, qa.ctl->error);
+		} else {
+			EXPECT_EQ(2 * EDGES, qa.ctl->read_index);
+		}
+		queue_close(&qa);
+		close(a);
+		for (int i = 0; i < 1000 && radiance_mem_stat("open_files"); i++)
+			usleep(10000);
+		EXPECT_EQ(0, sems_of(0));
+		EXPECT_EQ(0, sems_of(1));
+		EXPECT_EQ(0, radiance_mem_stat("open_files"));
+	}
 }
 
 TEST(alias_cycles_leak_nothing)

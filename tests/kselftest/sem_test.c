@@ -360,6 +360,8 @@ TEST_F(sem, bad_arguments)
 	p[1].pad = 0;
 	p[1].handle = h + 1;
 	EXPECT_EQ(-ENOENT, sem_wait(self->fd, p, 2, 0, 0, NULL));
+	EXPECT_EQ(-ENOENT, sem_wait(self->fd, p, 2, RADIANCE_SEM_WAIT_ANY, 0, NULL))
+		TH_LOG("every handle is checked, even past a point already reached");
 	EXPECT_EQ(-EFAULT, sem_wait(self->fd, NULL, 1, 0, 0, NULL));
 	w.points = (uintptr_t)p;
 	w.count = 1;
@@ -393,6 +395,10 @@ TEST_F(sem, radctl_sems_shows_values_waiters_and_failures)
 	ASSERT_EQ(0, radiance_sem_signal(self->fd, ok, 42));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* A waiter that woke, or timed out, no longer counts. */
+	EXPECT_EQ(-ETIME, wait_one(self->fd, ok, 43, radiance_now_ns() + 20 * 1000 * 1000));
+	ASSERT_LT(0, radiance_radctl("sems kmod:0", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "42     0")) TH_LOG("%s", out);
 }
 
 TEST(handles_belong_to_their_file_and_close_frees)

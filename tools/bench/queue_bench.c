@@ -4,17 +4,24 @@
  *  1. cost per packet submitted through the ring with suppressed kicks
  *     (10,000 NOPs written and published in bursts of 64, kicking only when
  *     asked), against one null ioctl (QUEUE_QUERY: the syscall floor);
- *  2. NOP round trip: one packet published to the read index moving;
+ *  2. NOP round trip: one packet published to the read index moving, with
+ *     the share of them that had to kick (the scheduler is often still in
+ *     its pass when the next NOP comes, and takes it there); and the same
+ *     from an idle scheduler (waiting until it asks for a kick): a host
+ *     round trip with the worker's wake-up;
  *  3. COPY HOST->VRAM bandwidth against a plain memcpy of the same size,
  *     and against a copy the kernel makes (a pread of a memfd: under TCG
  *     the kernel's copy routines and userspace's memcpy differ in speed,
  *     and the emulated device copies in the kernel); and the device
  *     commands it took per MiB (debugfs commands_issued);
  *  4. a cross-queue dependency edge (SIGNAL on queue A, WAIT on queue B)
- *     per edge over a chain of 256 edges, against the NOP round trip and
- *     against two NOPs taken in one pass (a burst published at once): an
- *     edge is two packets, each taken by the scheduler, so this is its
- *     floor where no host round trip is left;
+ *     per edge over a chain of 256 edges, against the NOP round trip,
+ *     against the round trip from idle, and against two NOPs taken in one
+ *     pass (a burst published at once): an edge is two packets, each taken
+ *     by the scheduler, so this is its floor where no host round trip is
+ *     left. Where the NOP round trips needed no kick, each is one packet
+ *     taken in a pass too, and edge / NOP round trip cannot go below
+ *     about 2;
  *  5. VRAM scrub on free: a 4 KiB FILL round trip right after freeing a
  *     written 1 MiB BO, against the same FILL with nothing freed.
  * 2, 3, 4 and 5 run in interleaved rounds and print medians. Absolute
@@ -123,6 +130,13 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Waits until the scheduler is idle: it asks for a kick. */
+static void idle(struct queue *q)
+{
+	while (!atomic_load_explicit((_Atomic uint32_t *)&q->ctl->needs_kick, memory_order_seq_cst))
+		;
+}
+
 /* ns of one packet's round trip: published to drained. */
 static double round_trip(struct queue *q, const void *packet)
 {
@@ -148,7 +162,7 @@ int main(void)
 	enum { PACKETS = 10000, NULLS = 10000, TRIPS = 50, EDGES = 256, ROUNDS = 7, BURST = 1024 };
 	struct radiance_queue_query query = { 0 };
 	struct queue q, a, b;
-	double t, submit, null, in_pass[ROUNDS], pass_ratio[ROUNDS];
+	double t, submit, null, in_pass[ROUNDS], pass_ratio[ROUNDS], from_idle[ROUNDS], idle_ratio[ROUNDS], kicked[ROUNDS];
 	double trip[ROUNDS], copy_ns[ROUNDS], memcpy_ns[ROUNDS], copy_ratio[ROUNDS], edge[ROUNDS], edge_ratio[ROUNDS];
 	double kcopy_ns[ROUNDS], kcopy_ratio[ROUNDS], per_mib[ROUNDS], fill_ns[ROUNDS], after_free_ns[ROUNDS], free_ns[ROUNDS], scrub_ratio[ROUNDS];
 	long burst_kicks;
@@ -217,10 +231,19 @@ int main(void)
 		drain(&q);
 		in_pass[r] = (now_ns() - t) / BURST;
 
-		/* NOP round trip. */
+		/* NOP round trip, and the share that kicked. */
 		trip[r] = 0;
+		kicked[r] = q.kicks;
 		for (int i = 0; i < TRIPS; i++)
 			trip[r] += round_trip(&q, &nop_packet) / TRIPS;
+		kicked[r] = (q.kicks - kicked[r]) / TRIPS;
+
+		/* NOP round trip from an idle scheduler. */
+		from_idle[r] = 0;
+		for (int i = 0; i < TRIPS; i++) {
+			idle(&q);
+			from_idle[r] += round_trip(&q, &nop_packet) / TRIPS;
+		}
 
 		/* 3. COPY HOST -> VRAM against memcpy. */
 		before = radiance_mem_stat("commands_issued");
@@ -259,6 +282,7 @@ int main(void)
 		drain(&b);
 		edge[r] = (now_ns() - t) / EDGES;
 		edge_ratio[r] = edge[r] / trip[r];
+		idle_ratio[r] = edge[r] / from_idle[r];
 		pass_ratio[r] = edge[r] / (2 * in_pass[r]);
 
 		/* 5. A 4 KiB FILL alone, then right after freeing a written
@@ -288,8 +312,10 @@ int main(void)
 	printf("  per packet submitted        %8.0f ns\n", submit);
 	printf("  null ioctl (QUEUE_QUERY)    %8.0f ns  (packet / ioctl = %.3f)\n", null, submit / null);
 	printf("medians of %d interleaved rounds:\n", ROUNDS);
-	printf("  NOP round trip              %8.0f ns  (%.1f null ioctls)\n", median(trip, ROUNDS),
-	       median(trip, ROUNDS) / null);
+	printf("  NOP round trip              %8.0f ns  (%.1f null ioctls; %.0f%% kicked)\n", median(trip, ROUNDS),
+	       median(trip, ROUNDS) / null, 100 * median(kicked, ROUNDS));
+	printf("  NOP round trip from idle    %8.0f ns  (%.1f null ioctls)\n", median(from_idle, ROUNDS),
+	       median(from_idle, ROUNDS) / null);
 	printf("COPY HOST->VRAM %zu MiB: %.1f MB/s; memcpy %.1f MB/s (copy / memcpy = %.3f)\n", size >> 20,
 	       size / median(copy_ns, ROUNDS) * 1e3, size / median(memcpy_ns, ROUNDS) * 1e3, median(copy_ratio, ROUNDS));
 	printf("  kernel copy (memfd pread) %.1f MB/s (COPY / kernel copy = %.3f)\n", size / median(kcopy_ns, ROUNDS) * 1e3,
@@ -297,6 +323,7 @@ int main(void)
 	printf("COPY HOST->VRAM device commands per MiB: %.2f\n", median(per_mib, ROUNDS));
 	printf("cross-queue edge (SIGNAL on A, WAIT on B), %d edges: %.0f ns per edge (edge / NOP round trip = %.2f)\n",
 	       EDGES, median(edge, ROUNDS), median(edge_ratio, ROUNDS));
+	printf("  edge / NOP round trip from idle = %.2f\n", median(idle_ratio, ROUNDS));
 	printf("  NOP taken in a pass (%d published at once) %.0f ns (edge / 2 such NOPs = %.2f)\n", BURST,
 	       median(in_pass, ROUNDS), median(pass_ratio, ROUNDS));
 	printf("4 KiB FILL after freeing %zu KiB: %.0f ns (free %.0f ns) vs %.0f ns alone (after free / alone = %.2f)\n",
