@@ -487,32 +487,64 @@ impl User {
 
     /// USER_HOST_READ / USER_HOST_WRITE: moves `len` bytes between host
     /// memory at DMA address `addr` and the server's buffer at `user_ptr`,
-    /// a page at a time, each inside a window mapped for the device.
+    /// each run that lies inside one window mapped for the device at once:
+    /// straight between the two under the windows' lock, with page faults
+    /// off; where a page of the server's buffer is not there (not touched
+    /// yet, swapped out), through [`User::bounce`].
     pub(crate) fn host_access(&self, args: &uapi::UserHostAccess, to_host: bool) -> Result {
         if args.flags != 0 || args.len > uapi::USER_HOST_ACCESS_MAX {
             return Err(EINVAL);
         }
-        let user = UserSlice::new(
-            UserPtr::from_addr(args.user_ptr as usize),
-            args.len as usize,
-        );
-        let (mut reader, mut writer) = user.reader_writer();
+        let len = u64::from(args.len);
+        let mut done = 0u64;
+        while done < len {
+            let addr = args.addr.checked_add(done).ok_or(EFAULT)?;
+            let user = usize::try_from(args.user_ptr.checked_add(done).ok_or(EFAULT)?)?;
+            let (n, copied) = self.windows.with_run(addr, len - done, |n| {
+                // At most `USER_HOST_ACCESS_MAX`.
+                let map = HostMap::new(addr, u32::try_from(n)?)?;
+                let copied = if to_host {
+                    map.from_user_nofault(0, user, n as usize)?
+                } else {
+                    map.to_user_nofault(0, user, n as usize)?
+                };
+                Ok((n, copied))
+            })?;
+            if !copied {
+                self.bounce(addr, user, n, to_host)?;
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Moves `len` bytes between host memory at `addr` and the server's
+    /// buffer at `user` a page at a time through a buffer, the server's
+    /// side outside the windows' lock: a fault on the server's buffer may
+    /// take locks (mmap_lock) under which mappings of host memory are
+    /// dropped.
+    fn bounce(&self, addr: u64, user: usize, len: u64, to_host: bool) -> Result {
+        let (mut reader, mut writer) =
+            UserSlice::new(UserPtr::from_addr(user), usize::try_from(len)?).reader_writer();
         let mut buf = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
-        let mut done = 0u32;
-        while done < args.len {
-            let n = (args.len - done).min(PAGE_SIZE as u32);
-            let addr = args.addr.checked_add(done.into()).ok_or(EFAULT)?;
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(PAGE_SIZE as u64);
+            let addr = addr + done;
             let chunk = buf.get_mut(..n as usize).ok_or(EINVAL)?;
-            // Copies between the server and `buf` happen outside the
-            // windows' lock: a fault on the server's buffer may take locks
-            // (mmap_lock) under which mappings of host memory are dropped.
+            // The window may have closed while the lock was not held.
+            let whole = |m: u64| if m == n { Ok(()) } else { Err(EFAULT) };
             if to_host {
                 reader.read_slice(chunk)?;
-                self.windows
-                    .with(addr, n.into(), || HostMap::new(addr, n)?.write(0, chunk))?;
+                self.windows.with_run(addr, n, |m| {
+                    whole(m)?;
+                    HostMap::new(addr, n as u32)?.write(0, chunk)
+                })?;
             } else {
-                self.windows
-                    .with(addr, n.into(), || HostMap::new(addr, n)?.read(0, chunk))?;
+                self.windows.with_run(addr, n, |m| {
+                    whole(m)?;
+                    HostMap::new(addr, n as u32)?.read(0, chunk)
+                })?;
                 writer.write_slice(chunk)?;
             }
             done += n;

@@ -244,6 +244,76 @@ TEST_F(user, copies_run_through_the_server_and_only_mapped_memory_is_reachable)
 	munmap(out, 4096);
 }
 
+/* Host accesses move whole runs of a window at once, straight into the
+ * server's buffer where its pages are there, else a page at a time (a
+ * buffer never touched); a buffer the server cannot write is EFAULT. */
+TEST_F(user, host_accesses_reach_touched_untouched_and_read_only_buffers)
+{
+	enum { SIZE = 64 << 10 };
+	struct radiance_bo_create host;
+	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, SIZE, 0, NULL);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, SIZE, RADIANCE_BO_MAPPABLE, &host);
+	uint8_t frame[16], r[16] = { 0 };
+	uint8_t *in, *fresh, *fresh2, *ro, *page;
+	uint32_t addr, len;
+	struct queue q;
+
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	in = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, host.mmap_offset);
+	fresh = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fresh2 = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ro = mmap(NULL, SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	page = malloc(SIZE);
+	ASSERT_NE(MAP_FAILED, in);
+	ASSERT_NE(MAP_FAILED, fresh);
+	ASSERT_NE(MAP_FAILED, fresh2);
+	ASSERT_NE(MAP_FAILED, ro);
+	ASSERT_NE(NULL, page);
+	for (int i = 0; i < SIZE; i++)
+		in[i] = i * 7 + i / 4096;
+
+	/* The command keeps its host memory in a window until answered. */
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	copy(&q, src, vram, SIZE);
+	queue_publish(&q);
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	ASSERT_EQ(16, read(self->s->ctl, frame, sizeof(frame)));
+	addr = le32(frame + 3);
+	len = le32(frame + 11);
+	ASSERT_LT(4096, len) TH_LOG("a run of more than a page");
+
+	/* Never touched: no page there, so a page at a time. */
+	ASSERT_EQ(0, host_access(self->s->ctl, 0, addr, fresh, len));
+	EXPECT_EQ(0, memcmp(fresh, in, len));
+	/* Touched: straight. */
+	memset(page, 0, SIZE);
+	ASSERT_EQ(0, host_access(self->s->ctl, 0, addr, page, len));
+	EXPECT_EQ(0, memcmp(page, in, len));
+	EXPECT_EQ(-EFAULT, host_access(self->s->ctl, 0, addr, ro, len));
+	/* The other way: from a touched buffer, then from one never touched
+	 * (which reads as zeros). */
+	for (int i = 0; i < SIZE; i++)
+		page[i] = ~in[i];
+	ASSERT_EQ(0, host_access(self->s->ctl, 1, addr, page, len));
+	EXPECT_EQ(0, memcmp(page, in, len));
+	ASSERT_EQ(0, host_access(self->s->ctl, 1, addr, fresh2, len));
+	for (uint32_t i = 0; i < len; i++) {
+		ASSERT_EQ(0, in[i]) TH_LOG("byte %u", i);
+	}
+
+	r[0] = frame[0];
+	EXPECT_EQ(16, write(self->s->ctl, r, sizeof(r)));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q));
+	queue_close(&q);
+	free(page);
+	munmap(ro, SIZE);
+	munmap(fresh2, SIZE);
+	munmap(fresh, SIZE);
+	munmap(in, SIZE);
+}
+
 TEST_F(user, freed_vram_is_scrubbed_by_commands)
 {
 	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 8192, 0, NULL);
