@@ -15,12 +15,15 @@
 //!   addresses mapped for this device ([`HostWindows`]): the kernel is the
 //!   device's IOMMU.
 //! - The CPU cannot map this VRAM (it lives in the server's process), so
-//!   freed VRAM is scrubbed by commands of the kernel's own: MEM SET where
-//!   the device has it, else copies from a page of zeros. A scrub is a
-//!   barrier in `pending`: it is handed out once nothing read before it is
-//!   outstanding, and nothing after it until it is answered, so it neither
-//!   races the last user of the range nor the next one, whatever streams
-//!   they ran on.
+//!   freed VRAM is scrubbed by commands of the kernel's own, [`SCRUB`]
+//!   bytes each: MEM SET where the device has it, else copies from a block
+//!   of zeros. A scrub is a barrier in `pending`: it starts once nothing
+//!   read before it is outstanding, so it does not race the range's last
+//!   user; its commands go one at a time, and until the last is answered
+//!   only a frame right behind it whose command keeps off its range (a
+//!   copy, a fill, a counter elsewhere) may go before it, between two of
+//!   them, so that the range's next user comes after it, and any other
+//!   waits for at most one scrub command.
 //! - A reset (the watchdog's) drops what was not read and forgets what was
 //!   outstanding; until the server acknowledges it (`USER_RESET`, after
 //!   POLLPRI), reads and writes fail with ECONNRESET, so no answer to a
@@ -77,11 +80,16 @@ use crate::{
     },
 };
 
-/// Bytes of zeros a scrub copies at once on a device without MEM SET:
-/// host memory comes in contiguous blocks ([`HostMem`]), so a free of up to
-/// 1 MiB is one command where the block is whole (a smaller first segment
-/// only makes more commands).
-const ZEROS: usize = 256 * PAGE_SIZE;
+/// Most bytes one scrub command zeroes: few commands per free, and short
+/// enough that a command waiting for one is not held up long (a frame
+/// that keeps off the range waits for at most one, see the file's
+/// comment).
+const SCRUB: u64 = 256 * 1024;
+
+/// Bytes of zeros a scrub copies from on a device without MEM SET: one
+/// command's worth where host memory's first block is whole ([`HostMem`];
+/// a smaller one only makes more commands).
+const ZEROS: usize = SCRUB as usize;
 
 /// Most commands one stream may take at once.
 const MAX_STREAM_DEPTH: u32 = 16;
@@ -114,6 +122,44 @@ fn stream_of(dialect: &dyn Dialect, frame: &Frame) -> u8 {
     dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s)
 }
 
+/// The stream of `frame` if its command may run beside a scrub of
+/// `[addr, addr + len)`: it names the VRAM it reaches, all of it off that
+/// range. A launch may reach any VRAM, and a fence or a wait orders what
+/// does: never.
+fn beside_scrub(dialect: &dyn Dialect, frame: &Frame, addr: u64, len: u64) -> Option<u8> {
+    let (stream, cmd) = dialect.decode(frame.as_bytes()).ok()?;
+    let off = |at: u64, n: u64| at.saturating_add(n) <= addr || addr.saturating_add(len) <= at;
+    let beside = match cmd {
+        Command::Set { dst, len: n, .. } => off(dst.into(), n.into()),
+        Command::Copy {
+            src,
+            dst,
+            len: n,
+            dir,
+        } => match dir {
+            CopyDir::HostToDevice => off(dst, n.into()),
+            CopyDir::DeviceToHost => off(src, n.into()),
+            CopyDir::DeviceToDevice => off(src, n.into()) && off(dst, n.into()),
+        },
+        Command::ReadCounter { dst, .. } => off(dst.into(), 8),
+        Command::Kernel { .. } | Command::Fence | Command::Wait { .. } => false,
+    };
+    beside.then_some(stream)
+}
+
+/// What the server may read next.
+enum Next {
+    /// The frame at the front of `pending`, on this stream.
+    Frame(u8),
+    /// The frame right behind the scrub at the front, on this stream,
+    /// before the scrub's next command.
+    BesideScrub(u8),
+    /// The next command of the scrub at the front.
+    ScrubCommand,
+    /// Nothing: the scrub at the front is done, and leaves.
+    ScrubDone,
+}
+
 impl Channel {
     /// A reset: drops the frames not read from `pending` (calling `each`
     /// with them), and starts every scrub again, since its commands handed
@@ -141,18 +187,39 @@ impl Channel {
         counts.iter().any(|&n| n > 0)
     }
 
-    /// Whether the server may read something now.
-    fn readable(&self, depth: u32) -> bool {
-        match self.pending.front() {
-            None => false,
-            Some(Pending::Frame(_)) => !Self::busy(&self.scrubbing),
-            Some(Pending::Scrub { len, issued, .. }) => {
-                !Self::busy(&self.outstanding)
-                    && if issued < len {
-                        self.scrubbing.first().is_some_and(|&n| n < depth)
-                    } else {
-                        !Self::busy(&self.scrubbing)
+    /// Commands on `stream`, of the scheduler's and of scrubs.
+    fn on_stream(&self, stream: u8) -> u32 {
+        let s = usize::from(stream);
+        self.outstanding.get(s).copied().unwrap_or(0) + self.scrubbing.get(s).copied().unwrap_or(0)
+    }
+
+    /// What the server may read now, if anything (see the file's comment
+    /// for scrubs); `depth`: commands a stream takes at once.
+    fn next(&self, dialect: &dyn Dialect, depth: u32) -> Option<Next> {
+        match self.pending.front()? {
+            Pending::Frame(frame) => {
+                (!Self::busy(&self.scrubbing)).then(|| Next::Frame(stream_of(dialect, frame)))
+            }
+            Pending::Scrub { issued: 0, len, .. } if *len > 0 => (!Self::busy(&self.outstanding)
+                && !Self::busy(&self.scrubbing))
+            .then_some(Next::ScrubCommand),
+            Pending::Scrub { addr, len, issued } => {
+                // Started: what was read before it is done.
+                if let Some(Pending::Frame(frame)) = self.pending.second() {
+                    if let Some(stream) = beside_scrub(dialect, frame, *addr, *len) {
+                        if self.on_stream(stream) < depth {
+                            return Some(Next::BesideScrub(stream));
+                        }
                     }
+                }
+                // Stream 0 free of the scheduler's commands, so that its
+                // answers come in the order `write_responses` takes them.
+                if issued < len {
+                    (!Self::busy(&self.scrubbing) && self.on_stream(0) == 0)
+                        .then_some(Next::ScrubCommand)
+                } else {
+                    (!Self::busy(&self.scrubbing)).then_some(Next::ScrubDone)
+                }
             }
         }
     }
@@ -278,7 +345,7 @@ impl User {
     fn scrub_command(&self, addr: u64, left: u64) -> (Command, u64) {
         if self.desc.caps & caps::SET != 0 {
             // Whole words, which every device takes.
-            let len = left.min(u64::from(u32::MAX) & !3);
+            let len = left.min(SCRUB);
             let cmd = Command::Set {
                 dst: addr as u32,
                 value: 0,
@@ -310,43 +377,60 @@ impl User {
         if ch.reset_pending {
             return Err(ECONNRESET);
         }
-        while out.len() + size <= max && ch.readable(self.depth()) {
+        while out.len() + size <= max {
+            let Some(next) = ch.next(dialect, self.depth()) else {
+                break;
+            };
             let Channel {
                 pending,
                 outstanding,
                 scrubbing,
                 ..
             } = &mut *ch;
-            match pending.front_mut() {
-                Some(Pending::Frame(frame)) => {
-                    // The scheduler encoded it: it names a stream we have.
-                    let stream = stream_of(dialect, frame);
-                    out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
-                    if let Some(n) = outstanding.get_mut(usize::from(stream)) {
-                        *n += 1;
-                    }
+            let frame = match next {
+                Next::Frame(stream) => {
+                    let frame = match pending.front() {
+                        Some(Pending::Frame(frame)) => *frame,
+                        _ => break,
+                    };
                     pending.advance();
+                    Some((stream, frame))
                 }
-                Some(Pending::Scrub { addr, len, issued }) if *issued < *len => {
-                    let (cmd, n) = self.scrub_command(*addr + *issued, *len - *issued);
-                    *issued += n;
-                    match dialect.encode(0, &cmd) {
-                        Ok(frame) => {
-                            out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
-                            if let Some(n) = scrubbing.first_mut() {
-                                *n += 1;
+                Next::BesideScrub(stream) => match pending.take_second() {
+                    Some(Pending::Frame(frame)) => Some((stream, frame)),
+                    _ => break,
+                },
+                Next::ScrubCommand => {
+                    if let Some(Pending::Scrub { addr, len, issued }) = pending.front_mut() {
+                        let (cmd, n) = self.scrub_command(*addr + *issued, *len - *issued);
+                        *issued += n;
+                        match dialect.encode(0, &cmd) {
+                            Ok(frame) => {
+                                out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                                if let Some(n) = scrubbing.first_mut() {
+                                    *n += 1;
+                                }
                             }
+                            Err(_) => dev_err!(
+                                self.dev.device(),
+                                "cannot encode a scrub of VRAM at {:#x}: left as it is\n",
+                                *addr
+                            ),
                         }
-                        Err(_) => dev_err!(
-                            self.dev.device(),
-                            "cannot encode a scrub of VRAM at {:#x}: left as it is\n",
-                            *addr
-                        ),
                     }
+                    None
                 }
-                // A scrub all handed out and answered.
-                Some(Pending::Scrub { .. }) => pending.advance(),
-                None => break,
+                Next::ScrubDone => {
+                    pending.advance();
+                    None
+                }
+            };
+            // The scheduler encoded it: it names a stream we have.
+            if let Some((stream, frame)) = frame {
+                out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                if let Some(n) = outstanding.get_mut(usize::from(stream)) {
+                    *n += 1;
+                }
             }
         }
         if out.is_empty() {
@@ -475,7 +559,7 @@ impl User {
         let mut mask = kernel::bindings::POLLOUT | kernel::bindings::POLLWRNORM;
         if ch.reset_pending {
             mask |= kernel::bindings::POLLPRI;
-        } else if ch.readable(self.depth()) {
+        } else if ch.next(self.desc.dialect, self.depth()).is_some() {
             mask |= kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
         }
         mask

@@ -16,7 +16,7 @@
 #include "radiance_test.h"
 #include "radiance_queue.h"
 
-#define VRAM_SIZE (1u << 20)
+#define VRAM_SIZE (2u << 20)
 
 struct server {
 	int ctl;
@@ -341,6 +341,75 @@ TEST_F(user, freed_vram_is_scrubbed_by_commands)
 		r[0] = frames[i];
 		EXPECT_EQ(16, write(self->s->ctl, r, sizeof(r)));
 	}
+}
+
+/* A scrub's commands go one at a time, and a copy that keeps off the freed
+ * range goes between two of them; the range's next user comes after the
+ * whole scrub. */
+TEST_F(user, a_copy_elsewhere_goes_between_a_scrubs_commands)
+{
+	enum { FREED = 512 << 10, SCRUB = 256 << 10 };
+	struct radiance_bo_create big, small, again, host;
+	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
+	struct queue q0, q1;
+	uint8_t frame[16 * 8], *in;
+	uint32_t zeros_at;
+	ssize_t n;
+
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &big));
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &small));
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host));
+	in = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, host.mmap_offset);
+	ASSERT_NE(MAP_FAILED, in);
+	memset(in, 0x5A, 4096);
+	memset(self->s->vram + big.device_address, 0xAB, FREED);
+	/* The first queue runs on stream 0, the scrubs' own; the second on
+	 * stream 1. */
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q0));
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q1));
+
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, big.handle));
+	n = read(self->s->ctl, frame, sizeof(frame));
+	ASSERT_EQ(16, n) TH_LOG("one scrub command at a time");
+	EXPECT_EQ(big.device_address, le32(frame + 7));
+	EXPECT_EQ(SCRUB, le32(frame + 11));
+	zeros_at = le32(frame + 3);
+
+	/* Published while the first scrub command runs: it may be read now. */
+	copy(&q1, host.handle, small.handle, 4096);
+	queue_publish(&q1);
+	ASSERT_EQ(1, poll(&pfd, 1, 5000)) TH_LOG("the copy waits for the whole scrub");
+	n = read(self->s->ctl, frame + 16, sizeof(frame) - 16);
+	ASSERT_EQ(16, n) TH_LOG("the copy, not the scrub's next command");
+	EXPECT_EQ(small.device_address, le32(frame + 16 + 7));
+	EXPECT_EQ(1, frame[16]) TH_LOG("on stream 1");
+
+	/* Run and answer both (the scrub copies from the kernel's zeros),
+	 * then the range's next user, then the rest. */
+	ASSERT_EQ(0, host_access(self->s->ctl, 0, zeros_at, self->s->vram + big.device_address, SCRUB));
+	ASSERT_EQ(0, host_access(self->s->ctl, 0, le32(frame + 16 + 3), self->s->vram + small.device_address, 4096));
+	for (int i = 0; i < 2; i++) {
+		uint8_t r[16] = { frame[16 * i] };
+
+		ASSERT_EQ(16, write(self->s->ctl, r, sizeof(r)));
+	}
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &again));
+	ASSERT_EQ(big.device_address, again.device_address) TH_LOG("the freed range again");
+	copy(&q0, host.handle, again.handle, 4096);
+	queue_publish(&q0);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q0));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q1));
+
+	/* The scrub zeroed the range before its next user wrote it. */
+	for (uint32_t i = 0; i < FREED; i++) {
+		ASSERT_EQ(i < 4096 ? 0x5A : 0, self->s->vram[again.device_address + i]) TH_LOG("byte %u", i);
+	}
+	for (int i = 0; i < 4096; i++) {
+		ASSERT_EQ(0x5A, self->s->vram[small.device_address + i]) TH_LOG("byte %d", i);
+	}
+	queue_close(&q0);
+	queue_close(&q1);
+	munmap(in, 4096);
 }
 
 TEST_F(user, a_response_for_nothing_is_eproto)
