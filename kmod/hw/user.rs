@@ -22,8 +22,9 @@
 //!   user; its commands go one at a time, and until the last is answered
 //!   only a frame right behind it whose command keeps off its range (a
 //!   copy, a fill, a counter elsewhere) may go before it, between two of
-//!   them, so that the range's next user comes after it, and any other
-//!   waits for at most one scrub command.
+//!   them (up to a stream's depth of such frames between two), so that the
+//!   range's next user comes after it, and any other waits for about one
+//!   scrub command.
 //! - A reset (the watchdog's) drops what was not read and forgets what was
 //!   outstanding; until the server acknowledges it (`USER_RESET`, after
 //!   POLLPRI), reads and writes fail with ECONNRESET, so no answer to a
@@ -98,8 +99,14 @@ const MAX_STREAM_DEPTH: u32 = 16;
 enum Pending {
     /// A frame the scheduler pushed.
     Frame(Frame),
-    /// VRAM to zero; `issued` bytes of it were handed out as commands.
-    Scrub { addr: u64, len: u64, issued: u64 },
+    /// VRAM to zero; `issued` bytes of it were handed out as commands,
+    /// and `beside` frames went before it since the last one.
+    Scrub {
+        addr: u64,
+        len: u64,
+        issued: u64,
+        beside: u32,
+    },
 }
 
 /// Between the scheduler and the server.
@@ -175,8 +182,8 @@ impl Channel {
                 each(frame);
                 false
             }
-            Pending::Scrub { issued, .. } => {
-                *issued = 0;
+            Pending::Scrub { issued, beside, .. } => {
+                (*issued, *beside) = (0, 0);
                 true
             }
         });
@@ -203,9 +210,18 @@ impl Channel {
             Pending::Scrub { issued: 0, len, .. } if *len > 0 => (!Self::busy(&self.outstanding)
                 && !Self::busy(&self.scrubbing))
             .then_some(Next::ScrubCommand),
-            Pending::Scrub { addr, len, issued } => {
-                // Started: what was read before it is done.
-                if let Some(Pending::Frame(frame)) = self.pending.second() {
+            Pending::Scrub {
+                addr,
+                len,
+                issued,
+                beside,
+            } => {
+                // Started: what was read before it is done. Up to `depth`
+                // frames go beside it between two of its commands, so that
+                // neither side starves the other.
+                if let Some(Pending::Frame(frame)) =
+                    self.pending.second().filter(|_| *beside < depth)
+                {
                     if let Some(stream) = beside_scrub(dialect, frame, *addr, *len) {
                         if self.on_stream(stream) < depth {
                             return Some(Next::BesideScrub(stream));
@@ -396,14 +412,25 @@ impl User {
                     pending.advance();
                     Some((stream, frame))
                 }
-                Next::BesideScrub(stream) => match pending.take_second() {
-                    Some(Pending::Frame(frame)) => Some((stream, frame)),
-                    _ => break,
-                },
+                Next::BesideScrub(stream) => {
+                    if let Some(Pending::Scrub { beside, .. }) = pending.front_mut() {
+                        *beside += 1;
+                    }
+                    match pending.take_second() {
+                        Some(Pending::Frame(frame)) => Some((stream, frame)),
+                        _ => break,
+                    }
+                }
                 Next::ScrubCommand => {
-                    if let Some(Pending::Scrub { addr, len, issued }) = pending.front_mut() {
+                    if let Some(Pending::Scrub {
+                        addr,
+                        len,
+                        issued,
+                        beside,
+                    }) = pending.front_mut()
+                    {
                         let (cmd, n) = self.scrub_command(*addr + *issued, *len - *issued);
-                        *issued += n;
+                        (*issued, *beside) = (*issued + n, 0);
                         match dialect.encode(0, &cmd) {
                             Ok(frame) => {
                                 out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
@@ -661,6 +688,7 @@ impl Gluon for User {
                 addr,
                 len,
                 issued: 0,
+                beside: 0,
             })
         };
         if queued.is_err() {
