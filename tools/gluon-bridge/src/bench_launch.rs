@@ -172,21 +172,18 @@ pub fn run(mut control: Control, opts: BenchOptions) -> Result<()> {
         }
     };
 
-    let per = |d: Duration| d.as_nanos() as f64 / opts.launches as f64;
+    // Each round's figure is the median of its launches (a few wake-ups
+    // that take a tick are noise, not the path).
+    let round_median = |f: &mut dyn FnMut() -> Result<Duration>| -> Result<f64> {
+        let mut ns = (0..opts.launches).map(|_| f().map(|d| d.as_nanos() as f64)).collect::<Result<Vec<_>>>()?;
+        Ok(median(&mut ns))
+    };
     let (mut device_ns, mut straight_ns, mut wake_ns) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ratio, mut floor, mut over_floor) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..opts.rounds {
-        let (mut a, mut b, mut w) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-        for _ in 0..opts.launches {
-            a += through_device()?;
-        }
-        for _ in 0..opts.launches {
-            b += straight()?;
-        }
-        for _ in 0..opts.launches {
-            w += wake()?;
-        }
-        let (a, b, w) = (per(a), per(b), per(w));
+        let a = round_median(&mut through_device)?;
+        let b = round_median(&mut straight)?;
+        let w = round_median(&mut wake)?;
         device_ns.push(a);
         straight_ns.push(b);
         wake_ns.push(w);
@@ -202,7 +199,7 @@ pub fn run(mut control: Control, opts: BenchOptions) -> Result<()> {
         return Err(Error::Usage(format!("the straight launch wrote {word:?}, not {VALUE:#x}")));
     }
     println!(
-        "launch round trip (FILL_U32, 1 thread), medians of {} interleaved rounds of {}:",
+        "launch round trip (FILL_U32, 1 thread), medians of {} interleaved rounds of {} (each its median):",
         opts.rounds, opts.launches
     );
     println!("  through the bridge-served device {:>10.0} ns", median(&mut device_ns));
