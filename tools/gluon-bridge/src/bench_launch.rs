@@ -25,6 +25,7 @@
 //! are noise, the ratios within one run are not.
 
 use crate::{
+    bench,
     control::Control,
     error::{Error, Result},
     model::{self, Host, Mem, ModelOptions},
@@ -75,29 +76,13 @@ fn fill_params(dst: u32) -> Vec<u8> {
     [dst, VALUE, 1].iter().flat_map(|p| p.to_le_bytes()).collect()
 }
 
-fn client_error(e: radiance::Error) -> Error {
-    Error::Usage(format!("the bench's client: {e}"))
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Declares and serves the model device, then measures.
-pub fn run(mut control: Control, opts: BenchOptions) -> Result<()> {
-    let index = model::declare(&mut control, &opts.model)?;
+pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let served = opts.model;
-    std::thread::spawn(move || {
-        if let Err(e) = model::serve_declared(&control, &served) {
-            eprintln!("gluon-bridge: serving: {e}");
-        }
-    });
-
-    let device = kmod::Device::open(&format!("kmod:{index}")).map_err(client_error)?;
-    let bo = device.create_bo(4096, kmod::Placement::Vram, false).map_err(client_error)?;
+    let (device, _) = bench::serve_and_open(control, served)?;
+    let bo = device.create_bo(4096, kmod::Placement::Vram, false).map_err(bench::client_error)?;
     let dst = u32::try_from(bo.device_address()).map_err(|_| Error::Usage("VRAM above 4 GiB".into()))?;
-    let mut queue = device.create_queue(1024).map_err(client_error)?;
+    let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
     let launch = Launch {
         start_pc: builtin::FILL_U32,
         grid: [1; 3],
@@ -106,20 +91,7 @@ pub fn run(mut control: Control, opts: BenchOptions) -> Result<()> {
         params: fill_params(dst),
         ..Default::default()
     };
-    let mut through_device = || -> Result<Duration> {
-        let t = Instant::now();
-        queue.launch(&device, &launch, kmod::Frame::default()).map_err(client_error)?;
-        queue.flush().map_err(client_error)?;
-        while queue.completed() < queue.written() {
-            if let Some(f) = queue.fault() {
-                return Err(Error::Usage(format!("the launch through the device failed: {f:?}")));
-            }
-        }
-        let took = t.elapsed();
-        // Lets the queue's staging go, outside the time.
-        queue.finish(None).map_err(client_error)?;
-        Ok(took)
-    };
+    let mut through_device = || bench::round_trip(&mut queue, |q| q.launch(&device, &launch, kmod::Frame::default()));
 
     // The launch block the kernel builds: the header, then the params.
     let dialect = served.dialect;
@@ -172,18 +144,12 @@ pub fn run(mut control: Control, opts: BenchOptions) -> Result<()> {
         }
     };
 
-    // Each round's figure is the median of its launches (a few wake-ups
-    // that take a tick are noise, not the path).
-    let round_median = |f: &mut dyn FnMut() -> Result<Duration>| -> Result<f64> {
-        let mut ns = (0..opts.launches).map(|_| f().map(|d| d.as_nanos() as f64)).collect::<Result<Vec<_>>>()?;
-        Ok(median(&mut ns))
-    };
     let (mut device_ns, mut straight_ns, mut wake_ns) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ratio, mut floor, mut over_floor) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..opts.rounds {
-        let a = round_median(&mut through_device)?;
-        let b = round_median(&mut straight)?;
-        let w = round_median(&mut wake)?;
+        let a = bench::median_of(opts.launches, &mut through_device)?;
+        let b = bench::median_of(opts.launches, &mut straight)?;
+        let w = bench::median_of(opts.launches, &mut wake)?;
         device_ns.push(a);
         straight_ns.push(b);
         wake_ns.push(w);
@@ -202,11 +168,14 @@ pub fn run(mut control: Control, opts: BenchOptions) -> Result<()> {
         "launch round trip (FILL_U32, 1 thread), medians of {} interleaved rounds of {} (each its median):",
         opts.rounds, opts.launches
     );
-    println!("  through the bridge-served device {:>10.0} ns", median(&mut device_ns));
-    println!("  straight to the bridge's model   {:>10.0} ns", median(&mut straight_ns));
-    println!("  wake-up round trip (the floor)   {:>10.0} ns", median(&mut wake_ns));
-    println!("  device / straight                {:>10.2}", median(&mut ratio));
-    println!("  (straight + wake-up) / straight  {:>10.2}  (the floor of device / straight)", median(&mut floor));
-    println!("  device / (straight + wake-up)    {:>10.2}", median(&mut over_floor));
+    println!("  through the bridge-served device {:>10.0} ns", bench::median(&mut device_ns));
+    println!("  straight to the bridge's model   {:>10.0} ns", bench::median(&mut straight_ns));
+    println!("  wake-up round trip (the floor)   {:>10.0} ns", bench::median(&mut wake_ns));
+    println!("  device / straight                {:>10.2}", bench::median(&mut ratio));
+    println!(
+        "  (straight + wake-up) / straight  {:>10.2}  (the floor of device / straight)",
+        bench::median(&mut floor)
+    );
+    println!("  device / (straight + wake-up)    {:>10.2}", bench::median(&mut over_floor));
     Ok(())
 }

@@ -13,7 +13,10 @@ use radiance_gluon::{
     model::{self, MemError, Memory, Model},
     Dialect,
 };
-use std::cell::Cell;
+use std::{
+    cell::Cell,
+    sync::atomic::{AtomicU64, Ordering},
+};
 
 /// The compute shape the model reports, the emulated device's.
 const CORES: u32 = 4;
@@ -159,12 +162,12 @@ pub fn declare(control: &mut Control, opts: &ModelOptions) -> Result<u32> {
 /// Declares the model's device and serves it until the control file fails.
 pub fn serve(mut control: Control, opts: &ModelOptions) -> Result<()> {
     declare(&mut control, opts)?;
-    serve_declared(&control, opts)
+    serve_declared(&control, opts, &AtomicU64::new(0))
 }
 
 /// Serves the device `control` declared ([`declare`]) until the control
-/// file fails.
-pub fn serve_declared(control: &Control, opts: &ModelOptions) -> Result<()> {
+/// file fails, counting the commands it ran in `ran`.
+pub fn serve_declared(control: &Control, opts: &ModelOptions, ran: &AtomicU64) -> Result<()> {
     let mut model = model(opts);
     let mem = Mem::new(control, vram_size(opts));
     loop {
@@ -179,6 +182,7 @@ pub fn serve_declared(control: &Control, opts: &ModelOptions) -> Result<()> {
             // None: a reset came while it ran; the frames after it are gone
             // too.
             let Some(response) = model.run(&mem, &frame) else { break };
+            ran.fetch_add(1, Ordering::Relaxed);
             control.respond(&response)?;
         }
     }
