@@ -7,8 +7,10 @@
 //! - a 4 KiB FILL of another BO, alone;
 //! - the same FILL right after freeing a written BO of `--freed-kib`,
 //!   timed from the free (it should wait for at most about one scrub
-//!   command, not for the whole scrub), and how many scrub commands ran
-//!   before it (counted by the serving thread);
+//!   command, not for the whole scrub), and how many scrub commands the
+//!   serving thread had run by the time the client saw it complete (an
+//!   upper bound on those it waited for: the thread goes on with the scrub
+//!   while the kernel completes the FILL);
 //! - the freed range's next user, a 4 KiB FILL of a BO made right after
 //!   the free (it waits for the whole scrub, whatever else goes first);
 //! - and the device commands a free takes per MiB (counted by the serving
@@ -79,7 +81,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         opts.freed_kib, opts.rounds, opts.samples
     );
     println!("  device commands per MiB freed                {:>10.2}", bench::median(&mut per_mib));
-    println!("  scrub commands run before the FILL elsewhere {:>10.1}", bench::median(&mut scrubs_ahead));
+    println!("  scrub commands run by the FILL's completion  {:>10.1}", bench::median(&mut scrubs_ahead));
     println!("  4 KiB FILL elsewhere, alone                  {:>10.0} ns", bench::median(&mut alone));
     println!("  4 KiB FILL elsewhere, right after the free   {:>10.0} ns", bench::median(&mut after));
     println!("  the freed range's next user, a 4 KiB FILL    {:>10.0} ns", bench::median(&mut next));
