@@ -22,7 +22,7 @@
 //!   user; its commands go one at a time, and until the last is answered
 //!   only a frame right behind it whose command keeps off its range (a
 //!   copy, a fill, a counter elsewhere) may go before it, between two of
-//!   them (up to a stream's depth of such frames between two), so that the
+//!   them (up to [`BESIDE_SCRUB`] of such frames between two), so that the
 //!   range's next user comes after it, and any other waits for about one
 //!   scrub command.
 //! - A reset (the watchdog's) drops what was not read and forgets what was
@@ -91,6 +91,12 @@ const SCRUB: u64 = 256 * 1024;
 /// command's worth where host memory's first block is whole ([`HostMem`];
 /// a smaller one only makes more commands).
 const ZEROS: usize = SCRUB as usize;
+
+/// Most frames that go beside a scrub between two of its commands: enough
+/// for an operation of a few commands (a fill by pattern copies, a copy's
+/// sub-word ends) to go whole, few enough that neither side starves the
+/// other.
+const BESIDE_SCRUB: u32 = 16;
 
 /// Most commands one stream may take at once.
 const MAX_STREAM_DEPTH: u32 = 16;
@@ -216,11 +222,9 @@ impl Channel {
                 issued,
                 beside,
             } => {
-                // Started: what was read before it is done. Up to `depth`
-                // frames go beside it between two of its commands, so that
-                // neither side starves the other.
+                // Started: what was read before it is done.
                 if let Some(Pending::Frame(frame)) =
-                    self.pending.second().filter(|_| *beside < depth)
+                    self.pending.second().filter(|_| *beside < BESIDE_SCRUB)
                 {
                     if let Some(stream) = beside_scrub(dialect, frame, *addr, *len) {
                         if self.on_stream(stream) < depth {
