@@ -46,6 +46,16 @@ impl<T> Fifo<T> {
         self.entries.get_mut(self.head)
     }
 
+    /// The entry after the oldest one not taken.
+    pub(crate) fn second(&self) -> Option<&T> {
+        self.entries.get(self.head + 1)
+    }
+
+    /// Takes the entry after the oldest one not taken, out of turn.
+    pub(crate) fn take_second(&mut self) -> Option<T> {
+        self.entries.remove(self.head + 1).ok()
+    }
+
     /// Takes the oldest entry; dropping the taken ones once all are.
     pub(crate) fn advance(&mut self) {
         self.head += 1;
@@ -118,6 +128,22 @@ mod tests {
         fifo.push(4)?;
         assert_eq!(fifo.entries.capacity(), 2);
         fifo.clear();
+        assert!(fifo.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn the_second_entry_can_go_first() -> Result {
+        let mut fifo = Fifo::with_capacity(4)?;
+        for v in 1..=3u32 {
+            fifo.push(v)?;
+        }
+        fifo.advance();
+        assert_eq!(fifo.second().copied(), Some(3));
+        assert_eq!(fifo.take_second(), Some(3));
+        assert_eq!(fifo.second(), None);
+        assert_eq!(fifo.take_second(), None);
+        assert_eq!(fifo.pop(), Some(2));
         assert!(fifo.is_empty());
         Ok(())
     }

@@ -68,6 +68,40 @@ impl HostMap {
         unsafe { core::ptr::copy_nonoverlapping(self.ptr.add(at), dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
+
+    /// Copies `len` bytes at byte `at` of the mapping to the user address
+    /// `dst` of the current process, without taking a page fault (so that
+    /// it may run under locks a fault must not take): `Ok(false)` if some
+    /// page of `dst` was not there to be written, when the caller copies by
+    /// a path that may fault. EINVAL past the mapping's end.
+    pub(crate) fn to_user_nofault(&self, at: usize, dst: usize, len: usize) -> Result<bool> {
+        if at.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(EINVAL);
+        }
+        // SAFETY: `[at, at + len)` lies in the mapping (checked on entry; type invariant) and is
+        // the device's to read while it runs the command; `copy_to_user_nofault` checks `dst`
+        // against the user address space and fails, never faults, where a page is missing.
+        let left = unsafe {
+            bindings::copy_to_user_nofault(dst as *mut c_void, self.ptr.add(at).cast(), len)
+        };
+        Ok(left == 0)
+    }
+
+    /// Copies `len` bytes from the user address `src` of the current
+    /// process to byte `at` of the mapping, as [`HostMap::to_user_nofault`]
+    /// does the other way.
+    pub(crate) fn from_user_nofault(&self, at: usize, src: usize, len: usize) -> Result<bool> {
+        if at.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(EINVAL);
+        }
+        // SAFETY: `[at, at + len)` lies in the mapping (checked on entry; type invariant) and is
+        // the device's to write while it runs the command: no Rust code reads it;
+        // `copy_from_user_nofault` checks `src` and fails, never faults, where a page is missing.
+        let left = unsafe {
+            bindings::copy_from_user_nofault(self.ptr.add(at).cast(), src as *const c_void, len)
+        };
+        Ok(left == 0)
+    }
 }
 
 impl Drop for HostMap {

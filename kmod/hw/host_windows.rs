@@ -19,7 +19,7 @@ use kernel::{
 };
 
 /// The open windows of one device. The lock is held across each access
-/// (see [`HostWindows::with`]), so a window cannot close, and its memory
+/// (see [`HostWindows::with_run`]), so a window cannot close, and its memory
 /// be unmapped, while the server's bytes move.
 #[pin_data]
 pub(crate) struct HostWindows {
@@ -63,20 +63,24 @@ impl HostWindows {
         })
     }
 
-    /// Runs `access` if `[addr, addr + len)` lies inside one open window,
-    /// keeping every window open until it returns; EFAULT otherwise.
-    pub(crate) fn with<T>(
+    /// Runs `access(n)` over the longest run `[addr, addr + n)`, `n <= len`,
+    /// that lies inside one open window, keeping every window open until it
+    /// returns; EFAULT if no window holds `addr`.
+    pub(crate) fn with_run<T>(
         &self,
         addr: u64,
         len: u64,
-        access: impl FnOnce() -> Result<T>,
+        access: impl FnOnce(u64) -> Result<T>,
     ) -> Result<T> {
-        let end = addr.checked_add(len).ok_or(EFAULT)?;
         let ranges = self.ranges.lock();
-        if !ranges.iter().any(|&(a, l)| a <= addr && end <= a + l) {
-            return Err(EFAULT);
-        }
-        let result = access();
+        let n = ranges
+            .iter()
+            .filter(|&&(a, l)| a <= addr && addr < a.saturating_add(l))
+            .map(|&(a, l)| (a.saturating_add(l) - addr).min(len))
+            .max()
+            .filter(|&n| n > 0)
+            .ok_or(EFAULT)?;
+        let result = access(n);
         drop(ranges);
         result
     }

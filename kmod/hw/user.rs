@@ -15,16 +15,21 @@
 //!   addresses mapped for this device ([`HostWindows`]): the kernel is the
 //!   device's IOMMU.
 //! - The CPU cannot map this VRAM (it lives in the server's process), so
-//!   freed VRAM is scrubbed by commands of the kernel's own: MEM SET where
-//!   the device has it, else copies from a page of zeros. A scrub is a
-//!   barrier in `pending`: it is handed out once nothing read before it is
-//!   outstanding, and nothing after it until it is answered, so it neither
-//!   races the last user of the range nor the next one, whatever streams
-//!   they ran on. A frame waiting behind a scrub is not yet the device's:
-//!   the watchdog ages it only while the server stands still
-//!   ([`Gluon::last_progress`]), or a backlog of scrubs (megabytes freed,
-//!   a command per MiB, each a round trip through the server) would reset
-//!   the device for a command it was never given.
+//!   freed VRAM is scrubbed by commands of the kernel's own, [`SCRUB`]
+//!   bytes each: MEM SET where the device has it, else copies from a block
+//!   of zeros. A scrub is a barrier in `pending`: it starts once nothing
+//!   read before it is outstanding, so it does not race the range's last
+//!   user; its commands go one at a time, and until the last is answered
+//!   only a frame right behind it whose command keeps off its range (a
+//!   copy, a fill, a counter elsewhere) may go before it, between two of
+//!   them (up to [`BESIDE_SCRUB`] of such frames between two), so that the
+//!   range's next user comes after it, and any other waits for about one
+//!   scrub command.
+//!   A frame waiting behind scrubs is not yet the device's: the watchdog
+//!   ages it only while the server stands still ([`Gluon::last_progress`]),
+//!   or a backlog of scrubs (megabytes freed, each command a round trip
+//!   through the server) would reset the device for a command it was
+//!   never given.
 //! - A reset (the watchdog's) drops what was not read and forgets what was
 //!   outstanding; until the server acknowledges it (`USER_RESET`, after
 //!   POLLPRI), reads and writes fail with ECONNRESET, so no answer to a
@@ -85,11 +90,22 @@ use crate::{
     },
 };
 
-/// Bytes of zeros a scrub copies at once on a device without MEM SET:
-/// host memory comes in contiguous blocks ([`HostMem`]), so a free of up to
-/// 1 MiB is one command where the block is whole (a smaller first segment
-/// only makes more commands).
-const ZEROS: usize = 256 * PAGE_SIZE;
+/// Most bytes one scrub command zeroes: few commands per free, and short
+/// enough that a command waiting for one is not held up long (a frame
+/// that keeps off the range waits for at most one, see the file's
+/// comment).
+const SCRUB: u64 = 256 * 1024;
+
+/// Bytes of zeros a scrub copies from on a device without MEM SET: one
+/// command's worth where host memory's first block is whole ([`HostMem`];
+/// a smaller one only makes more commands).
+const ZEROS: usize = SCRUB as usize;
+
+/// Most frames that go beside a scrub between two of its commands: enough
+/// for an operation of a few commands (a fill by pattern copies, a copy's
+/// sub-word ends) to go whole, few enough that neither side starves the
+/// other.
+const BESIDE_SCRUB: u32 = 16;
 
 /// Most commands one stream may take at once.
 const MAX_STREAM_DEPTH: u32 = 16;
@@ -98,8 +114,14 @@ const MAX_STREAM_DEPTH: u32 = 16;
 enum Pending {
     /// A frame the scheduler pushed.
     Frame(Frame),
-    /// VRAM to zero; `issued` bytes of it were handed out as commands.
-    Scrub { addr: u64, len: u64, issued: u64 },
+    /// VRAM to zero; `issued` bytes of it were handed out as commands,
+    /// and `beside` frames went before it since the last one.
+    Scrub {
+        addr: u64,
+        len: u64,
+        issued: u64,
+        beside: u32,
+    },
 }
 
 /// Between the scheduler and the server.
@@ -125,6 +147,44 @@ fn stream_of(dialect: &dyn Dialect, frame: &Frame) -> u8 {
     dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s)
 }
 
+/// The stream of `frame` if its command may run beside a scrub of
+/// `[addr, addr + len)`: it names the VRAM it reaches, all of it off that
+/// range. A launch may reach any VRAM, and a fence or a wait orders what
+/// does: never.
+fn beside_scrub(dialect: &dyn Dialect, frame: &Frame, addr: u64, len: u64) -> Option<u8> {
+    let (stream, cmd) = dialect.decode(frame.as_bytes()).ok()?;
+    let off = |at: u64, n: u64| at.saturating_add(n) <= addr || addr.saturating_add(len) <= at;
+    let beside = match cmd {
+        Command::Set { dst, len: n, .. } => off(dst.into(), n.into()),
+        Command::Copy {
+            src,
+            dst,
+            len: n,
+            dir,
+        } => match dir {
+            CopyDir::HostToDevice => off(dst, n.into()),
+            CopyDir::DeviceToHost => off(src, n.into()),
+            CopyDir::DeviceToDevice => off(src, n.into()) && off(dst, n.into()),
+        },
+        Command::ReadCounter { dst, .. } => off(dst.into(), 8),
+        Command::Kernel { .. } | Command::Fence | Command::Wait { .. } => false,
+    };
+    beside.then_some(stream)
+}
+
+/// What the server may read next.
+enum Next {
+    /// The frame at the front of `pending`, on this stream.
+    Frame(u8),
+    /// The frame right behind the scrub at the front, on this stream,
+    /// before the scrub's next command.
+    BesideScrub(u8),
+    /// The next command of the scrub at the front.
+    ScrubCommand,
+    /// Nothing: the scrub at the front is done, and leaves.
+    ScrubDone,
+}
+
 impl Channel {
     /// A reset: drops the frames not read from `pending` (calling `each`
     /// with them), and starts every scrub again, since its commands handed
@@ -140,8 +200,8 @@ impl Channel {
                 each(frame);
                 false
             }
-            Pending::Scrub { issued, .. } => {
-                *issued = 0;
+            Pending::Scrub { issued, beside, .. } => {
+                (*issued, *beside) = (0, 0);
                 true
             }
         });
@@ -152,18 +212,46 @@ impl Channel {
         counts.iter().any(|&n| n > 0)
     }
 
-    /// Whether the server may read something now.
-    fn readable(&self, depth: u32) -> bool {
-        match self.pending.front() {
-            None => false,
-            Some(Pending::Frame(_)) => !Self::busy(&self.scrubbing),
-            Some(Pending::Scrub { len, issued, .. }) => {
-                !Self::busy(&self.outstanding)
-                    && if issued < len {
-                        self.scrubbing.first().is_some_and(|&n| n < depth)
-                    } else {
-                        !Self::busy(&self.scrubbing)
+    /// Commands on `stream`, of the scheduler's and of scrubs.
+    fn on_stream(&self, stream: u8) -> u32 {
+        let s = usize::from(stream);
+        self.outstanding.get(s).copied().unwrap_or(0) + self.scrubbing.get(s).copied().unwrap_or(0)
+    }
+
+    /// What the server may read now, if anything (see the file's comment
+    /// for scrubs); `depth`: commands a stream takes at once.
+    fn next(&self, dialect: &dyn Dialect, depth: u32) -> Option<Next> {
+        match self.pending.front()? {
+            Pending::Frame(frame) => {
+                (!Self::busy(&self.scrubbing)).then(|| Next::Frame(stream_of(dialect, frame)))
+            }
+            Pending::Scrub { issued: 0, len, .. } if *len > 0 => (!Self::busy(&self.outstanding)
+                && !Self::busy(&self.scrubbing))
+            .then_some(Next::ScrubCommand),
+            Pending::Scrub {
+                addr,
+                len,
+                issued,
+                beside,
+            } => {
+                // Started: what was read before it is done.
+                if let Some(Pending::Frame(frame)) =
+                    self.pending.second().filter(|_| *beside < BESIDE_SCRUB)
+                {
+                    if let Some(stream) = beside_scrub(dialect, frame, *addr, *len) {
+                        if self.on_stream(stream) < depth {
+                            return Some(Next::BesideScrub(stream));
+                        }
                     }
+                }
+                // Stream 0 free of the scheduler's commands, so that its
+                // answers come in the order `write_responses` takes them.
+                if issued < len {
+                    (!Self::busy(&self.scrubbing) && self.on_stream(0) == 0)
+                        .then_some(Next::ScrubCommand)
+                } else {
+                    (!Self::busy(&self.scrubbing)).then_some(Next::ScrubDone)
+                }
             }
         }
     }
@@ -290,7 +378,7 @@ impl User {
     fn scrub_command(&self, addr: u64, left: u64) -> (Command, u64) {
         if self.desc.caps & caps::SET != 0 {
             // Whole words, which every device takes.
-            let len = left.min(u64::from(u32::MAX) & !3);
+            let len = left.min(SCRUB);
             let cmd = Command::Set {
                 dst: addr as u32,
                 value: 0,
@@ -322,43 +410,71 @@ impl User {
         if ch.reset_pending {
             return Err(ECONNRESET);
         }
-        while out.len() + size <= max && ch.readable(self.depth()) {
+        while out.len() + size <= max {
+            let Some(next) = ch.next(dialect, self.depth()) else {
+                break;
+            };
             let Channel {
                 pending,
                 outstanding,
                 scrubbing,
                 ..
             } = &mut *ch;
-            match pending.front_mut() {
-                Some(Pending::Frame(frame)) => {
-                    // The scheduler encoded it: it names a stream we have.
-                    let stream = stream_of(dialect, frame);
-                    out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
-                    if let Some(n) = outstanding.get_mut(usize::from(stream)) {
-                        *n += 1;
-                    }
+            let frame = match next {
+                Next::Frame(stream) => {
+                    let frame = match pending.front() {
+                        Some(Pending::Frame(frame)) => *frame,
+                        _ => break,
+                    };
                     pending.advance();
+                    Some((stream, frame))
                 }
-                Some(Pending::Scrub { addr, len, issued }) if *issued < *len => {
-                    let (cmd, n) = self.scrub_command(*addr + *issued, *len - *issued);
-                    *issued += n;
-                    match dialect.encode(0, &cmd) {
-                        Ok(frame) => {
-                            out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
-                            if let Some(n) = scrubbing.first_mut() {
-                                *n += 1;
-                            }
-                        }
-                        Err(_) => dev_err!(
-                            self.dev.device(),
-                            "cannot encode a scrub of VRAM at {:#x}: left as it is\n",
-                            *addr
-                        ),
+                Next::BesideScrub(stream) => {
+                    if let Some(Pending::Scrub { beside, .. }) = pending.front_mut() {
+                        *beside += 1;
+                    }
+                    match pending.take_second() {
+                        Some(Pending::Frame(frame)) => Some((stream, frame)),
+                        _ => break,
                     }
                 }
-                // A scrub all handed out and answered.
-                Some(Pending::Scrub { .. }) => pending.advance(),
-                None => break,
+                Next::ScrubCommand => {
+                    if let Some(Pending::Scrub {
+                        addr,
+                        len,
+                        issued,
+                        beside,
+                    }) = pending.front_mut()
+                    {
+                        let (cmd, n) = self.scrub_command(*addr + *issued, *len - *issued);
+                        (*issued, *beside) = (*issued + n, 0);
+                        match dialect.encode(0, &cmd) {
+                            Ok(frame) => {
+                                out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                                if let Some(n) = scrubbing.first_mut() {
+                                    *n += 1;
+                                }
+                            }
+                            Err(_) => dev_err!(
+                                self.dev.device(),
+                                "cannot encode a scrub of VRAM at {:#x}: left as it is\n",
+                                *addr
+                            ),
+                        }
+                    }
+                    None
+                }
+                Next::ScrubDone => {
+                    pending.advance();
+                    None
+                }
+            };
+            // The scheduler encoded it: it names a stream we have.
+            if let Some((stream, frame)) = frame {
+                out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                if let Some(n) = outstanding.get_mut(usize::from(stream)) {
+                    *n += 1;
+                }
             }
         }
         if out.is_empty() {
@@ -491,7 +607,7 @@ impl User {
         let mut mask = kernel::bindings::POLLOUT | kernel::bindings::POLLWRNORM;
         if ch.reset_pending {
             mask |= kernel::bindings::POLLPRI;
-        } else if ch.readable(self.depth()) {
+        } else if ch.next(self.desc.dialect, self.depth()).is_some() {
             mask |= kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
         }
         mask
@@ -503,32 +619,64 @@ impl User {
 
     /// USER_HOST_READ / USER_HOST_WRITE: moves `len` bytes between host
     /// memory at DMA address `addr` and the server's buffer at `user_ptr`,
-    /// a page at a time, each inside a window mapped for the device.
+    /// each run that lies inside one window mapped for the device at once:
+    /// straight between the two under the windows' lock, with page faults
+    /// off; where a page of the server's buffer is not there (not touched
+    /// yet, swapped out), through [`User::bounce`].
     pub(crate) fn host_access(&self, args: &uapi::UserHostAccess, to_host: bool) -> Result {
         if args.flags != 0 || args.len > uapi::USER_HOST_ACCESS_MAX {
             return Err(EINVAL);
         }
-        let user = UserSlice::new(
-            UserPtr::from_addr(args.user_ptr as usize),
-            args.len as usize,
-        );
-        let (mut reader, mut writer) = user.reader_writer();
+        let len = u64::from(args.len);
+        let mut done = 0u64;
+        while done < len {
+            let addr = args.addr.checked_add(done).ok_or(EFAULT)?;
+            let user = usize::try_from(args.user_ptr.checked_add(done).ok_or(EFAULT)?)?;
+            let (n, copied) = self.windows.with_run(addr, len - done, |n| {
+                // At most `USER_HOST_ACCESS_MAX`.
+                let map = HostMap::new(addr, u32::try_from(n)?)?;
+                let copied = if to_host {
+                    map.from_user_nofault(0, user, n as usize)?
+                } else {
+                    map.to_user_nofault(0, user, n as usize)?
+                };
+                Ok((n, copied))
+            })?;
+            if !copied {
+                self.bounce(addr, user, n, to_host)?;
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Moves `len` bytes between host memory at `addr` and the server's
+    /// buffer at `user` a page at a time through a buffer, the server's
+    /// side outside the windows' lock: a fault on the server's buffer may
+    /// take locks (mmap_lock) under which mappings of host memory are
+    /// dropped.
+    fn bounce(&self, addr: u64, user: usize, len: u64, to_host: bool) -> Result {
+        let (mut reader, mut writer) =
+            UserSlice::new(UserPtr::from_addr(user), usize::try_from(len)?).reader_writer();
         let mut buf = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
-        let mut done = 0u32;
-        while done < args.len {
-            let n = (args.len - done).min(PAGE_SIZE as u32);
-            let addr = args.addr.checked_add(done.into()).ok_or(EFAULT)?;
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(PAGE_SIZE as u64);
+            let addr = addr + done;
             let chunk = buf.get_mut(..n as usize).ok_or(EINVAL)?;
-            // Copies between the server and `buf` happen outside the
-            // windows' lock: a fault on the server's buffer may take locks
-            // (mmap_lock) under which mappings of host memory are dropped.
+            // The window may have closed while the lock was not held.
+            let whole = |m: u64| if m == n { Ok(()) } else { Err(EFAULT) };
             if to_host {
                 reader.read_slice(chunk)?;
-                self.windows
-                    .with(addr, n.into(), || HostMap::new(addr, n)?.write(0, chunk))?;
+                self.windows.with_run(addr, n, |m| {
+                    whole(m)?;
+                    HostMap::new(addr, n as u32)?.write(0, chunk)
+                })?;
             } else {
-                self.windows
-                    .with(addr, n.into(), || HostMap::new(addr, n)?.read(0, chunk))?;
+                self.windows.with_run(addr, n, |m| {
+                    whole(m)?;
+                    HostMap::new(addr, n as u32)?.read(0, chunk)
+                })?;
                 writer.write_slice(chunk)?;
             }
             done += n;
@@ -561,6 +709,7 @@ impl Gluon for User {
                 addr,
                 len,
                 issued: 0,
+                beside: 0,
             })
         };
         if queued.is_err() {

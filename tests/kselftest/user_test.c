@@ -16,7 +16,7 @@
 #include "radiance_test.h"
 #include "radiance_queue.h"
 
-#define VRAM_SIZE (1u << 20)
+#define VRAM_SIZE (2u << 20)
 
 struct server {
 	int ctl;
@@ -63,15 +63,10 @@ static int server_start(struct server *s)
 	return ret;
 }
 
-/* Reads the frames there are and runs each MEM COPY (anything else fails):
- * how many it answered, or -errno of the read. */
-static int server_serve(struct server *s, int answer)
+/* Runs each MEM COPY of the `n` bytes of frames read (anything else
+ * fails), answering them if `answer`: 0 or -errno of a write. */
+static int server_run(struct server *s, const uint8_t *frames, ssize_t n, int answer)
 {
-	uint8_t frames[16 * 64];
-	ssize_t n = read(s->ctl, frames, sizeof(frames));
-
-	if (n < 0)
-		return -errno;
 	for (ssize_t i = 0; i < n; i += 16) {
 		const uint8_t *f = frames + i;
 		uint32_t src = le32(f + 3), dst = le32(f + 7), len = le32(f + 11);
@@ -91,7 +86,21 @@ static int server_serve(struct server *s, int answer)
 		if (write(s->ctl, r, sizeof(r)) != sizeof(r))
 			return -errno;
 	}
-	return n / 16;
+	return 0;
+}
+
+/* Reads the frames there are and runs them (server_run): how many it
+ * read, or -errno. */
+static int server_serve(struct server *s, int answer)
+{
+	uint8_t frames[16 * 64];
+	ssize_t n = read(s->ctl, frames, sizeof(frames));
+	int ret;
+
+	if (n < 0)
+		return -errno;
+	ret = server_run(s, frames, n, answer);
+	return ret ? ret : n / 16;
 }
 
 /* Serves until every packet written on `q` completed or it faulted. */
@@ -244,6 +253,76 @@ TEST_F(user, copies_run_through_the_server_and_only_mapped_memory_is_reachable)
 	munmap(out, 4096);
 }
 
+/* Host accesses move whole runs of a window at once, straight into the
+ * server's buffer where its pages are there, else a page at a time (a
+ * buffer never touched); a buffer the server cannot write is EFAULT. */
+TEST_F(user, host_accesses_reach_touched_untouched_and_read_only_buffers)
+{
+	enum { SIZE = 64 << 10 };
+	struct radiance_bo_create host;
+	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, SIZE, 0, NULL);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, SIZE, RADIANCE_BO_MAPPABLE, &host);
+	uint8_t frame[16], r[16] = { 0 };
+	uint8_t *in, *fresh, *fresh2, *ro, *page;
+	uint32_t addr, len;
+	struct queue q;
+
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	in = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, host.mmap_offset);
+	fresh = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fresh2 = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ro = mmap(NULL, SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	page = malloc(SIZE);
+	ASSERT_NE(MAP_FAILED, in);
+	ASSERT_NE(MAP_FAILED, fresh);
+	ASSERT_NE(MAP_FAILED, fresh2);
+	ASSERT_NE(MAP_FAILED, ro);
+	ASSERT_NE(NULL, page);
+	for (int i = 0; i < SIZE; i++)
+		in[i] = i * 7 + i / 4096;
+
+	/* The command keeps its host memory in a window until answered. */
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	copy(&q, src, vram, SIZE);
+	queue_publish(&q);
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	ASSERT_EQ(16, read(self->s->ctl, frame, sizeof(frame)));
+	addr = le32(frame + 3);
+	len = le32(frame + 11);
+	ASSERT_LT(4096, len) TH_LOG("a run of more than a page");
+
+	/* Never touched: no page there, so a page at a time. */
+	ASSERT_EQ(0, host_access(self->s->ctl, 0, addr, fresh, len));
+	EXPECT_EQ(0, memcmp(fresh, in, len));
+	/* Touched: straight. */
+	memset(page, 0, SIZE);
+	ASSERT_EQ(0, host_access(self->s->ctl, 0, addr, page, len));
+	EXPECT_EQ(0, memcmp(page, in, len));
+	EXPECT_EQ(-EFAULT, host_access(self->s->ctl, 0, addr, ro, len));
+	/* The other way: from a touched buffer, then from one never touched
+	 * (which reads as zeros). */
+	for (int i = 0; i < SIZE; i++)
+		page[i] = ~in[i];
+	ASSERT_EQ(0, host_access(self->s->ctl, 1, addr, page, len));
+	EXPECT_EQ(0, memcmp(page, in, len));
+	ASSERT_EQ(0, host_access(self->s->ctl, 1, addr, fresh2, len));
+	for (uint32_t i = 0; i < len; i++) {
+		ASSERT_EQ(0, in[i]) TH_LOG("byte %u", i);
+	}
+
+	r[0] = frame[0];
+	EXPECT_EQ(16, write(self->s->ctl, r, sizeof(r)));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q));
+	queue_close(&q);
+	free(page);
+	munmap(ro, SIZE);
+	munmap(fresh2, SIZE);
+	munmap(fresh, SIZE);
+	munmap(in, SIZE);
+}
+
 TEST_F(user, freed_vram_is_scrubbed_by_commands)
 {
 	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 8192, 0, NULL);
@@ -271,6 +350,96 @@ TEST_F(user, freed_vram_is_scrubbed_by_commands)
 		r[0] = frames[i];
 		EXPECT_EQ(16, write(self->s->ctl, r, sizeof(r)));
 	}
+}
+
+/* A scrub's commands go one at a time, and copies that keep off the freed
+ * range go between two of them, but no more than 16 (so that the scrub
+ * does not starve); the range's next user comes after the whole scrub. */
+TEST_F(user, copies_elsewhere_go_between_a_scrubs_commands)
+{
+	enum { FREED = 512 << 10, SCRUB = 256 << 10, COPIES = 17, BESIDE = 16 };
+	struct radiance_bo_create big, small, again, host;
+	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
+	struct queue q0, q1;
+	uint8_t frame[16 * 8], *in;
+	uint32_t zeros_at;
+	int copies = 0, scrubbed = 0;
+	ssize_t n;
+
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &big));
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &small));
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host));
+	in = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, host.mmap_offset);
+	ASSERT_NE(MAP_FAILED, in);
+	memset(in, 0x5A, 4096);
+	memset(self->s->vram + big.device_address, 0xAB, FREED);
+	/* The first queue runs on stream 0, the scrubs' own; the second on
+	 * stream 1. */
+	ASSERT_EQ(0, queue_open(self->fd, 32, &q0));
+	ASSERT_EQ(0, queue_open(self->fd, 32, &q1));
+
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, big.handle));
+	n = read(self->s->ctl, frame, sizeof(frame));
+	ASSERT_EQ(16, n) TH_LOG("one scrub command at a time");
+	EXPECT_EQ(big.device_address, le32(frame + 7));
+	EXPECT_EQ(SCRUB, le32(frame + 11));
+	zeros_at = le32(frame + 3);
+
+	/* Published while the first scrub command runs: one may be read now
+	 * (the device takes one command per stream). */
+	for (int i = 0; i < COPIES; i++)
+		copy(&q1, host.handle, small.handle, 4096);
+	queue_publish(&q1);
+	ASSERT_EQ(1, poll(&pfd, 1, 5000)) TH_LOG("the copies wait for the whole scrub");
+	n = read(self->s->ctl, frame + 16, sizeof(frame) - 16);
+	ASSERT_EQ(16, n) TH_LOG("a copy, not the scrub's next command");
+	EXPECT_EQ(small.device_address, le32(frame + 16 + 7));
+	EXPECT_EQ(1, frame[16]) TH_LOG("on stream 1");
+	ASSERT_EQ(0, host_access(self->s->ctl, 0, zeros_at, self->s->vram + big.device_address, SCRUB));
+	ASSERT_EQ(0, server_run(self->s, frame + 16, n, 1));
+	copies++;
+	{
+		uint8_t r[16] = { frame[0] };
+
+		ASSERT_EQ(16, write(self->s->ctl, r, sizeof(r)));
+	}
+	/* More copies go while they come, then the scrub's next command: at
+	 * most 16 between two. */
+	while (!scrubbed) {
+		ASSERT_EQ(1, poll(&pfd, 1, 5000)) TH_LOG("after %d copies", copies);
+		n = read(self->s->ctl, frame, sizeof(frame));
+		ASSERT_LE(16, n);
+		for (ssize_t i = 0; i < n && !scrubbed; i += 16) {
+			if (le32(frame + i + 7) == small.device_address) {
+				copies++;
+				continue;
+			}
+			scrubbed = 1;
+			EXPECT_EQ(zeros_at, le32(frame + i + 3));
+			EXPECT_EQ(big.device_address + SCRUB, le32(frame + i + 7)) TH_LOG("the scrub's second command");
+		}
+		ASSERT_EQ(0, server_run(self->s, frame, n, 1));
+	}
+	EXPECT_GE(BESIDE, copies) TH_LOG("the scrub starved");
+
+	/* The range's next user after the whole scrub. */
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &again));
+	ASSERT_EQ(big.device_address, again.device_address) TH_LOG("the freed range again");
+	copy(&q0, host.handle, again.handle, 4096);
+	queue_publish(&q0);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q0));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q1));
+
+	/* The scrub zeroed the range before its next user wrote it. */
+	for (uint32_t i = 0; i < FREED; i++) {
+		ASSERT_EQ(i < 4096 ? 0x5A : 0, self->s->vram[again.device_address + i]) TH_LOG("byte %u", i);
+	}
+	for (int i = 0; i < 4096; i++) {
+		ASSERT_EQ(0x5A, self->s->vram[small.device_address + i]) TH_LOG("byte %d", i);
+	}
+	queue_close(&q0);
+	queue_close(&q1);
+	munmap(in, 4096);
 }
 
 TEST_F(user, a_response_for_nothing_is_eproto)

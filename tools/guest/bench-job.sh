@@ -4,7 +4,8 @@
 # default 256 MiB of VRAM each (the second for the device-group edge); then
 # the queue figures again on an emulated gluon-sim device (no SET), and on
 # devices served by gluon-bridge in model mode, in full and as gluon-sim
-# (no SET: freed VRAM is scrubbed by copies through the bridge).
+# (no SET: freed VRAM is scrubbed by copies through the bridge), with the
+# launch round trip through such a device and the cost of a scrub.
 set -eu
 insmod /radiance.ko emulated_devices=2
 /vram_bench
@@ -18,7 +19,9 @@ insmod /radiance.ko emulated_gluon_sim=1
 /queue_bench
 rmmod radiance
 
-# The queue figures on a device gluon-bridge serves with ARGS.
+# The queue figures on a device gluon-bridge serves with ARGS; a launch
+# through such a device against the same launch run straight on its model,
+# and what a free's scrub costs the next operation there.
 bridged() {
 	echo "queue_bench on a device served by gluon-bridge model $*:"
 	insmod /radiance.ko emulated_devices=0
@@ -31,6 +34,8 @@ bridged() {
 	/queue_bench
 	kill "$bridge"
 	wait "$bridge" || true
+	/gluon-bridge bench-launch "$@"
+	/gluon-bridge bench-scrub "$@"
 	rmmod radiance
 }
 bridged

@@ -12,11 +12,17 @@
 //!
 //! And `sim-model`, which is no server of the control node: the model
 //! behind a socket as gluon-sim serves it, for `socket` to connect to where
-//! there is no gluon-sim (CI).
+//! there is no gluon-sim (CI); and `bench-launch` and `bench-scrub`, which
+//! serve the model and time operations through its device: launches
+//! against the same launches run straight on the model, and what a free's
+//! scrub costs the next operation (tools/bench.sh).
 //!
 //! The device lives as long as the bridge: when it exits or is killed,
 //! radiance.ko removes the device and its clients get ENODEV.
 
+mod bench;
+mod bench_launch;
+mod bench_scrub;
 mod control;
 mod error;
 mod handshake;
@@ -117,6 +123,39 @@ enum Mode {
         #[arg(long, default_value_t = 100)]
         poll_us: u64,
     },
+    /// Serve the model and time a launch through its device against the
+    /// same launch run straight on the model.
+    BenchLaunch {
+        /// Wire format: gluon-sim-16 or gluon-24.
+        #[arg(long, default_value = "gluon-sim-16")]
+        dialect: String,
+        /// Implement only what gluon-sim e554ff7 does.
+        #[arg(long)]
+        gluon_sim: bool,
+        /// Interleaved rounds (the figures are their medians).
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        /// Launches per round on each side.
+        #[arg(long, default_value_t = 200)]
+        launches: usize,
+    },
+    /// Serve the model and time a 4 KiB fill after a free (whose VRAM the
+    /// kernel scrubs by commands) against the same fill alone.
+    BenchScrub {
+        /// Implement only what gluon-sim e554ff7 does (no SET: scrubs are
+        /// copies of zeros).
+        #[arg(long)]
+        gluon_sim: bool,
+        /// Interleaved rounds (the figures are their medians).
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        /// Samples per round of each figure.
+        #[arg(long, default_value_t = 9)]
+        samples: usize,
+        /// The BO freed, in KiB.
+        #[arg(long, default_value_t = 1024)]
+        freed_kib: u64,
+    },
     /// Play gluon-sim: serve the model on a Unix socket, one client.
     SimModel {
         /// The socket to listen on.
@@ -151,6 +190,11 @@ fn parse_shape(s: &str) -> Result<sim_config::Shape, String> {
         [cores, warps_per_core, threads_per_warp] => Ok(sim_config::Shape { cores, warps_per_core, threads_per_warp }),
         _ => Err(format!("{s}: cores,warps,threads")),
     }
+}
+
+fn dialect_named(name: &str) -> error::Result<&'static dyn radiance_gluon::Dialect> {
+    radiance_gluon::by_name(name)
+        .ok_or_else(|| error::Error::Usage(format!("unknown dialect {name}: gluon-sim-16 or gluon-24")))
 }
 
 /// Says which device is being served: `radianceN` on stdout for scripts,
@@ -189,10 +233,25 @@ fn run(cli: Cli) -> error::Result<()> {
             sim::serve(control, &opts)
         }
         Mode::Model { dialect, gluon_sim, vram_mib } => {
-            let dialect = radiance_gluon::by_name(&dialect)
-                .ok_or_else(|| error::Error::Usage(format!("unknown dialect {dialect}: gluon-sim-16 or gluon-24")))?;
+            let dialect = dialect_named(&dialect)?;
             let control = control::Control::open(&cli.control)?;
             model::serve(control, &model::ModelOptions { dialect, gluon_sim, vram_mib })
+        }
+        Mode::BenchLaunch { dialect, gluon_sim, rounds, launches } => {
+            if rounds == 0 || launches == 0 {
+                return Err(error::Error::Usage("--rounds and --launches: at least 1".into()));
+            }
+            let model = model::ModelOptions { dialect: dialect_named(&dialect)?, gluon_sim, vram_mib: 256 };
+            let control = control::Control::open(&cli.control)?;
+            bench_launch::run(control, bench_launch::BenchOptions { model, rounds, launches })
+        }
+        Mode::BenchScrub { gluon_sim, rounds, samples, freed_kib } => {
+            if rounds == 0 || samples == 0 || freed_kib == 0 || freed_kib % 4 != 0 {
+                return Err(error::Error::Usage("--rounds, --samples: at least 1; --freed-kib: whole pages".into()));
+            }
+            let model = model::ModelOptions { dialect: dialect_named("gluon-sim-16")?, gluon_sim, vram_mib: 256 };
+            let control = control::Control::open(&cli.control)?;
+            bench_scrub::run(control, bench_scrub::BenchOptions { model, rounds, samples, freed_kib })
         }
         Mode::Soc { link, vram_mib, clusters, cores_per_cluster, done_slots, timeout_ms, poll_us } => {
             let geometry = soc_map::Geometry { clusters, cores_per_cluster };

@@ -13,7 +13,10 @@ use radiance_gluon::{
     model::{self, MemError, Memory, Model},
     Dialect,
 };
-use std::cell::Cell;
+use std::{
+    cell::Cell,
+    sync::atomic::{AtomicU64, Ordering},
+};
 
 /// The compute shape the model reports, the emulated device's.
 const CORES: u32 = 4;
@@ -22,6 +25,7 @@ const THREADS_PER_WARP: u32 = 16;
 const STREAMS: u8 = 4;
 
 /// What the model is declared to be.
+#[derive(Clone, Copy)]
 pub struct ModelOptions {
     pub dialect: &'static dyn Dialect,
     /// Only what gluon-sim e554ff7 implements: no SET, FENCE, WAIT,
@@ -31,15 +35,59 @@ pub struct ModelOptions {
     pub vram_mib: u32,
 }
 
-/// VRAM here, host memory through the kernel.
-struct Mem<'a> {
-    control: &'a Control,
+/// Host memory as the model reaches it: through the kernel when it serves a
+/// device, or a buffer of this process (`bench-launch`'s straight side).
+pub trait Host {
+    fn read(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError>;
+    fn write(&self, addr: u64, src: &[u8]) -> std::result::Result<(), MemError>;
+    /// Whether a reset is pending, looked at without waiting.
+    fn reset_pending(&self) -> bool;
+}
+
+impl Host for Control {
+    fn read(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError> {
+        self.host_read(addr, dst).map_err(|_| MemError::Host)
+    }
+
+    fn write(&self, addr: u64, src: &[u8]) -> std::result::Result<(), MemError> {
+        self.host_write(addr, src).map_err(|_| MemError::Host)
+    }
+
+    fn reset_pending(&self) -> bool {
+        self.wait(Some(0)).is_ok_and(|r| r.reset)
+    }
+}
+
+impl<H: Host> Host for &H {
+    fn read(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError> {
+        (**self).read(addr, dst)
+    }
+
+    fn write(&self, addr: u64, src: &[u8]) -> std::result::Result<(), MemError> {
+        (**self).write(addr, src)
+    }
+
+    fn reset_pending(&self) -> bool {
+        (**self).reset_pending()
+    }
+}
+
+/// VRAM here, host memory through `H`.
+pub struct Mem<H> {
+    host: H,
     vram: Vram,
     /// A reset was seen while a command ran.
     aborted: Cell<bool>,
 }
 
-impl Memory for Mem<'_> {
+impl<H: Host> Mem<H> {
+    /// `vram_size` bytes of zeroed VRAM, host memory through `host`.
+    pub fn new(host: H, vram_size: u64) -> Self {
+        Self { host, vram: Vram::new(vram_size as usize), aborted: Cell::new(false) }
+    }
+}
+
+impl<H: Host> Memory for Mem<H> {
     fn read_vram(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError> {
         self.vram.with(addr, dst.len(), |v| dst.copy_from_slice(v))
     }
@@ -49,15 +97,15 @@ impl Memory for Mem<'_> {
     }
 
     fn host_to_vram(&self, host: u64, vram: u64, len: u32) -> std::result::Result<(), MemError> {
-        self.vram.with_mut(vram, len as usize, |v| self.control.host_read(host, v).map_err(|_| MemError::Host))?
+        self.vram.with_mut(vram, len as usize, |v| self.host.read(host, v))?
     }
 
     fn vram_to_host(&self, vram: u64, host: u64, len: u32) -> std::result::Result<(), MemError> {
-        self.vram.with(vram, len as usize, |v| self.control.host_write(host, v).map_err(|_| MemError::Host))?
+        self.vram.with(vram, len as usize, |v| self.host.write(host, v))?
     }
 
     fn write_host(&self, host: u64, src: &[u8]) -> std::result::Result<(), MemError> {
-        self.control.host_write(host, src).map_err(|_| MemError::Host)
+        self.host.write(host, src)
     }
 
     fn clock_ns(&self) -> i64 {
@@ -65,12 +113,10 @@ impl Memory for Mem<'_> {
         t.tv_sec * 1_000_000_000 + t.tv_nsec
     }
 
-    /// Looks at the control file without waiting: a reset pending means the
-    /// running command was given up.
+    /// A reset pending means the running command was given up.
     fn aborted(&self) -> bool {
         if !self.aborted.get() {
-            let reset = self.control.wait(Some(0)).is_ok_and(|r| r.reset);
-            self.aborted.set(reset);
+            self.aborted.set(self.host.reset_pending());
         }
         self.aborted.get()
     }
@@ -80,27 +126,50 @@ impl Memory for Mem<'_> {
     }
 }
 
-/// Declares the model's device and serves it until the control file fails.
-pub fn serve(mut control: Control, opts: &ModelOptions) -> Result<()> {
+/// The model a device of `opts` runs: its caps, streams and VRAM size.
+pub fn model(opts: &ModelOptions) -> Model {
+    let caps = model::caps(opts.dialect, opts.gluon_sim);
+    Model::new(opts.dialect, caps, streams(opts), vram_size(opts))
+}
+
+fn streams(opts: &ModelOptions) -> u8 {
+    STREAMS.min(opts.dialect.max_streams())
+}
+
+fn vram_size(opts: &ModelOptions) -> u64 {
+    u64::from(opts.vram_mib) << 20
+}
+
+/// Declares the model's device on `control`; returns N of
+/// `/dev/radianceN`.
+pub fn declare(control: &mut Control, opts: &ModelOptions) -> Result<u32> {
     // Its VRAM is in this process: never VRAM_MAPPABLE.
-    let device_caps = model::caps(opts.dialect, opts.gluon_sim);
-    let streams = STREAMS.min(opts.dialect.max_streams());
-    let vram_size = u64::from(opts.vram_mib) << 20;
     let mut decl = declaration("Radiance (gluon-bridge model)");
     decl.dialect = opts.dialect.id();
-    decl.streams = streams.into();
+    decl.streams = streams(opts).into();
     decl.stream_depth = if opts.gluon_sim { 1 } else { 16 };
     decl.cores = CORES;
     decl.warps_per_core = WARPS_PER_CORE;
     decl.threads_per_warp = THREADS_PER_WARP;
     decl.builtins = model::BUILTINS;
-    decl.vram_size = vram_size;
-    decl.caps = device_caps;
+    decl.vram_size = vram_size(opts);
+    decl.caps = model::caps(opts.dialect, opts.gluon_sim);
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("the Gluon model speaking {}", opts.dialect.name()));
+    Ok(index)
+}
 
-    let mut model = Model::new(opts.dialect, device_caps, streams, vram_size);
-    let mem = Mem { control: &control, vram: Vram::new(vram_size as usize), aborted: Cell::new(false) };
+/// Declares the model's device and serves it until the control file fails.
+pub fn serve(mut control: Control, opts: &ModelOptions) -> Result<()> {
+    declare(&mut control, opts)?;
+    serve_declared(&control, opts, &AtomicU64::new(0))
+}
+
+/// Serves the device `control` declared ([`declare`]) until the control
+/// file fails, counting the commands it ran in `ran`.
+pub fn serve_declared(control: &Control, opts: &ModelOptions, ran: &AtomicU64) -> Result<()> {
+    let mut model = model(opts);
+    let mem = Mem::new(control, vram_size(opts));
     loop {
         let ready = control.wait(None)?;
         if ready.reset || mem.aborted.get() {
@@ -113,6 +182,7 @@ pub fn serve(mut control: Control, opts: &ModelOptions) -> Result<()> {
             // None: a reset came while it ran; the frames after it are gone
             // too.
             let Some(response) = model.run(&mem, &frame) else { break };
+            ran.fetch_add(1, Ordering::Relaxed);
             control.respond(&response)?;
         }
     }

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! What the bridge's own benchmarks (`bench-launch`, `bench-scrub`) share:
+//! a model device declared as `model` mode does and served on a thread of
+//! this process, with this thread its client (radiance::kmod), so that
+//! what is compared runs interleaved in one run.
+
+use crate::{
+    control::Control,
+    error::{Error, Result},
+    model::{self, ModelOptions},
+};
+use radiance::kmod;
+use std::{
+    sync::{atomic::AtomicU64, Arc},
+    time::{Duration, Instant},
+};
+
+/// Declares the model device, serves it on a thread, and opens it as a
+/// client; and the count of commands the thread ran.
+pub fn serve_and_open(mut control: Control, opts: ModelOptions) -> Result<(kmod::Device, Arc<AtomicU64>)> {
+    let index = model::declare(&mut control, &opts)?;
+    let ran = Arc::new(AtomicU64::new(0));
+    let counting = ran.clone();
+    std::thread::spawn(move || {
+        if let Err(e) = model::serve_declared(&control, &opts, &counting) {
+            eprintln!("gluon-bridge: serving: {e}");
+        }
+    });
+    let device = kmod::Device::open(&format!("kmod:{index}")).map_err(client_error)?;
+    Ok((device, ran))
+}
+
+pub fn client_error(e: radiance::Error) -> Error {
+    Error::Usage(format!("the bench's client: {e}"))
+}
+
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// How long `put` (packets written on `queue`) takes from publication to
+/// completion, spun on rather than slept on, yielding the CPU to whatever
+/// else may run there (the scheduler's work items, the serving thread: the
+/// guest has two CPUs); the queue's staging is let go afterwards, outside
+/// the time.
+pub fn round_trip(
+    queue: &mut kmod::Queue,
+    put: impl FnOnce(&mut kmod::Queue) -> radiance::Result<()>,
+) -> Result<Duration> {
+    let t = Instant::now();
+    put(queue).map_err(client_error)?;
+    queue.flush().map_err(client_error)?;
+    while queue.completed() < queue.written() {
+        if let Some(f) = queue.fault() {
+            return Err(Error::Usage(format!("the bench's queue faulted: {f:?}")));
+        }
+        std::thread::yield_now();
+    }
+    let took = t.elapsed();
+    queue.finish(None).map_err(client_error)?;
+    Ok(took)
+}
+
+/// The median over `n` runs of `f`, in ns: a few wake-ups that take a tick
+/// are noise, not the path.
+pub fn median_of(n: usize, mut f: impl FnMut() -> Result<Duration>) -> Result<f64> {
+    let mut ns = (0..n).map(|_| f().map(|d| d.as_nanos() as f64)).collect::<Result<Vec<_>>>()?;
+    Ok(median(&mut ns))
+}

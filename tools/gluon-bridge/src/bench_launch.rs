@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! `bench-launch`: what a launch costs through a device the bridge serves,
+//! against the same launch the bridge hands straight to its model. The
+//! bridge declares a model device as `model` mode does and serves it on a
+//! thread; this thread is a client of that device (radiance::kmod) and the
+//! straight side too, so that the two interleave in one run.
+//!
+//! The launch is the built-in FILL_U32 over one thread (a launch that does
+//! next to nothing, so that what is measured is the path):
+//! - through the device: LAUNCH_DESC published, then spun on until the
+//!   queue's read index passes it (the kernel builds the launch block, the
+//!   bridge reads the KERNEL frame, DMAs the block in through the kernel,
+//!   runs it and answers);
+//! - straight: `Model::run` of the KERNEL frame over the same launch block,
+//!   in memory of this process.
+//!
+//! The device side cannot come near the straight one: between them is at
+//! least the wake-up of the bridge's serving thread, asleep in poll(), and
+//! its answer (and the scheduler's work items besides). That floor is
+//! measured in the same rounds: a byte sent to a thread asleep in read()
+//! and sent back, spun on as the client spins on its queue.
+//!
+//! Prints medians of interleaved rounds and their ratios; times under TCG
+//! are noise, the ratios within one run are not.
+
+use crate::{
+    bench,
+    control::Control,
+    error::{Error, Result},
+    model::{self, Host, Mem, ModelOptions},
+};
+use radiance::{kmod, Launch};
+use radiance_gluon::{model::MemError, Command, Launch as Block};
+use radiance_uapi::builtin;
+use std::{
+    io::{Read, Write},
+    os::unix::net::UnixStream,
+    time::{Duration, Instant},
+};
+
+/// What to run.
+pub struct BenchOptions {
+    /// The device served, as `model` mode would declare it.
+    pub model: ModelOptions,
+    pub rounds: usize,
+    /// Launches per round on each side.
+    pub launches: usize,
+}
+
+/// Host memory of this process, from address 0: the straight side's
+/// launch block.
+struct LocalHost(Vec<u8>);
+
+impl Host for LocalHost {
+    fn read(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError> {
+        let at = usize::try_from(addr).map_err(|_| MemError::Host)?;
+        dst.copy_from_slice(self.0.get(at..at + dst.len()).ok_or(MemError::Host)?);
+        Ok(())
+    }
+
+    fn write(&self, _addr: u64, _src: &[u8]) -> std::result::Result<(), MemError> {
+        Err(MemError::Host)
+    }
+
+    fn reset_pending(&self) -> bool {
+        false
+    }
+}
+
+/// The value the launches fill with.
+const VALUE: u32 = 0x5eed;
+
+/// FILL_U32 of one word at `dst`.
+fn fill_params(dst: u32) -> Vec<u8> {
+    [dst, VALUE, 1].iter().flat_map(|p| p.to_le_bytes()).collect()
+}
+
+/// Declares and serves the model device, then measures.
+pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
+    let served = opts.model;
+    let (device, _) = bench::serve_and_open(control, served)?;
+    let bo = device.create_bo(4096, kmod::Placement::Vram, false).map_err(bench::client_error)?;
+    let dst = u32::try_from(bo.device_address()).map_err(|_| Error::Usage("VRAM above 4 GiB".into()))?;
+    let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
+    let launch = Launch {
+        start_pc: builtin::FILL_U32,
+        grid: [1; 3],
+        block: [1; 3],
+        regs_per_thread: 1,
+        params: fill_params(dst),
+        ..Default::default()
+    };
+    let mut through_device = || bench::round_trip(&mut queue, |q| q.launch(&device, &launch, kmod::Frame::default()));
+
+    // The launch block the kernel builds: the header, then the params.
+    let dialect = served.dialect;
+    let params = fill_params(dst);
+    let head = dialect.launch_header_size();
+    let header = Block {
+        start_pc: builtin::FILL_U32,
+        params_size: params.len() as u32,
+        grid: [1; 3],
+        block: [1; 3],
+        regs_per_thread: 1,
+        ..Default::default()
+    };
+    let mut bytes = vec![0u8; head + params.len()];
+    dialect.encode_launch(&header, &mut bytes).map_err(|e| Error::Usage(format!("launch block: {e:?}")))?;
+    bytes[head..].copy_from_slice(&params);
+    let kernel = Command::Kernel { host_addr: 0, size: bytes.len() as u32, gpu_addr: 0 };
+    let frame = dialect.encode(0, &kernel).map_err(|e| Error::Usage(format!("KERNEL frame: {e:?}")))?;
+    let mut straight_model = model::model(&served);
+    let mem = Mem::new(LocalHost(bytes), u64::from(served.vram_mib) << 20);
+    let mut straight = || -> Result<Duration> {
+        let t = Instant::now();
+        let response = straight_model.run(&mem, frame.as_bytes());
+        let took = t.elapsed();
+        let status = response.map(|r| dialect.decode_response(&r).status);
+        if status != Some(radiance_gluon::status::OK) {
+            return Err(Error::Usage(format!("the straight launch failed: status {status:?}")));
+        }
+        Ok(took)
+    };
+
+    // The floor: a byte to a thread asleep in read() and back, spun on as
+    // the client spins on its queue.
+    let (mut near, mut far) = UnixStream::pair().map_err(|e| Error::Usage(format!("socketpair: {e}")))?;
+    near.set_nonblocking(true).map_err(|e| Error::Usage(format!("socketpair: {e}")))?;
+    std::thread::spawn(move || {
+        let mut b = [0u8; 1];
+        while far.read_exact(&mut b).is_ok() && far.write_all(&b).is_ok() {}
+    });
+    let mut wake = || -> Result<Duration> {
+        let mut b = [0u8; 1];
+        let t = Instant::now();
+        near.write_all(&b).map_err(|e| Error::Usage(format!("wake: {e}")))?;
+        loop {
+            match near.read(&mut b) {
+                Ok(1) => return Ok(t.elapsed()),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                other => return Err(Error::Usage(format!("wake: {other:?}"))),
+            }
+        }
+    };
+
+    let (mut device_ns, mut straight_ns, mut wake_ns) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ratio, mut floor, mut over_floor) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..opts.rounds {
+        let a = bench::median_of(opts.launches, &mut through_device)?;
+        let b = bench::median_of(opts.launches, &mut straight)?;
+        let w = bench::median_of(opts.launches, &mut wake)?;
+        device_ns.push(a);
+        straight_ns.push(b);
+        wake_ns.push(w);
+        ratio.push(a / b);
+        floor.push((b + w) / b);
+        over_floor.push(a / (b + w));
+    }
+    // The straight launches filled the word, as the device's did.
+    let mut word = [0u8; 4];
+    radiance_gluon::model::Memory::read_vram(&mem, dst.into(), &mut word)
+        .map_err(|e| Error::Usage(format!("read back the straight fill: {e:?}")))?;
+    if u32::from_le_bytes(word) != VALUE {
+        return Err(Error::Usage(format!("the straight launch wrote {word:?}, not {VALUE:#x}")));
+    }
+    println!(
+        "launch round trip (FILL_U32, 1 thread), medians of {} interleaved rounds of {} (each its median):",
+        opts.rounds, opts.launches
+    );
+    println!("  through the bridge-served device {:>10.0} ns", bench::median(&mut device_ns));
+    println!("  straight to the bridge's model   {:>10.0} ns", bench::median(&mut straight_ns));
+    println!("  wake-up round trip (the floor)   {:>10.0} ns", bench::median(&mut wake_ns));
+    println!("  device / straight                {:>10.2}", bench::median(&mut ratio));
+    println!(
+        "  (straight + wake-up) / straight  {:>10.2}  (the floor of device / straight)",
+        bench::median(&mut floor)
+    );
+    println!("  device / (straight + wake-up)    {:>10.2}", bench::median(&mut over_floor));
+    Ok(())
+}

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+
+//! `bench-scrub`: what freeing VRAM costs the next operation on a device
+//! the bridge serves, whose freed VRAM the kernel scrubs by commands (MEM
+//! SET, or copies of zeros where the device has no SET: `--gluon-sim`).
+//! In interleaved rounds, each figure the median of its samples:
+//! - a 4 KiB FILL of another BO, alone;
+//! - the same FILL right after freeing a written BO of `--freed-kib`,
+//!   timed from the free (it should wait for at most about one scrub
+//!   command, not for the whole scrub), and how many scrub commands the
+//!   serving thread had run by the time the client saw it complete (an
+//!   upper bound on those it waited for: the thread goes on with the scrub
+//!   while the kernel completes the FILL);
+//! - the freed range's next user, a 4 KiB FILL of a BO made right after
+//!   the free (it waits for the whole scrub, whatever else goes first);
+//! - and the device commands a free takes per MiB (counted by the serving
+//!   thread: the scrub's are the kernel's own, which its scheduler does
+//!   not count).
+
+use crate::{bench, control::Control, error::Result, model::ModelOptions};
+use radiance::{kmod, Pattern};
+use std::{sync::atomic::Ordering, time::Instant};
+
+/// What to run.
+pub struct BenchOptions {
+    /// The device served, as `model` mode would declare it.
+    pub model: ModelOptions,
+    pub rounds: usize,
+    /// Samples per round of each figure.
+    pub samples: usize,
+    /// The BO freed, in KiB.
+    pub freed_kib: u64,
+}
+
+/// Declares and serves the model device, then measures.
+pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
+    let (device, ran) = bench::serve_and_open(control, opts.model)?;
+    let ran = || ran.load(Ordering::Relaxed);
+    let freed = opts.freed_kib << 10;
+    let vram = |size| device.create_bo(size, kmod::Placement::Vram, false).map_err(bench::client_error);
+    let small = vram(4096)?;
+    let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
+    let fill = |q: &mut kmod::Queue, bo: &kmod::BufferObject, size| q.fill(bo, 0, size, Pattern::U32(7));
+
+    let (mut alone, mut after, mut next, mut scrubs_ahead) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut after_ratio, mut next_ratio, mut per_mib) = (Vec::new(), Vec::new(), Vec::new());
+    let mut big = vram(freed)?;
+    for _ in 0..opts.rounds {
+        let at = ran();
+        let a = bench::median_of(opts.samples, || bench::round_trip(&mut queue, |q| fill(q, &small, 4096)))?;
+        // Commands per 4 KiB FILL (more than one where it copies a pattern).
+        let per_fill = (ran() - at) / opts.samples as u64;
+        let (mut after_ns, mut next_ns, mut ahead, mut commands) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        for _ in 0..opts.samples {
+            // Written, so that the scrub has something to zero.
+            bench::round_trip(&mut queue, |q| fill(q, &big, freed))?;
+            let before = ran();
+            let t = Instant::now();
+            drop(big);
+            bench::round_trip(&mut queue, |q| fill(q, &small, 4096))?;
+            after_ns.push(t.elapsed().as_nanos() as f64);
+            ahead.push(ran().saturating_sub(before + per_fill) as f64);
+            let t = Instant::now();
+            big = vram(freed)?;
+            bench::round_trip(&mut queue, |q| fill(q, &big, 4096))?;
+            next_ns.push(t.elapsed().as_nanos() as f64);
+            // Less the two FILLs.
+            commands += ran().saturating_sub(before + 2 * per_fill);
+        }
+        let (b, n) = (bench::median(&mut after_ns), bench::median(&mut next_ns));
+        alone.push(a);
+        after.push(b);
+        scrubs_ahead.push(bench::median(&mut ahead));
+        next.push(n);
+        after_ratio.push(b / a);
+        next_ratio.push(n / a);
+        per_mib.push(commands as f64 / opts.samples as f64 / (freed as f64 / f64::from(1 << 20)));
+    }
+    println!(
+        "VRAM scrub on free of {} KiB, medians of {} interleaved rounds (each the median of {}):",
+        opts.freed_kib, opts.rounds, opts.samples
+    );
+    println!("  device commands per MiB freed                {:>10.2}", bench::median(&mut per_mib));
+    println!("  scrub commands run by the FILL's completion  {:>10.1}", bench::median(&mut scrubs_ahead));
+    println!("  4 KiB FILL elsewhere, alone                  {:>10.0} ns", bench::median(&mut alone));
+    println!("  4 KiB FILL elsewhere, right after the free   {:>10.0} ns", bench::median(&mut after));
+    println!("  the freed range's next user, a 4 KiB FILL    {:>10.0} ns", bench::median(&mut next));
+    println!("  after free / alone                           {:>10.2}", bench::median(&mut after_ratio));
+    println!("  next user / alone                            {:>10.2}", bench::median(&mut next_ratio));
+    Ok(())
+}
