@@ -168,10 +168,12 @@ pub trait BackendQueue: Send + Sync {
     /// [`BackendQueue::submit`] of work whose semaphores all belong to the
     /// queue's device, lent: a backend that queues such work at once need
     /// not own them (an allocation and two reference counts per list, which
-    /// are measurable against a driver's launch call). By default they are
-    /// made owned and submitted.
-    fn submit_local(&self, waits: Points<'_>, commands: Commands, signals: Points<'_>) -> Result<()> {
-        self.submit(Submission::owning(waits, commands, signals))
+    /// are measurable against a driver's launch call). The commands are lent
+    /// too, taken only where the backend keeps them: a move through the
+    /// virtual call copies a whole command, an empty one included. By
+    /// default they are taken, the points made owned, and submitted.
+    fn submit_local(&self, waits: Points<'_>, commands: &mut Commands, signals: Points<'_>) -> Result<()> {
+        self.submit(Submission::owning(waits, std::mem::replace(commands, Commands::None), signals))
     }
 }
 

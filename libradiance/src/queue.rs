@@ -87,7 +87,9 @@ impl Queue {
 
     /// Launches a kernel.
     pub fn dispatch(&self, waits: Points<'_>, signals: Points<'_>, launch: Launch) -> Result<()> {
-        self.submit_command(waits, signals, Command::dispatch(launch)?)
+        // Built in place: a launch has no buffer to check the device of, and
+        // each move of one through a `Result` is a copy of the whole command.
+        self.submit(waits, signals, Commands::One(Command::dispatch(launch)?))
     }
 
     /// Does nothing but wait and signal: joins and forks semaphore timelines.
@@ -109,10 +111,10 @@ impl Queue {
     }
 
     #[inline]
-    fn submit(&self, waits: Points<'_>, signals: Points<'_>, commands: Commands) -> Result<()> {
+    fn submit(&self, waits: Points<'_>, signals: Points<'_>, mut commands: Commands) -> Result<()> {
         let local = |points: Points<'_>| points.iter().all(|(s, _)| s.device().is(&self.device));
         if local(waits) && local(signals) {
-            return self.inner.submit_local(waits, commands, signals);
+            return self.inner.submit_local(waits, &mut commands, signals);
         }
         let waits = owned_list(&self.device, waits)?;
         let (signals, outbound) = signal_list(&self.device, signals)?;

@@ -300,6 +300,11 @@ impl QueueShared {
             };
             let commands = std::mem::replace(commands, Commands::None);
             state.in_flight.push_back(InFlight { seq, _commands: commands, signals, uses });
+        } else {
+            // Nothing to free (what keeps memory sets `holds_memory`): its
+            // drop glue, called out of line, costs as much as a lock.
+            debug_assert!(uses.buffers.is_empty() && uses.staged.is_empty());
+            std::mem::forget(uses);
         }
         failed
     }
@@ -539,10 +544,13 @@ impl BackendQueue for CudaQueue {
     }
 
     /// The semaphores stay lent unless the work is held.
-    fn submit_local(&self, waits: Points<'_>, mut commands: Commands, signals: Points<'_>) -> Result<()> {
-        let failed = match submit_unlocked(&self.queue, waits, &mut commands, signals) {
+    fn submit_local(&self, waits: Points<'_>, commands: &mut Commands, signals: Points<'_>) -> Result<()> {
+        let failed = match submit_unlocked(&self.queue, waits, commands, signals) {
             Some(failed) => failed,
-            None => lock(&SCHEDULER).submit(&self.queue, Submission::owning(waits, commands, signals)),
+            None => {
+                let commands = std::mem::replace(commands, Commands::None);
+                lock(&SCHEDULER).submit(&self.queue, Submission::owning(waits, commands, signals))
+            }
         };
         if failed {
             HUB.notify();

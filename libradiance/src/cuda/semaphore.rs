@@ -92,6 +92,7 @@ impl EventPool {
     ///
     /// # Safety
     /// `stream` is a live stream of the device, whose context is current.
+    #[inline]
     pub(super) unsafe fn record(&self, stash: &mut Vec<CUevent>, api: Api, stream: CUstream) -> Result<CUevent> {
         if stash.is_empty() {
             let mut free = lock(&self.free);
@@ -172,6 +173,7 @@ impl CudaSemaphore {
     ///
     /// # Safety
     /// `stream` is a live stream of `recorder`.
+    #[inline]
     pub(super) unsafe fn signal_on(
         &self,
         recorder: &Arc<Shared>,
@@ -206,6 +208,7 @@ impl CudaSemaphore {
     ///
     /// # Safety
     /// `stream` is a live stream of the device.
+    #[inline]
     pub(super) unsafe fn queue_wait(&self, stream: CUstream, value: u64) -> Result<()> {
         let timeline = lock(&self.timeline);
         if self.payload.value() >= value {
@@ -322,6 +325,7 @@ impl Drop for CudaSemaphore {
 }
 
 /// The cuda backend's object behind a [`Semaphore`] of a cuda device.
+#[inline]
 pub(super) fn cuda_semaphore(s: &Semaphore) -> Result<&CudaSemaphore> {
     s.backend().as_any().downcast_ref().ok_or_else(|| Error::WrongDevice("a semaphore"))
 }
