@@ -92,7 +92,7 @@ impl EventPool {
     ///
     /// # Safety
     /// `stream` is a live stream of the device, whose context is current.
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn record(&self, stash: &mut Vec<CUevent>, api: Api, stream: CUstream) -> Result<CUevent> {
         if stash.is_empty() {
             let mut free = lock(&self.free);
@@ -173,7 +173,7 @@ impl CudaSemaphore {
     ///
     /// # Safety
     /// `stream` is a live stream of `recorder`.
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn signal_on(
         &self,
         recorder: &Arc<Shared>,
@@ -195,7 +195,10 @@ impl CudaSemaphore {
             let at = timeline.partition_point(|t| t.value <= value);
             timeline.insert(at, timepoint);
         }
-        self.promised.fetch_max(value, Ordering::AcqRel);
+        // Raised only here, under the timeline's lock: no read-modify-write.
+        if value > self.promised.load(Ordering::Relaxed) {
+            self.promised.store(value, Ordering::Release);
+        }
         Ok(())
     }
 
@@ -208,7 +211,7 @@ impl CudaSemaphore {
     ///
     /// # Safety
     /// `stream` is a live stream of the device.
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn queue_wait(&self, stream: CUstream, value: u64) -> Result<()> {
         let timeline = lock(&self.timeline);
         if self.payload.value() >= value {
@@ -289,15 +292,18 @@ impl CudaSemaphore {
     }
 
     /// Gives timepoints' events back to the pools they came from.
-    fn give_back(&self, timepoints: impl Iterator<Item = Timepoint>) {
+    fn give_back(&self, timepoints: impl ExactSizeIterator<Item = Timepoint>) {
         let mut foreign = Vec::new();
-        self.shared.events.give_back(timepoints.filter_map(|t| match t.recorder {
-            None => Some(t.event),
-            Some(recorder) => {
-                foreign.push((recorder, t.event));
-                None
+        {
+            let mut free = lock(&self.shared.events.free);
+            free.reserve(timepoints.len());
+            for t in timepoints {
+                match t.recorder {
+                    None => free.push(t.event),
+                    Some(recorder) => foreign.push((recorder, t.event)),
+                }
             }
-        }));
+        }
         for (recorder, event) in foreign {
             recorder.events.give_back([event]);
         }
