@@ -70,6 +70,13 @@ impl HostPayload {
         if !self.failed.load(Ordering::Acquire) {
             return None;
         }
+        self.stored_failure()
+    }
+
+    /// Out of line, so that the check above inlines where every submission
+    /// makes it.
+    #[cold]
+    fn stored_failure(&self) -> Option<Error> {
         lock(&self.error).clone()
     }
 

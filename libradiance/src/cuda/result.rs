@@ -142,6 +142,7 @@ impl Api {
         Ok(self.check("cuCtxSetCurrent", (self.0.cuCtxSetCurrent)(ctx))?)
     }
 
+    #[inline]
     pub(super) fn current_context(self) -> Result<CUcontext> {
         let mut ctx = ptr::null_mut();
         // SAFETY: plain out-parameter.
@@ -215,6 +216,7 @@ impl Api {
     ///
     /// # Safety
     /// `event` and `stream` are live and of the current context.
+    #[inline]
     pub(super) unsafe fn event_record(self, event: CUevent, stream: CUstream) -> Result<()> {
         Ok(self.check("cuEventRecord", (self.0.cuEventRecord)(event, stream))?)
     }
@@ -235,6 +237,7 @@ impl Api {
     ///
     /// # Safety
     /// `stream` and `event` are live.
+    #[inline]
     pub(super) unsafe fn stream_wait_event(self, stream: CUstream, event: CUevent) -> Result<()> {
         Ok(self.check("cuStreamWaitEvent", (self.0.cuStreamWaitEvent)(stream, event, 0))?)
     }
@@ -424,6 +427,7 @@ impl Api {
     /// `f` and `stream` are live; `params` points at one value of the
     /// kernel's type per parameter, and what those address stays valid until
     /// the kernel is done.
+    #[inline]
     pub(super) unsafe fn launch(
         self,
         f: CUfunction,

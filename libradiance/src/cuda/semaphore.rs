@@ -44,7 +44,6 @@ use crate::{
 };
 use std::{
     any::Any,
-    collections::VecDeque,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc, Mutex, PoisonError,
@@ -140,8 +139,10 @@ pub(super) struct CudaSemaphore {
     /// The highest value that device work already queued will signal: the
     /// device may wait for values up to it. Raised by `signal_on`.
     promised: AtomicU64,
-    /// Pending device signals, ascending by value.
-    timeline: Mutex<VecDeque<Timepoint>>,
+    /// Pending device signals, ascending by value. A vector, not a deque:
+    /// folding takes the done ones from the front, mostly all of them, and
+    /// a deque's indexing and push cost more on every edge.
+    timeline: Mutex<Vec<Timepoint>>,
 }
 
 // SAFETY: the events and streams are only handles, usable from any thread;
@@ -156,7 +157,7 @@ impl CudaSemaphore {
             shared: Arc::clone(shared),
             payload: HostPayload::new(initial),
             promised: AtomicU64::new(initial),
-            timeline: Mutex::new(VecDeque::new()),
+            timeline: Mutex::new(Vec::new()),
         }
     }
 
@@ -189,8 +190,8 @@ impl CudaSemaphore {
         let recorder = (!Arc::ptr_eq(recorder, &self.shared)).then(|| Arc::clone(recorder));
         let timepoint = Timepoint { value, event, stream, recorder };
         // Signals come in ascending order but for programs that race them.
-        if timeline.back().is_none_or(|t| t.value <= value) {
-            timeline.push_back(timepoint);
+        if timeline.last().is_none_or(|t| t.value <= value) {
+            timeline.push(timepoint);
         } else {
             let at = timeline.partition_point(|t| t.value <= value);
             timeline.insert(at, timepoint);
@@ -267,7 +268,7 @@ impl CudaSemaphore {
     /// Folds the timepoints found done, finding the last by bisection: device
     /// signals mostly finish in the order of their values. One that finishes
     /// out of order is folded later, or by a wait for it.
-    fn fold_done(&self, timeline: &mut VecDeque<Timepoint>) -> Result<()> {
+    fn fold_done(&self, timeline: &mut Vec<Timepoint>) -> Result<()> {
         let (mut done, mut pending) = (0, timeline.len());
         while done < pending {
             let mid = (done + pending) / 2;
@@ -284,7 +285,7 @@ impl CudaSemaphore {
     /// Folds the first `n` timepoints, the last of which is done, into the
     /// payload. The ones before it may still be pending on the device, but
     /// nothing needs them: the payload covers their values.
-    fn fold(&self, timeline: &mut VecDeque<Timepoint>, n: usize) {
+    fn fold(&self, timeline: &mut Vec<Timepoint>, n: usize) {
         if let Some(last) = n.checked_sub(1).and_then(|i| timeline.get(i)) {
             self.payload.raise(last.value);
             self.give_back(timeline.drain(..n));
@@ -312,7 +313,7 @@ impl CudaSemaphore {
 
 /// The index of the first timepoint at or above `value`, if any. Mostly the
 /// last: work waits for what was signalled most recently.
-fn first_at_or_above(timeline: &VecDeque<Timepoint>, value: u64) -> Option<usize> {
+fn first_at_or_above(timeline: &[Timepoint], value: u64) -> Option<usize> {
     let last = timeline.len().checked_sub(1)?;
     if timeline[last].value < value {
         return None;
