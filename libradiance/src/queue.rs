@@ -110,12 +110,20 @@ impl Queue {
         self.submit(waits, signals, Commands::One(command))
     }
 
-    #[inline]
+    /// Inlined into each operation for work on the queue's own device, the
+    /// common case; the rest goes out of line.
+    #[inline(always)]
     fn submit(&self, waits: Points<'_>, signals: Points<'_>, mut commands: Commands) -> Result<()> {
         let local = |points: Points<'_>| points.iter().all(|(s, _)| s.device().is(&self.device));
         if local(waits) && local(signals) {
             return self.inner.submit_local(waits, &mut commands, signals);
         }
+        self.submit_linked(waits, signals, commands)
+    }
+
+    /// [`Queue::submit`] of work with another device's semaphores.
+    #[inline(never)]
+    fn submit_linked(&self, waits: Points<'_>, signals: Points<'_>, commands: Commands) -> Result<()> {
         let waits = owned_list(&self.device, waits)?;
         let (signals, outbound) = signal_list(&self.device, signals)?;
         self.inner.submit(Submission { waits, commands, signals })?;
