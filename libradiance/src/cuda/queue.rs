@@ -329,8 +329,16 @@ impl QueueShared {
         // SAFETY (every call below): the stream is ours and live; the memory
         // it touches belongs to buffers and staging kept in flight until the
         // device has passed them, and the events to the device's pool.
+        // The last wait's timeline stays locked for a signal of the same
+        // semaphore, unless commands come between (no lock is held across
+        // them). Taken before the next is locked: never two together.
+        let mut locked = None;
         for (semaphore, value) in waits {
-            unsafe { cuda_semaphore(semaphore.borrow())?.queue_wait(stream, *value)? };
+            drop(locked.take());
+            locked = Some(unsafe { cuda_semaphore(semaphore.borrow())?.queue_wait(stream, *value)? });
+        }
+        if !commands.is_empty() {
+            locked = None;
         }
         let as_graph = match commands {
             Commands::Recorded(recording) => self.replay(recording, uses, &mut state.graphs)?,
@@ -345,9 +353,11 @@ impl QueueShared {
         // they get no timepoint, so nothing waits for them on the device.
         if uses.spinning == 0 {
             for (semaphore, value) in signals {
-                unsafe { cuda_semaphore(semaphore.borrow())?.signal_on(shared, &mut state.events, stream, *value)? };
+                let s = cuda_semaphore(semaphore.borrow())?;
+                unsafe { s.signal_on(locked.take(), shared, &mut state.events, stream, *value)? };
             }
         }
+        drop(locked);
         if seq % PROGRESS_EVERY == 0 {
             self.note_progress(state)?;
             let event = unsafe { shared.events.record(&mut state.events, api, stream)? };
