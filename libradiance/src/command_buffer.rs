@@ -80,6 +80,23 @@ pub struct DeviceRange {
 }
 
 impl Launch {
+    /// Fails a launch with an empty grid or block. The error is built out of
+    /// line: every dispatch makes the check.
+    #[inline]
+    pub(crate) fn check_dimensions(&self) -> Result<()> {
+        #[cold]
+        fn empty(launch: &Launch) -> Error {
+            Error::InvalidArgument(format!(
+                "grid {:?} and block {:?} dimensions must be at least 1",
+                launch.grid, launch.block
+            ))
+        }
+        if self.grid.contains(&0) || self.block.contains(&0) {
+            return Err(empty(self));
+        }
+        Ok(())
+    }
+
     /// `kernel_pc` as the device gets it: `start_pc` when there is no start
     /// code.
     pub fn kernel_pc(&self) -> u32 {
@@ -190,12 +207,7 @@ impl Command {
     /// Launches a kernel.
     #[inline]
     pub fn dispatch(launch: Launch) -> Result<Self> {
-        if launch.grid.contains(&0) || launch.block.contains(&0) {
-            return Err(Error::InvalidArgument(format!(
-                "grid {:?} and block {:?} dimensions must be at least 1",
-                launch.grid, launch.block
-            )));
-        }
+        launch.check_dimensions()?;
         Ok(Self(Op::Dispatch(launch)))
     }
 

@@ -19,6 +19,7 @@
 use crate::{
     backend::{BackendQueue, Commands, Submission},
     bridge::local_buffer,
+    command_buffer::Op,
     semaphore::{owned_list, signal_list},
     BufferRef, Command, CommandBuffer, Device, Launch, Pattern, Result, Semaphore,
 };
@@ -89,7 +90,8 @@ impl Queue {
     pub fn dispatch(&self, waits: Points<'_>, signals: Points<'_>, launch: Launch) -> Result<()> {
         // Built in place: a launch has no buffer to check the device of, and
         // each move of one through a `Result` is a copy of the whole command.
-        self.submit(waits, signals, Commands::One(Command::dispatch(launch)?))
+        launch.check_dimensions()?;
+        self.submit(waits, signals, Commands::One(Command(Op::Dispatch(launch))))
     }
 
     /// Does nothing but wait and signal: joins and forks semaphore timelines.
