@@ -141,3 +141,37 @@ fn a_promise_made_without_the_scheduler_lock_releases_held_work() {
     });
     assert!(stuck.is_none(), "a round of {ROUNDS} stayed held: {stuck:?}, t = {:?}", t.query());
 }
+
+/// Submissions that wait for a semaphore and signal it again, alone, with
+/// another semaphore's signal before or after it, and with a launch between
+/// (cuda/queue.rs keeps the waited timeline locked for a signal of the same
+/// semaphore): each round's fills of four, two and one elements land in
+/// order, read back, and the semaphores end at the values signalled.
+#[test]
+#[ignore = "needs cuda:0 (run with --include-ignored on a machine with the CUDA driver and a GPU)"]
+fn waits_and_signals_of_one_submission_keep_timelines_in_order() {
+    const ROUNDS: u32 = 200;
+    let device = cuda();
+    let params =
+        BufferParams { size: 16, memory: MemoryType::HostVisible, usage: BufferUsage::DISPATCH | BufferUsage::MAPPING };
+    let x = device.allocate_buffer(params).unwrap();
+    let px = x.device_address() as u32;
+    let fill = |count: u32, value: u32| launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[px, value, count]);
+    let (a, b) = (device.create_semaphore(0).unwrap(), device.create_semaphore(0).unwrap());
+    let q = [device.create_queue().unwrap(), device.create_queue().unwrap()];
+    for r in 0..ROUNDS {
+        let (v, t) = (3 * r, 5 * u64::from(r));
+        q[0].dispatch(&[(&a, t)], &[(&a, t + 1)], fill(4, v + 1)).unwrap();
+        // Another semaphore's signal first, then the waited one's, with a launch between.
+        q[1].dispatch(&[(&a, t + 1)], &[(&b, 2 * u64::from(r) + 1), (&a, t + 2)], fill(2, v + 2)).unwrap();
+        q[0].barrier(&[(&a, t + 2)], &[(&a, t + 3)]).unwrap();
+        // The waited one's first, then another's.
+        q[1].barrier(&[(&a, t + 3)], &[(&a, t + 4), (&b, 2 * u64::from(r) + 2)]).unwrap();
+        q[0].dispatch(&[(&a, t + 4), (&b, 2 * u64::from(r) + 2)], &[(&a, t + 5)], fill(1, v + 3)).unwrap();
+        a.wait(t + 5, Duration::from_secs(10)).unwrap();
+        let got = x.map().unwrap().read_u32s(0, 4).unwrap();
+        assert_eq!(got, [v + 3, v + 2, v + 1, v + 1], "round {r}");
+    }
+    assert_eq!(a.query().unwrap(), 5 * u64::from(ROUNDS));
+    assert_eq!(b.query().unwrap(), 2 * u64::from(ROUNDS));
+}
