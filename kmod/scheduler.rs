@@ -477,10 +477,11 @@ impl Scheduler {
             let abandoned =
                 matches!(head.cmd, Some(Command::Kernel { .. })) && head.queue.state().destroyed;
             let mut age = stream.head_since.elapsed();
-            // Not in the device yet, behind the device's own work: the
-            // device is slow only if it stands still.
-            if let Some(idle) = self.hw.last_progress(i as u8).map(|p| p.elapsed()) {
-                age = if idle < age { idle } else { age };
+            // Held back behind the device's own work: the device is slow
+            // only if it stands still, and a command it took late ages
+            // from then.
+            if let Some(since) = self.hw.ages_from(i as u8).map(|p| p.elapsed()) {
+                age = if since < age { since } else { age };
             }
             if age >= timeout || abandoned {
                 return Watch::Reset {

@@ -116,12 +116,13 @@ pub(crate) trait Gluon: Send + Sync {
     /// device is idle.
     fn reset(&self);
 
-    /// If `stream`'s oldest command is not in the device yet but waits
-    /// behind the device's own work (a user device's scrubs): when the
-    /// device last took or answered anything. The watchdog ages such a
-    /// command only while the device stands still. `None`: it is in the
-    /// device.
-    fn last_progress(&self, _stream: u8) -> Option<Instant<Monotonic>> {
+    /// Where the device may hold a command back behind its own work (a
+    /// user device's scrubs): the instant from which `stream`'s oldest
+    /// command ages, if later than when it became the oldest. While it
+    /// waits, when the device last took or answered anything (it ages only
+    /// while the device stands still); once the device took it, then.
+    /// `None`: the device takes commands as they come.
+    fn ages_from(&self, _stream: u8) -> Option<Instant<Monotonic>> {
         None
     }
 

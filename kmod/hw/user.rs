@@ -26,10 +26,10 @@
 //!   range's next user comes after it, and any other waits for about one
 //!   scrub command.
 //!   A frame waiting behind scrubs is not yet the device's: the watchdog
-//!   ages it only while the server stands still ([`Gluon::last_progress`]),
-//!   or a backlog of scrubs (megabytes freed, each command a round trip
-//!   through the server) would reset the device for a command it was
-//!   never given.
+//!   ages it only while the server stands still, and from when the server
+//!   reads it ([`Gluon::ages_from`]), or a backlog of scrubs (megabytes
+//!   freed, each command a round trip through the server) would reset the
+//!   device for a command it was never given, or the moment it is given.
 //! - A reset (the watchdog's) drops what was not read and forgets what was
 //!   outstanding; until the server acknowledges it (`USER_RESET`, after
 //!   POLLPRI), reads and writes fail with ECONNRESET, so no answer to a
@@ -129,12 +129,16 @@ struct Channel {
     pending: Fifo<Pending>,
     /// Per stream: the scheduler's frames read and not answered.
     outstanding: KVec<u32>,
+    /// Per stream: when the server read its oldest outstanding frame (the
+    /// count left 0), so that the watchdog ages a frame that waited
+    /// behind scrubs from then (see [`Gluon::ages_from`]).
+    taken: KVec<Instant<Monotonic>>,
     /// Per stream: scrub commands read and not answered.
     scrubbing: KVec<u32>,
     /// Answers for the scheduler.
     responses: Fifo<[u8; RESPONSE_SIZE]>,
     /// When the server last read or answered anything (see
-    /// [`Gluon::last_progress`]).
+    /// [`Gluon::ages_from`]).
     progress: Instant<Monotonic>,
     /// The kernel reset the device and the server has not acknowledged it.
     reset_pending: bool,
@@ -349,6 +353,7 @@ impl User {
         let channel = Channel {
             pending: Fifo::with_capacity(crate::scheduler::MAX_IN_FLIGHT)?,
             outstanding: KVec::from_elem(0, streams, GFP_KERNEL)?,
+            taken: KVec::from_elem(Instant::now(), streams, GFP_KERNEL)?,
             scrubbing: KVec::from_elem(0, streams, GFP_KERNEL)?,
             responses: Fifo::with_capacity(crate::scheduler::MAX_IN_FLIGHT)?,
             progress: Instant::now(),
@@ -417,6 +422,7 @@ impl User {
             let Channel {
                 pending,
                 outstanding,
+                taken,
                 scrubbing,
                 ..
             } = &mut *ch;
@@ -472,7 +478,13 @@ impl User {
             // The scheduler encoded it: it names a stream we have.
             if let Some((stream, frame)) = frame {
                 out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
-                if let Some(n) = outstanding.get_mut(usize::from(stream)) {
+                let s = usize::from(stream);
+                if let Some(n) = outstanding.get_mut(s) {
+                    if *n == 0 {
+                        if let Some(t) = taken.get_mut(s) {
+                            *t = Instant::now();
+                        }
+                    }
                     *n += 1;
                 }
             }
@@ -751,14 +763,15 @@ impl Gluon for User {
     }
 
     /// A frame the server has not read waits behind what it has: scrubs
-    /// (which hold everything after them), or frames of other streams.
-    fn last_progress(&self, stream: u8) -> Option<Instant<Monotonic>> {
+    /// (which hold everything after them), or frames of other streams; one
+    /// it has read is the device's from then, not from when it was queued.
+    fn ages_from(&self, stream: u8) -> Option<Instant<Monotonic>> {
         let ch = self.channel.lock();
-        let taken = ch
-            .outstanding
-            .get(usize::from(stream))
-            .is_some_and(|&n| n > 0);
-        (!taken).then_some(ch.progress)
+        let s = usize::from(stream);
+        match ch.outstanding.get(s) {
+            Some(&n) if n > 0 => ch.taken.get(s).copied(),
+            _ => Some(ch.progress),
+        }
     }
 
     /// Returns at once: the server is told by POLLPRI, and nothing it says

@@ -184,9 +184,10 @@ test_one three_clients_at_once_against_a_dropping_sim sh -c \
 rmmod radiance
 
 # A command behind a backlog of scrubs is not the device's yet: 8 MiB of
-# VRAM freed is 8 copies of a MiB of zeros, 300 ms each at this sim, ahead
-# of the next client's first copy; the watchdog (1500 ms) must not reset
-# the device for it while the server keeps answering.
+# VRAM freed is 32 copies of 256 KiB of zeros, 300 ms each at this sim,
+# ahead of the next client's first copy; the watchdog (1500 ms) must not
+# reset the device for it while the server keeps answering, nor once the
+# server takes it (it ages from then).
 insmod /radiance.ko emulated_devices=0 launch_timeout_ms=1500 || exit 1
 s=$(sim sscrub pid --latency-ms 300)
 b=$(front bscrub sscrub pid)
