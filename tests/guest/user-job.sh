@@ -180,7 +180,7 @@ kill -TERM "$b"
 gone "$b"
 gone "$s"
 test_one three_clients_at_once_against_a_dropping_sim sh -c \
-	"cat /tmp/client*.out /tmp/sdrop.log; [ $clients_ok = 3 ] && grep -q ' 0 dropped\$' /tmp/sdrop.log && ! grep -q 'dropped a command' /tmp/sdrop.log"
+	"cat /tmp/client[123].out /tmp/sdrop.log; [ $clients_ok = 3 ] && grep -q ' 0 dropped\$' /tmp/sdrop.log && ! grep -q 'dropped a command' /tmp/sdrop.log"
 rmmod radiance
 
 # A command behind a backlog of scrubs is not the device's yet: 8 MiB of
