@@ -78,9 +78,8 @@ impl HostMap {
         if at.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(EINVAL);
         }
-        // SAFETY: `[at, at + len)` lies in the mapping (checked on entry; type invariant) and is
-        // the device's to read while it runs the command; `copy_to_user_nofault` checks `dst`
-        // against the user address space and fails, never faults, where a page is missing.
+        // SAFETY: `[at, at + len)` is in the mapping (checked; type invariant), the device's to
+        // read now; `copy_to_user_nofault` checks `dst`: fails, never faults, on a missing page.
         let left = unsafe {
             bindings::copy_to_user_nofault(dst as *mut c_void, self.ptr.add(at).cast(), len)
         };
@@ -94,9 +93,8 @@ impl HostMap {
         if at.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(EINVAL);
         }
-        // SAFETY: `[at, at + len)` lies in the mapping (checked on entry; type invariant) and is
-        // the device's to write while it runs the command: no Rust code reads it;
-        // `copy_from_user_nofault` checks `src` and fails, never faults, where a page is missing.
+        // SAFETY: `[at, at + len)` is in the mapping (checked; type invariant), the device's to
+        // write now; `copy_from_user_nofault` checks `src`: fails, never faults, on a missing page.
         let left = unsafe {
             bindings::copy_from_user_nofault(self.ptr.add(at).cast(), src as *const c_void, len)
         };
