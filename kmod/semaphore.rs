@@ -17,9 +17,9 @@
 //! value in the alias file's page and wakes that file's waiters and
 //! scheduler, so a queue of device B waits on device A's semaphore with no
 //! fence in between. When a queue's packet made the change, B's scheduler
-//! runs in A's scheduler's worker right after A's pass (see [`Wake`]). An alias keeps its owner's `Semaphores` alive; once the
-//! semaphore is destroyed or its file closed, the alias reads as failed with
-//! ECANCELED.
+//! runs in A's scheduler's worker right after A's pass (see [`Wake`]). An
+//! alias keeps its owner's `Semaphores` alive; once the semaphore is
+//! destroyed or its file closed, the alias reads as failed with ECANCELED.
 
 use kernel::{
     new_condvar, new_mutex, new_spinlock,
