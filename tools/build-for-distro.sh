@@ -97,6 +97,10 @@ make_root() {
 }
 
 mkdir -p "$dist" "$out"
+# One build at a time per release: the root and its /usr/src/radiance are
+# shared by every checkout on the machine.
+exec 9>"$dist.lock"
+flock 9
 make_root
 config=$root$headers/.config
 # Refused here already, before minutes of rebuilding.
