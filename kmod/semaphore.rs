@@ -251,6 +251,29 @@ enum Check {
     Pending,
 }
 
+/// The points of one wait (at most [`uapi::SEM_WAIT_MAX_POINTS`]) it is
+/// counted on as a waiter: those not reached when it last looked.
+#[derive(Default)]
+struct Counted([u64; (uapi::SEM_WAIT_MAX_POINTS as usize).div_ceil(64)]);
+
+impl Counted {
+    /// Whether point `i` was counted; it no longer is.
+    fn take(&mut self, i: u32) -> bool {
+        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        self.0.get_mut(word).is_some_and(|w| {
+            let was = *w & bit != 0;
+            *w &= !bit;
+            was
+        })
+    }
+
+    fn set(&mut self, i: u32) {
+        if let Some(w) = self.0.get_mut((i / 64) as usize) {
+            *w |= 1u64 << (i % 64);
+        }
+    }
+}
+
 /// ECANCELED as a semaphore's error: what a destroyed one reads as.
 fn ecanceled() -> u32 {
     ECANCELED.to_errno().unsigned_abs()
@@ -696,21 +719,39 @@ impl Semaphores {
     }
 
     /// One look at every point of a wait, each under its owner's table in
-    /// turn, adding `waiters` to each one's count of sleeping waiters (for
-    /// debugfs) in the same lock. The first point in order that failed, or
-    /// for ANY that is reached, decides. A handle that names nothing is
-    /// ENOENT on the `first` look; later, like an alias whose semaphore is
-    /// gone, it has failed with ECANCELED (destroyed meanwhile).
-    fn look(&self, points: &[SemWaitPoint], any: bool, waiters: i32, first: bool) -> Result<Check> {
+    /// turn. In the same lock it keeps the wait counted (`Sem::waiters`,
+    /// for debugfs) on exactly the points that are not reached, as
+    /// `counted` records: a wait that sleeps once and wakes reached looks
+    /// twice, once counting itself and once uncounting. The first point in
+    /// order that failed, or for ANY that is reached, decides. A handle
+    /// that names nothing is ENOENT on the `first` look (nothing stays
+    /// counted); later, like an alias whose semaphore is gone, it has
+    /// failed with ECANCELED (destroyed meanwhile, with its count).
+    fn look(
+        &self,
+        points: &[SemWaitPoint],
+        any: bool,
+        counted: &mut Counted,
+        first: bool,
+    ) -> Result<Check> {
         let mut decided = None;
         let mut all_done = true;
         for (i, p) in (0u32..).zip(points) {
+            let was_counted = counted.take(i);
             let state = self.with_sem(p.handle, |_, sem| {
-                sem.waiters = sem.waiters.saturating_add_signed(waiters);
-                Ok(WaitState::of(sem, p.value))
+                let state = WaitState::of(sem, p.value);
+                match (was_counted, matches!(state, WaitState::Pending)) {
+                    (false, true) => sem.waiters = sem.waiters.saturating_add(1),
+                    (true, false) => sem.waiters = sem.waiters.saturating_sub(1),
+                    _ => {}
+                }
+                Ok(state)
             });
             let state = match state {
-                Err(e) if e == ENOENT && first => return Err(e),
+                Err(e) if e == ENOENT && first => {
+                    self.uncount(points, counted);
+                    return Err(e);
+                }
                 Ok(state) => state,
                 Err(_) => WaitState::Failed(ecanceled()),
             };
@@ -719,6 +760,7 @@ impl Semaphores {
                 WaitState::Reached if any => Some(Check::Done(i)),
                 WaitState::Reached => None,
                 WaitState::Pending => {
+                    counted.set(i);
                     all_done = false;
                     None
                 }
@@ -732,15 +774,25 @@ impl Semaphores {
         })
     }
 
+    /// A wait is leaving: uncounts it from the points it is still counted
+    /// on (an ANY wait that is done, a failure, a timeout, a signal).
+    fn uncount(&self, points: &[SemWaitPoint], counted: &mut Counted) {
+        for (i, p) in (0u32..).zip(points) {
+            if counted.take(i) {
+                // A semaphore gone meanwhile took its count with it.
+                let _ = self.with_sem(p.handle, |_, sem| {
+                    sem.waiters = sem.waiters.saturating_sub(1);
+                    Ok(())
+                });
+            }
+        }
+    }
+
     /// SEM_WAIT: blocks until all (or any) points are reached, a semaphore
     /// fails or goes, the absolute CLOCK_MONOTONIC `deadline_ns` passes
     /// (ETIME), or a signal comes (ERESTARTSYS: the deadline is absolute, so
     /// a restart is exact). Returns the index for `ANY`, and on failure sets
     /// `*index` to the failed point.
-    ///
-    /// Each look takes each point's table once: the waiter counts itself in
-    /// the look before it sleeps and uncounts itself in the look after, so
-    /// that a wake-up costs one look before the waiter returns.
     pub(crate) fn wait(
         &self,
         points: &[SemWaitPoint],
@@ -748,36 +800,28 @@ impl Semaphores {
         deadline_ns: i64,
         index: &mut u32,
     ) -> Result {
-        // Every handle must be valid when the wait starts.
-        let mut check = self.look(points, any, 0, true)?;
-        let look = |waiters| {
-            self.look(points, any, waiters, false)
-                .unwrap_or(Check::Pending)
-        };
+        let mut counted = Counted::default();
+        // Read before the first look: a change after it is seen by that
+        // look or moves the count.
         let mut seen = *self.wake.lock();
-        loop {
+        // Every handle must be valid when the wait starts.
+        let mut check = self.look(points, any, &mut counted, true)?;
+        let result = loop {
             match check {
                 Check::Done(i) => {
                     *index = i;
-                    return Ok(());
+                    break Ok(());
                 }
                 Check::Failed(i, error) => {
                     *index = i;
-                    return Err(Error::from_errno(-(error as i32)));
+                    break Err(Error::from_errno(-(error as i32)));
                 }
                 Check::Pending => {}
             }
             // The deadline is CLOCK_MONOTONIC nanoseconds, as the ABI says.
             let remaining = deadline_ns.saturating_sub(Monotonic::ktime_get());
             if remaining <= 0 {
-                return Err(ETIME);
-            }
-            // Counted from here while it may sleep; a change since `seen`
-            // is seen by this look or moves the count.
-            check = look(1);
-            if !matches!(check, Check::Pending) {
-                look(-1);
-                continue;
+                break Err(ETIME);
             }
             let mut generation = self.wake.lock();
             // A change since `seen`: look again. Else sleep until one.
@@ -798,11 +842,16 @@ impl Semaphores {
                 };
             seen = *generation;
             drop(generation);
-            check = look(-1);
+            // Only the first look can fail.
+            check = self
+                .look(points, any, &mut counted, false)
+                .unwrap_or(Check::Pending);
             if signalled {
-                return Err(ERESTARTSYS);
+                break Err(ERESTARTSYS);
             }
-        }
+        };
+        self.uncount(points, &mut counted);
+        result
     }
 
     /// debugfs `semaphores`: one line of `key=value` pairs per semaphore

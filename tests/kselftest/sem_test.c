@@ -401,6 +401,73 @@ TEST_F(sem, radctl_sems_shows_values_waiters_and_failures)
 	EXPECT_NE(NULL, strstr(out, "42     0")) TH_LOG("%s", out);
 }
 
+/* Semaphore `handle`'s `waiters` in debugfs (this process's file), or -1. */
+static int waiters_on(uint32_t handle)
+{
+	FILE *f = fopen("/sys/kernel/debug/radiance/radiance0/semaphores", "r");
+	char line[256], key[64];
+	int waiters = -1;
+
+	if (!f)
+		return -1;
+	snprintf(key, sizeof(key), "pid=%d sem=%u ", getpid(), handle);
+	while (fgets(line, sizeof(line), f)) {
+		char *w = strstr(line, " waiters=");
+
+		if (!strncmp(line, key, strlen(key)) && w)
+			waiters = atoi(w + strlen(" waiters="));
+	}
+	fclose(f);
+	return waiters;
+}
+
+/*
+ * A sleeping wait is counted on the points it still waits for, and on none
+ * once it returns, however it returns.
+ */
+TEST_F(sem, a_wait_counts_itself_on_the_points_not_reached)
+{
+	int a = sem_create(self->fd, 5, NULL), b = sem_create(self->fd, 0, NULL), c = sem_create(self->fd, 0, NULL);
+	struct radiance_sem_wait_point all[3] = {
+		{ .handle = a, .value = 1 }, { .handle = b, .value = 1 }, { .handle = c, .value = 1 },
+	};
+	struct radiance_sem_wait_point any[2] = { { .handle = b, .value = 2 }, { .handle = a, .value = 1 } };
+	uint32_t index = 99;
+	int status;
+	pid_t pid;
+
+	ASSERT_LT(0, c);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(sem_wait(self->fd, all, 3, 0, INT64_MAX, NULL) ? 1 : 0);
+	usleep(50 * 1000);
+	EXPECT_EQ(0, waiters_on(a)) TH_LOG("a is past its point");
+	EXPECT_EQ(1, waiters_on(b));
+	EXPECT_EQ(1, waiters_on(c));
+	/* The wait wakes, looks, and sleeps on c alone. */
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, b, 1));
+	usleep(50 * 1000);
+	EXPECT_EQ(0, waiters_on(b));
+	EXPECT_EQ(1, waiters_on(c));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, c, 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, waiters_on(c));
+	/* Timed out: uncounted. */
+	EXPECT_EQ(-ETIME, sem_wait(self->fd, any, 1, 0, radiance_now_ns() + 20 * 1000 * 1000, NULL));
+	EXPECT_EQ(0, waiters_on(b));
+	/* ANY decided by a later point: the earlier, pending one uncounted. */
+	EXPECT_EQ(0, sem_wait(self->fd, any, 2, RADIANCE_SEM_WAIT_ANY, INT64_MAX, &index));
+	EXPECT_EQ(1, index);
+	EXPECT_EQ(0, waiters_on(b));
+	/* A handle that names nothing: ENOENT, and b is not left counted. */
+	all[2].handle = 9999;
+	all[1].value = 3;
+	EXPECT_EQ(-ENOENT, sem_wait(self->fd, all, 3, 0, INT64_MAX, NULL));
+	EXPECT_EQ(0, waiters_on(b));
+}
+
 TEST(handles_belong_to_their_file_and_close_frees)
 {
 	int a = radiance_open(0), b = radiance_open(0);
