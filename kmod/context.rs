@@ -453,7 +453,7 @@ impl Context {
             return Err(EINVAL);
         }
         self.queue(args.queue_id)?;
-        Scheduler::kick(self.device.scheduler());
+        Scheduler::run_or_kick(self.device.scheduler());
         Ok(())
     }
 

@@ -20,7 +20,9 @@
 //! it failed, and a failed semaphore must fail or skip what waits on it.
 //!
 //! It runs as a work item, woken by a doorbell (QUEUE_KICK), a new queue or
-//! the device's interrupt. Each pass takes responses first (completing
+//! the device's interrupt; a doorbell, and a server's answers through the
+//! control node, run the pass right in their system call when no other
+//! holds the scheduler (no worker to wake). Each pass takes responses first (completing
 //! packets in order), then visits the queues round-robin, translating at
 //! most one packet per queue per turn. When nothing moves and nothing is in
 //! flight, it sets `needs_kick` on every queue not stopped at a semaphore
@@ -213,6 +215,10 @@ impl Interrupt for Irq {
     fn raise(&self) {
         Scheduler::kick(&self.0);
     }
+
+    fn raise_here(&self) {
+        Scheduler::run_or_kick(&self.0);
+    }
 }
 
 impl Scheduler {
@@ -270,6 +276,18 @@ impl Scheduler {
     pub(crate) fn kick(this: &Arc<Self>) {
         // Already queued: that run will see what this kick is for.
         let _ = crate::raw::system_dfl().enqueue::<_, 0>(this.clone());
+    }
+
+    /// A doorbell (QUEUE_KICK) or a server's answers, in process context
+    /// with no lock held: runs the pass right here unless another holds the
+    /// scheduler, which saves waking a worker on the way to the device and
+    /// again on the way back. Held: woken as by [`Scheduler::kick`], as
+    /// before, so the pass that holds it or the next one sees the work.
+    pub(crate) fn run_or_kick(this: &Arc<Self>) {
+        match this.state.try_lock() {
+            Some(state) => Self::pass_from(this, state),
+            None => Self::kick(this),
+        }
     }
 
     /// A semaphore changed: wake the scheduler if a queue waits on one.
@@ -907,7 +925,12 @@ impl Scheduler {
     /// ioctl) is woken as before; so are those past [`PEER_PASSES`], which
     /// keeps two devices signalling each other from holding one worker.
     fn pass(this: &Arc<Self>) {
-        let mut woken = Self::pass_once(this, this.state.lock());
+        Self::pass_from(this, this.state.lock());
+    }
+
+    /// [`Scheduler::pass`], with its own lock already taken.
+    fn pass_from(this: &Arc<Self>, state: Guard<'_, State, MutexBackend>) {
+        let mut woken = Self::pass_once(this, state);
         let mut budget = PEER_PASSES;
         while let Some(peer) = woken.pop() {
             let state = if budget > 0 {

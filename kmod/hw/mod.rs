@@ -144,10 +144,16 @@ pub(crate) fn open_window(
         .transpose()
 }
 
-/// What a device's interrupt calls: it may run in any context that cannot
-/// sleep, so it only schedules work.
+/// What a device's interrupt calls.
 pub(crate) trait Interrupt: Send + Sync {
+    /// In any context, even one that cannot sleep: only schedules work.
     fn raise(&self);
+
+    /// In process context with no lock held (a server's answer through the
+    /// control node): may do the work right there instead.
+    fn raise_here(&self) {
+        self.raise();
+    }
 }
 
 #[kunit_tests(radiance_dialects)]

@@ -696,9 +696,13 @@ impl User {
         Ok(())
     }
 
+    /// Called from the server's own system calls once no lock is held: the
+    /// scheduler may take the answers right in them (see
+    /// [`Interrupt::raise_here`]), outside `irq`'s lock.
     fn raise(&self) {
-        if let Some(irq) = &*self.irq.lock() {
-            irq.raise();
+        let irq = self.irq.lock().clone();
+        if let Some(irq) = irq {
+            irq.raise_here();
         }
     }
 }

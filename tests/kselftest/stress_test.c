@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -512,6 +513,63 @@ TEST(rings_wrap_many_times_under_load)
 		EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, w[i].status);
 		EXPECT_EQ(16 * 40, w[i].read_index) TH_LOG("ring %d: every packet completed", i);
 		EXPECT_EQ(40, radiance_sem_value(fd, w[i].sem));
+	}
+	close(fd);
+	expect_nothing_left(_metadata);
+}
+
+struct ringer {
+	int fd;
+	int rounds;
+	int stranded;
+};
+
+/*
+ * One NOP at a time, each rung in (when the ring asks) and waited for
+ * without ringing again: a doorbell dropped while another thread's pass
+ * held the scheduler strands it.
+ */
+static void *ring_one_at_a_time(void *arg)
+{
+	struct radiance_packet nop = { .header.kind = RADIANCE_PACKET_NOP };
+	struct ringer *r = arg;
+	struct queue q;
+
+	if (queue_open(r->fd, 16, &q)) {
+		r->stranded = -1;
+		return NULL;
+	}
+	for (int i = 0; i < r->rounds && !r->stranded; i++) {
+		int64_t deadline = radiance_now_ns() + 2000000000LL;
+
+		queue_put(&q, &nop);
+		queue_publish(&q);
+		while (atomic_load((_Atomic uint64_t *)&q.ctl->read_index) != q.written) {
+			if (radiance_now_ns() > deadline) {
+				r->stranded = i + 1;
+				break;
+			}
+			sched_yield();
+		}
+	}
+	queue_close(&q);
+	return NULL;
+}
+
+TEST(doorbells_rung_while_another_pass_runs_are_not_lost)
+{
+	struct ringer r[4];
+	pthread_t t[4];
+	int fd = radiance_open(0);
+
+	ASSERT_LE(0, fd);
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct ringer){ .fd = fd, .rounds = 1500 };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, ring_one_at_a_time, &r[i]));
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_EQ(0, r[i].stranded) TH_LOG("ring %d: NOP %d not done 2 s after its doorbell", i, r[i].stranded);
 	}
 	close(fd);
 	expect_nothing_left(_metadata);
