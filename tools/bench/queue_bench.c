@@ -5,10 +5,10 @@
  *     (10,000 NOPs written and published in bursts of 64, kicking only when
  *     asked), against one null ioctl (QUEUE_QUERY: the syscall floor);
  *  2. NOP round trip: one packet published to the read index moving, with
- *     the share of them that had to kick (the scheduler is often still in
- *     its pass when the next NOP comes, and takes it there); and the same
- *     from an idle scheduler (waiting until it asks for a kick): a host
- *     round trip with the worker's wake-up;
+ *     the share of them that had to kick (a pass still running takes the
+ *     next NOP without one; a kick runs the pass in the ioctl itself when
+ *     no other holds the scheduler); and the same from an idle scheduler
+ *     (waiting until it asks for a kick);
  *  3. COPY HOST->VRAM bandwidth against a plain memcpy of the same size,
  *     and against a copy the kernel makes (a pread of a memfd: under TCG
  *     the kernel's copy routines and userspace's memcpy differ in speed,
