@@ -202,6 +202,8 @@ pub(crate) mod tests {
             model
         });
         let mut link = open(&format!("unix:{path}"), Geometry::default()).unwrap();
+        // Connected: the name is no longer needed, and a failure below leaves none behind.
+        std::fs::remove_file(&path).unwrap();
         link.write(DRAM_BASE + 0x100, b"radiance").unwrap();
         let mut back = [0u8; 8];
         link.read(DRAM_BASE + 0x100, &mut back).unwrap();
@@ -213,7 +215,6 @@ pub(crate) mod tests {
         drop(link);
         let model = server.join().unwrap();
         assert_eq!(model.events(), &[Event::DramWrite { addr: DRAM_BASE + 0x100, len: 8 }, Event::Hold]);
-        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

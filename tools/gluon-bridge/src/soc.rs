@@ -583,6 +583,8 @@ mod tests {
             model
         });
         let soc = Soc::new(link::open(&format!("unix:{path}"), Geometry::default()).unwrap(), &options(false));
+        // Connected: the name is no longer needed, and a failure below leaves none behind.
+        std::fs::remove_file(&path).unwrap();
         soc.hold().unwrap();
         let launched = soc.launch(&Sim16, &block(START_PC, &[9; 8]), &|| false).unwrap().unwrap();
         assert_eq!(launched, Launched { fault: None, printed: b"hi".to_vec() });
@@ -591,6 +593,5 @@ mod tests {
         let release = position(&events, Event::Release);
         assert!(position(&events, Event::DramWrite { addr: ARG_BASE, len: 8 }) < release);
         assert_eq!(events.last(), Some(&Event::Hold));
-        std::fs::remove_file(&path).unwrap();
     }
 }
