@@ -194,7 +194,9 @@ impl Queue {
             return;
         }
         state.completed = index + 1;
-        self.publish(&state);
+        // Only the read index moved: the rest was published when it last
+        // changed (a fault).
+        self.put64(offset_of!(QueueControl, read_index), state.completed);
     }
 
     /// Stops the queue at packet `index` with a positive errno (and the
@@ -287,13 +289,10 @@ impl Queue {
 
     /// Rewrites the kernel's fields of the control block.
     fn publish(&self, state: &QueueState) {
-        let page = &self.control;
-        let put64 = |offset, v: u64| {
-            let _ = page_atomic::<i64, _>(page, offset, |w| w.store(v as i64, Release));
-        };
         let put32 = |offset, v: u32| {
-            let _ = page_atomic::<i32, _>(page, offset, |w| w.store(v as i32, Release));
+            let _ = page_atomic::<i32, _>(&self.control, offset, |w| w.store(v as i32, Release));
         };
+        let put64 = |offset, v| self.put64(offset, v);
         put32(offset_of!(QueueControl, error), state.error);
         put32(offset_of!(QueueControl, err_code), state.err_code);
         put64(offset_of!(QueueControl, fault_index), state.fault_index);
@@ -307,5 +306,11 @@ impl Queue {
         put32(offset_of!(QueueControl, status), status);
         // Last: a process that sees the read index move sees the rest too.
         put64(offset_of!(QueueControl, read_index), state.completed);
+    }
+
+    /// Stores a u64 of the control block, released.
+    fn put64(&self, offset: usize, v: u64) {
+        // Every field's offset is in the page and aligned.
+        let _ = page_atomic::<i64, _>(&self.control, offset, |w| w.store(v as i64, Release));
     }
 }

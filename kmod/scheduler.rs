@@ -644,6 +644,7 @@ impl Scheduler {
         let Some(stream) = streams.get_mut(i) else {
             return;
         };
+        let mut settled = false;
         while let Some(head) = stream.fifo.front_mut() {
             if head.cmd.is_some() {
                 break;
@@ -660,6 +661,11 @@ impl Scheduler {
                 self.complete(woken, &head.queue, head.packet, &completion);
             }
             stream.fifo.advance();
+            settled = true;
+        }
+        // What is at the head now (a command, or nothing) ages from here:
+        // one clock read however many markers went.
+        if settled {
             stream.head_since = Instant::now();
         }
     }
@@ -781,7 +787,8 @@ impl Scheduler {
         } else {
             None
         };
-        if stream.fifo.is_empty() {
+        // A marker never stays at the head (`settle` sets the time then).
+        if stream.fifo.is_empty() && cmd.is_some() {
             stream.head_since = Instant::now();
         }
         // Room for STREAM_ENTRIES was reserved and checked above: this
@@ -894,7 +901,9 @@ impl Scheduler {
     /// Sets `blocked` before a WAIT_SEMAPHORE's semaphore is looked at (see
     /// [`Scheduler::semaphore_changed`]).
     fn mark_if_wait(&self, packet: &crate::uapi::Packet) {
-        if packet.header.kind == packet_kind::WAIT_SEMAPHORE {
+        // Set already in this pass (only passes write it, under `state`):
+        // the full barrier after that store orders this look too.
+        if packet.header.kind == packet_kind::WAIT_SEMAPHORE && self.blocked.load(Relaxed) == 0 {
             self.blocked.xchg(1, Full);
         }
     }

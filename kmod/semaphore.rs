@@ -36,6 +36,7 @@ use kernel::{
         atomic::{
             Atomic,
             Full,
+            Relaxed,
             Release, //
         },
         Arc,
@@ -368,7 +369,10 @@ impl Semaphores {
     /// finds the flag set, or by one already past the move's store that
     /// notifies after it.
     fn notify(&self) {
-        if self.notify.xchg(0, Full) != 0 {
+        // Most calls find it clear (a lookup, or nothing to wake): no
+        // locked instruction then. A caller that moved the count sees its
+        // own store here.
+        if self.notify.load(Relaxed) != 0 && self.notify.xchg(0, Full) != 0 {
             self.changed.notify_all();
         }
     }
