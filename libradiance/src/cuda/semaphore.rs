@@ -168,15 +168,22 @@ struct Timeline {
     idle: Vec<CUevent>,
 }
 
+/// Laid out so that `promised` and the timeline (its lock, vectors) fill
+/// one cache line of their own: a submission reads `promised` first
+/// (`readiness` in queue.rs), which brings in the lock it takes next; a
+/// locked instruction on a line not in the cache waits for it.
+#[repr(C, align(64))]
 pub(super) struct CudaSemaphore {
-    shared: Arc<Shared>,
-    pub(super) payload: HostPayload,
     /// The highest value that device work already queued will signal: the
     /// device may wait for values up to it. Raised by `signal_on`.
     promised: AtomicU64,
     /// A spin lock (`spin_lock.rs`): every edge between queues takes it.
     timeline: SpinLock<Timeline>,
+    pub(super) payload: HostPayload,
+    shared: Arc<Shared>,
 }
+
+const _: () = assert!(std::mem::offset_of!(CudaSemaphore, payload) <= 64);
 
 // SAFETY: the events and streams are only handles, usable from any thread;
 // the timeline is locked.
@@ -389,6 +396,7 @@ pub(super) struct Locked<'a> {
 
 /// The index of the first timepoint at or above `value`, if any. Mostly the
 /// last: work waits for what was signalled most recently.
+#[inline]
 fn first_at_or_above(timeline: &[Timepoint], value: u64) -> Option<usize> {
     let last = timeline.len().checked_sub(1)?;
     if timeline[last].value < value {
