@@ -31,6 +31,7 @@ mod native_launch;
 pub mod queue;
 pub mod semaphore;
 mod soc_elf;
+mod spin_lock;
 pub mod transport;
 
 pub use buffer::{Buffer, BufferParams, BufferRef, BufferUsage, Mapping, MemoryType};

@@ -152,6 +152,7 @@ impl<B: Addressed> Translator<'_, B> {
     }
 
     /// The first `N` little-endian u32 parameters.
+    #[inline]
     fn params<const N: usize>(&self) -> Result<[u32; N]> {
         let p = &self.launch.params;
         if p.len() < N * 4 {
@@ -175,6 +176,7 @@ impl<B: Addressed> Translator<'_, B> {
     /// The native pointer for `n` u32 elements at device address `address`;
     /// its buffer is kept for the launch. No elements, no access: any
     /// address will do, as on the device.
+    #[inline]
     fn locate(&mut self, address: u32, n: u32) -> Result<u64> {
         if n == 0 {
             return Ok(0);

@@ -37,7 +37,7 @@ use super::{
     graph::{self, Captured, Graphs},
     memory::{cuda_buffer, spin_started, spins_stopped, CudaBuffer, Pinned},
     module::Prepared,
-    semaphore::{cuda_semaphore, HUB},
+    semaphore::{cuda_semaphore, Locked, HUB},
     sys::{CUevent, CUstream},
 };
 use crate::{
@@ -45,13 +45,14 @@ use crate::{
     command_buffer::Op,
     host_waits::Settle,
     lock::lock,
+    spin_lock::SpinLock,
     Command, Error, Points, Result, Semaphore, SemaphoreList,
 };
 use std::{
     borrow::Borrow,
     collections::VecDeque,
     sync::{
-        atomic::{fence, AtomicUsize, Ordering},
+        atomic::{fence, AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
     },
 };
@@ -71,7 +72,7 @@ pub(super) static SCHEDULER: Mutex<Scheduler> = Mutex::new(Scheduler { held: Vec
 /// How many submissions the scheduler holds, readable without its lock: a
 /// submission that finds none held and its waits ready goes to its stream
 /// without taking the lock (`submit_unlocked`). Written under the lock.
-static HELD: AtomicUsize = AtomicUsize::new(0);
+pub(super) static HELD: AtomicUsize = AtomicUsize::new(0);
 
 struct Held {
     queue: Arc<QueueShared>,
@@ -88,7 +89,9 @@ enum Readiness {
     Held,
 }
 
-fn readiness<S: Borrow<Semaphore>>(waits: &[(S, u64)]) -> Readiness {
+/// `locked`: promises are read under each timeline's lock (a submission
+/// about to be held: see `submit_unlocked`).
+fn readiness<S: Borrow<Semaphore>>(waits: &[(S, u64)], locked: bool) -> Readiness {
     let mut ready = true;
     for (semaphore, value) in waits {
         let s = match cuda_semaphore(semaphore.borrow()) {
@@ -98,7 +101,8 @@ fn readiness<S: Borrow<Semaphore>>(waits: &[(S, u64)]) -> Readiness {
         if let Some(e) = s.payload.failure() {
             return Readiness::Failed(e);
         }
-        ready &= s.payload.value() >= *value || s.promised() >= *value;
+        let promised = if locked { s.promised_locked() } else { s.promised() };
+        ready &= s.payload.value() >= *value || promised >= *value;
     }
     if ready {
         Readiness::Ready
@@ -126,8 +130,10 @@ fn fail_signals<S: Borrow<Semaphore>>(signals: &[(S, u64)], error: &Error) -> bo
 /// were not ready must hear of promises and failures that come after its
 /// check. The holder counts itself in [`HELD`] and then checks again; this
 /// changes promises and failures and then reads [`HELD`], settling under
-/// the lock if anything is held. With a full fence between each side's
-/// write and read, at least one of them sees the other's.
+/// the lock if anything is held. A promise is read and made under its
+/// timeline's lock, [`HELD`] read with it (`CudaSemaphore::signal_on`), so
+/// whichever side takes the lock second sees the other's write. Failures
+/// (rare) are ordered by a full fence between each side's write and read.
 fn submit_unlocked<S: Borrow<Semaphore>>(
     queue: &QueueShared,
     waits: &[(S, u64)],
@@ -137,32 +143,42 @@ fn submit_unlocked<S: Borrow<Semaphore>>(
     if HELD.load(Ordering::SeqCst) != 0 {
         return None;
     }
-    let mut failed = match readiness(waits) {
+    let Queued { mut failed, held_work } = match readiness(waits, false) {
         Readiness::Held => return None,
-        Readiness::Failed(e) => fail_signals(signals, &e),
+        Readiness::Failed(e) => Queued { failed: fail_signals(signals, &e), held_work: false },
         Readiness::Ready => queue.enqueue(waits, commands, signals),
     };
     // Only signals change promises and failures (a failed wait or command
-    // fails them): without any, held work has nothing to hear, and an empty
-    // dispatch pays no fence.
-    if !signals.is_empty() {
-        fence(Ordering::SeqCst);
-        if HELD.load(Ordering::SeqCst) != 0 {
-            failed |= lock(&SCHEDULER).settle_held();
-        }
+    // fails them): without any, held work has nothing to hear.
+    let settle = held_work
+        || failed && {
+            fence(Ordering::SeqCst);
+            HELD.load(Ordering::SeqCst) != 0
+        };
+    if settle {
+        failed |= lock(&SCHEDULER).settle_held();
     }
     Some(failed)
+}
+
+/// What queueing a submission did.
+struct Queued {
+    /// Some semaphore failed.
+    failed: bool,
+    /// The scheduler held work when a signal promised its value: the work
+    /// may be ready now.
+    held_work: bool,
 }
 
 impl Scheduler {
     /// Queues, holds or fails a submission; whether any semaphore failed.
     fn submit(&mut self, queue: &Arc<QueueShared>, submission: Submission) -> bool {
-        let mut decision = readiness(&submission.waits);
+        let mut decision = readiness(&submission.waits, false);
         if matches!(decision, Readiness::Held) {
             // Counted before checking again: see `submit_unlocked`.
             HELD.store(self.held.len() + 1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
-            decision = readiness(&submission.waits);
+            decision = readiness(&submission.waits, true);
             if matches!(decision, Readiness::Held) {
                 self.held.push(Held { queue: Arc::clone(queue), submission });
                 return false;
@@ -172,7 +188,7 @@ impl Scheduler {
         let Submission { waits, mut commands, signals } = submission;
         let failed = match decision {
             Readiness::Failed(e) => fail_signals(&signals, &e),
-            _ => queue.enqueue(&waits, &mut commands, &signals),
+            _ => queue.enqueue(&waits, &mut commands, &signals).failed,
         };
         // New promises may make held work ready.
         failed | (!self.held.is_empty() && self.settle_held())
@@ -185,7 +201,7 @@ impl Scheduler {
             let mut changed = false;
             let mut i = 0;
             while i < self.held.len() {
-                let decision = readiness(&self.held[i].submission.waits);
+                let decision = readiness(&self.held[i].submission.waits, false);
                 if matches!(decision, Readiness::Held) {
                     i += 1;
                     continue;
@@ -196,7 +212,7 @@ impl Scheduler {
                 HELD.store(self.held.len(), Ordering::SeqCst);
                 failed |= match decision {
                     Readiness::Failed(e) => fail_signals(&signals, &e),
-                    _ => queue.enqueue(&waits, &mut commands, &signals),
+                    _ => queue.enqueue(&waits, &mut commands, &signals).failed,
                 };
                 changed = true;
             }
@@ -248,10 +264,13 @@ struct QueueState {
     /// first; from the device's pool.
     marks: VecDeque<(u64, CUevent)>,
     /// Idle events of the device's pool, taken a few at a time for its
-    /// signals and marks (`EventPool::record`).
+    /// marks (`EventPool::record`).
     events: Vec<CUevent>,
     /// The command buffers it ran, as graphs once run again.
     graphs: Graphs,
+    /// The stream graphs are captured on, made on first use (null before):
+    /// not the queue's, whose work would be captured too (`queue_edge`).
+    capture: CUstream,
 }
 
 pub(super) struct QueueShared {
@@ -259,7 +278,14 @@ pub(super) struct QueueShared {
     stream: CUstream,
     /// A u32 that stops the queue's SPIN launches when set.
     closing: Pinned,
-    state: Mutex<QueueState>,
+    /// A spin lock (`spin_lock.rs`): every submission with commands takes
+    /// it.
+    state: SpinLock<QueueState>,
+    /// Whether a submission of no commands may skip the state's lock
+    /// (`queue_edge`): no fault, not closed, and no work in flight, which
+    /// only the locked way lets go of (every [`PROGRESS_EVERY`]
+    /// submissions). Stored under the lock after each change.
+    unlocked_edges: AtomicBool,
 }
 
 // SAFETY: streams and events may be used from any thread; the state is
@@ -273,19 +299,40 @@ impl QueueShared {
     /// says so). Called with the scheduler locked, or by `submit_unlocked`.
     /// The commands are taken only if the device keeps them: lent, they are
     /// not copied.
-    fn enqueue<S: Borrow<Semaphore>>(&self, waits: &[(S, u64)], commands: &mut Commands, signals: &[(S, u64)]) -> bool {
-        let mut state = lock(&self.state);
+    fn enqueue<S: Borrow<Semaphore>>(
+        &self,
+        waits: &[(S, u64)],
+        commands: &mut Commands,
+        signals: &[(S, u64)],
+    ) -> Queued {
+        if matches!(commands, Commands::None) && self.unlocked_edges.load(Ordering::Acquire) {
+            let e = match self.queue_edge(waits, signals) {
+                Ok(held_work) => return Queued { failed: false, held_work },
+                Err(e) => e,
+            };
+            // As a failed command does, the failure stops the queue; held
+            // work hears of the failed signals (`submit_unlocked`).
+            let mut state = self.state.lock();
+            if state.fault.is_none() && !state.closed {
+                state.fault = Some(e.clone());
+                self.unlocked_edges.store(false, Ordering::Release);
+            }
+            return Queued { failed: fail_signals(signals, &e), held_work: false };
+        }
+        let mut state = self.state.lock();
         if state.closed || state.fault.is_some() {
             let refused = match &state.fault {
                 Some(e) if !state.closed => e.clone(),
                 _ => Error::Cancelled("the queue was destroyed before this work ran".into()),
             };
-            return fail_signals(signals, &refused);
+            return Queued { failed: fail_signals(signals, &refused), held_work: false };
         }
         let seq = state.next;
         state.next += 1;
         let mut uses = Uses::default();
-        let failed = self.queue_work(seq, waits, commands, signals, &mut uses, &mut state).err().is_some_and(|e| {
+        let mut held_work = false;
+        let queued = self.queue_work(seq, waits, commands, signals, &mut uses, &mut held_work, &mut state);
+        let failed = queued.err().is_some_and(|e| {
             let failed = fail_signals(signals, &e);
             state.fault = Some(e);
             failed
@@ -306,13 +353,17 @@ impl QueueShared {
             debug_assert!(uses.buffers.is_empty() && uses.staged.is_empty());
             std::mem::forget(uses);
         }
-        failed
+        let unlocked = state.fault.is_none() && state.in_flight.is_empty();
+        self.unlocked_edges.store(unlocked, Ordering::Release);
+        Queued { failed, held_work }
     }
 
     /// Queues the device waits, the commands, the signals and maybe a
     /// progress report. A command that fails (a fault of a built-in, found
     /// on the host before its launch) leaves the commands before it queued,
-    /// as the host backend has run them, and nothing after it.
+    /// as the host backend has run them, and nothing after it. `held_work`
+    /// is set if a signal's promise found work held (`signal_on`).
+    #[allow(clippy::too_many_arguments)]
     fn queue_work<S: Borrow<Semaphore>>(
         &self,
         seq: u64,
@@ -320,56 +371,96 @@ impl QueueShared {
         commands: &Commands,
         signals: &[(S, u64)],
         uses: &mut Uses,
+        held_work: &mut bool,
         state: &mut QueueState,
     ) -> Result<()> {
-        let shared = &self.shared;
-        let stream = self.stream;
-        let api = shared.ctx.api();
-        let _current = shared.ctx.enter()?;
-        // SAFETY (every call below): the stream is ours and live; the memory
-        // it touches belongs to buffers and staging kept in flight until the
-        // device has passed them, and the events to the device's pool.
-        // The last wait's timeline stays locked for a signal of the same
-        // semaphore, unless commands come between (no lock is held across
-        // them). Taken before the next is locked: never two together.
-        let mut locked = None;
-        for (semaphore, value) in waits {
-            drop(locked.take());
-            locked = Some(unsafe { cuda_semaphore(semaphore.borrow())?.queue_wait(stream, *value)? });
-        }
+        let _current = self.shared.ctx.enter()?;
+        let mut locked = self.queue_waits(waits)?;
+        // No timeline stays locked across commands.
         if !commands.is_empty() {
             locked = None;
         }
         let as_graph = match commands {
-            Commands::Recorded(recording) => self.replay(recording, uses, &mut state.graphs)?,
+            Commands::Recorded(recording) => self.replay(recording, uses, state)?,
             _ => false,
         };
         if !as_graph {
             for command in commands.iter() {
-                self.queue_command(command, None, uses)?;
+                self.queue_command(self.stream, command, None, uses)?;
             }
         }
         // A SPIN launch ends only when its queue goes, failing its signals:
         // they get no timepoint, so nothing waits for them on the device.
         if uses.spinning == 0 {
-            for (semaphore, value) in signals {
-                let s = cuda_semaphore(semaphore.borrow())?;
-                unsafe { s.signal_on(locked.take(), shared, &mut state.events, stream, *value)? };
-            }
+            *held_work |= self.queue_signals(locked, signals)?;
         }
-        drop(locked);
         if seq % PROGRESS_EVERY == 0 {
             self.note_progress(state)?;
-            let event = unsafe { shared.events.record(&mut state.events, api, stream)? };
+            // SAFETY: the stream is ours and live; the event is the pool's.
+            let event = unsafe { self.shared.events.record(&mut state.events, self.shared.ctx.api(), self.stream)? };
             state.marks.push_back((seq, event));
         }
         Ok(())
     }
 
-    /// Queues one command on the stream; a dispatch checked and translated
-    /// already comes as `prepared`. The device's context is current.
-    fn queue_command(&self, command: &Command, prepared: Option<Prepared>, uses: &mut Uses) -> Result<()> {
-        let (shared, stream, api) = (&self.shared, self.stream, self.shared.ctx.api());
+    /// Queues a submission of no commands, without the queue's state: its
+    /// waits and signals use only the stream and the semaphores' timelines
+    /// (and their idle events), and it holds nothing for the device to
+    /// pass. Calls of another thread's submission to this queue may come
+    /// between its driver calls: that only orders the stream's work more
+    /// than asked, and a graph is captured on a stream of its own
+    /// (`replay`). Whether a signal's promise found work held.
+    #[inline(always)]
+    fn queue_edge<S: Borrow<Semaphore>>(&self, waits: &[(S, u64)], signals: &[(S, u64)]) -> Result<bool> {
+        let _current = self.shared.ctx.enter()?;
+        let locked = self.queue_waits(waits)?;
+        self.queue_signals(locked, signals)
+    }
+
+    /// Makes the stream wait for `waits` on the device. The last wait's
+    /// timeline comes back locked, for a signal of the same semaphore;
+    /// taken before the next is locked: never two together. The device's
+    /// context is current.
+    #[inline(always)]
+    fn queue_waits<'a, S: Borrow<Semaphore>>(&self, waits: &'a [(S, u64)]) -> Result<Option<Locked<'a>>> {
+        let mut locked = None;
+        for (semaphore, value) in waits {
+            drop(locked.take());
+            // SAFETY: the stream is ours and live.
+            locked = Some(unsafe { cuda_semaphore(semaphore.borrow())?.queue_wait(self.stream, *value)? });
+        }
+        Ok(locked)
+    }
+
+    /// Signals `signals` from the stream, once what is queued on it is done
+    /// (`signal_on`; `locked`: see `queue_waits`); whether a promise found
+    /// work held. The device's context is current.
+    #[inline(always)]
+    fn queue_signals<S: Borrow<Semaphore>>(
+        &self,
+        mut locked: Option<Locked<'_>>,
+        signals: &[(S, u64)],
+    ) -> Result<bool> {
+        let mut held_work = false;
+        for (semaphore, value) in signals {
+            let s = cuda_semaphore(semaphore.borrow())?;
+            // SAFETY: the stream is ours and live.
+            held_work |= unsafe { s.signal_on(locked.take(), &self.shared, self.stream, *value)? };
+        }
+        Ok(held_work)
+    }
+
+    /// Queues one command on `stream`, the queue's or its capture stream; a
+    /// dispatch checked and translated already comes as `prepared`. The
+    /// device's context is current.
+    fn queue_command(
+        &self,
+        stream: CUstream,
+        command: &Command,
+        prepared: Option<Prepared>,
+        uses: &mut Uses,
+    ) -> Result<()> {
+        let (shared, api) = (&self.shared, self.shared.ctx.api());
         uses.holds_memory |= !matches!(command.0, Op::Dispatch(_) | Op::Barrier);
         // SAFETY (every call below): the stream is ours and live; the memory
         // it touches belongs to buffers and staging kept in flight until the
@@ -415,10 +506,11 @@ impl QueueShared {
     /// second execution on this queue, when every launch passes the host's
     /// checks. Whether it did; if not, the caller runs it command by
     /// command. The device's context is current.
-    fn replay(&self, recording: &Arc<[Command]>, uses: &mut Uses, graphs: &mut Graphs) -> Result<bool> {
+    fn replay(&self, recording: &Arc<[Command]>, uses: &mut Uses, state: &mut QueueState) -> Result<bool> {
         if !graph::capturable(recording) {
             return Ok(false);
         }
+        let QueueState { graphs, capture, .. } = state;
         let Some(captured) = graphs.seen(recording) else { return Ok(false) };
         // Every execution checks its launches; one that fails runs command
         // by command, which queues what comes before it and fails there.
@@ -456,16 +548,23 @@ impl QueueShared {
                     // keep what they need until they are done.
                     unsafe { stale.destroy(api) };
                 }
+                if capture.is_null() {
+                    match api.stream_create() {
+                        Ok(made) => *capture = made,
+                        Err(_) => return Ok(false),
+                    }
+                }
+                let on = *capture;
                 let mut launches = prepared.into_iter();
                 let queue_all = || -> Result<()> {
                     for command in recording.iter() {
                         let p = matches!(command.0, Op::Dispatch(_)).then(|| launches.next()).flatten();
-                        self.queue_command(command, p, uses)?;
+                        self.queue_command(on, command, p, uses)?;
                     }
                     Ok(())
                 };
-                // SAFETY: the stream is ours, live and not capturing.
-                match unsafe { Captured::capture(api, stream, key, queue_all) } {
+                // SAFETY: the capture stream is ours, live and not capturing.
+                match unsafe { Captured::capture(api, on, key, queue_all) } {
                     Ok(graph) => slot.insert(graph),
                     // Nothing ran: command by command, the failure is its own.
                     Err(_) => return Ok(false),
@@ -508,7 +607,11 @@ impl Drop for QueueShared {
             // SAFETY: the stream is ours, idle (synchronised when the queue
             // was destroyed) and not used again, nor are its graphs.
             unsafe {
-                self.state.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).graphs.clear(api);
+                let state = self.state.get_mut();
+                state.graphs.clear(api);
+                if !state.capture.is_null() {
+                    let _ = api.stream_destroy(state.capture);
+                }
                 let _ = api.stream_destroy(self.stream);
             }
         }
@@ -527,7 +630,7 @@ impl CudaQueue {
             let _current = shared.ctx.enter()?;
             shared.ctx.api().stream_create()?
         };
-        let state = Mutex::new(QueueState {
+        let state = SpinLock::new(QueueState {
             next: 1,
             fault: None,
             closed: false,
@@ -535,8 +638,10 @@ impl CudaQueue {
             marks: VecDeque::new(),
             events: Vec::new(),
             graphs: Graphs::default(),
+            capture: std::ptr::null_mut(),
         });
-        Ok(Self { queue: Arc::new(QueueShared { shared: Arc::clone(shared), stream, closing, state }) })
+        let unlocked_edges = AtomicBool::new(true);
+        Ok(Self { queue: Arc::new(QueueShared { shared: Arc::clone(shared), stream, closing, state, unlocked_edges }) })
     }
 }
 
@@ -583,8 +688,9 @@ impl Drop for CudaQueue {
             fail_signals(&held.submission.signals, &cancelled);
         }
         {
-            let mut state = lock(&self.queue.state);
+            let mut state = self.queue.state.lock();
             state.closed = true;
+            self.queue.unlocked_edges.store(false, Ordering::Release);
             let stopped = Error::Cancelled("the queue was destroyed while a launch was running".into());
             for work in state.in_flight.iter().filter(|w| w.uses.spinning > 0) {
                 fail_signals(&work.signals, &stopped);
@@ -602,7 +708,7 @@ impl Drop for CudaQueue {
             let _ = unsafe { shared.ctx.api().stream_synchronize(self.queue.stream) };
         }
         let (in_flight, marks, events) = {
-            let mut state = lock(&self.queue.state);
+            let mut state = self.queue.state.lock();
             (std::mem::take(&mut state.in_flight), std::mem::take(&mut state.marks), std::mem::take(&mut state.events))
         };
         shared.events.give_back(marks.into_iter().map(|(_, event)| event).chain(events));

@@ -32,7 +32,7 @@
 
 use super::{
     device::Shared,
-    queue::SCHEDULER,
+    queue::{HELD, SCHEDULER},
     result::Api,
     sys::{CUevent, CUstream},
 };
@@ -40,13 +40,14 @@ use crate::{
     backend::BackendSemaphore,
     host_waits::{HostPayload, Hub},
     lock::lock,
+    spin_lock::{SpinGuard, SpinLock},
     Error, Result, Semaphore, SemaphoreList, StatusCode, WaitMode,
 };
 use std::{
     any::Any,
     sync::{
         atomic::{AtomicU64, Ordering},
-        Arc, Mutex, MutexGuard, PoisonError,
+        Arc, Mutex, PoisonError,
     },
     time::{Duration, Instant},
 };
@@ -61,9 +62,12 @@ const POLL: Duration = Duration::from_millis(5);
 /// The first and the longest sleep between polls of the payloads.
 const FIRST_SLEEP: Duration = Duration::from_micros(50);
 const MAX_SLEEP: Duration = Duration::from_millis(1);
-/// Every this many timepoints pending, a device signal first folds those
-/// found done: a semaphore signalled on the device and never waited on from
-/// the host would otherwise hold events without bound.
+/// Every this many timepoints pending, a device signal first folds the
+/// older half if the device has passed it: a semaphore signalled on the
+/// device and never waited on from the host would otherwise hold events
+/// without bound. One driver query per prune, not a bisection: each is a
+/// driver call on the submission path (about 6 in 64 edges cost 4% of an
+/// edge's time on the H100 machine).
 const PRUNE_EVERY: usize = 64;
 
 /// A device's idle events: creating an event costs more than recording it.
@@ -80,10 +84,12 @@ unsafe impl Send for EventPool {}
 // SAFETY: as above.
 unsafe impl Sync for EventPool {}
 
-/// How many idle events a queue takes from its device's pool at once, into
-/// its own stash: the pool's lock is taken once per that many recordings,
-/// not once per signal.
+/// How many idle events a queue or a semaphore takes from its device's pool
+/// at once, into its own stash: the pool's lock is taken once per that many
+/// recordings, not once per signal.
 const EVENTS_TAKEN: usize = 16;
+/// How many idle events a semaphore keeps for its next device signals.
+const IDLE_KEPT: usize = PRUNE_EVERY;
 
 impl EventPool {
     /// An idle event recorded on `stream`: from `stash`, a queue's, refilled
@@ -91,22 +97,37 @@ impl EventPool {
     ///
     /// # Safety
     /// `stream` is a live stream of the device, whose context is current.
-    #[inline(always)]
     pub(super) unsafe fn record(&self, stash: &mut Vec<CUevent>, api: Api, stream: CUstream) -> Result<CUevent> {
-        if stash.is_empty() {
-            let mut free = lock(&self.free);
-            let from = free.len().saturating_sub(EVENTS_TAKEN);
-            stash.extend(free.drain(from..));
-        }
-        let event = match stash.pop() {
-            Some(event) => event,
-            None => api.event_create()?,
-        };
+        let event = self.take(stash, api)?;
         if let Err(e) = api.event_record(event, stream) {
             stash.push(event);
             return Err(e);
         }
         Ok(event)
+    }
+
+    /// An idle event, not yet recorded: see [`EventPool::record`]. The
+    /// device's context is current.
+    #[inline(always)]
+    fn take(&self, stash: &mut Vec<CUevent>, api: Api) -> Result<CUevent> {
+        if stash.is_empty() {
+            let mut free = lock(&self.free);
+            let from = free.len().saturating_sub(EVENTS_TAKEN);
+            stash.extend(free.drain(from..));
+        }
+        match stash.pop() {
+            Some(event) => Ok(event),
+            None => api.event_create(),
+        }
+    }
+
+    /// One idle event from the pool, or a new one. The device's context is
+    /// current.
+    fn take_one(&self, api: Api) -> Result<CUevent> {
+        match lock(&self.free).pop() {
+            Some(event) => Ok(event),
+            None => api.event_create(),
+        }
     }
 
     pub(super) fn give_back(&self, events: impl IntoIterator<Item = CUevent>) {
@@ -133,17 +154,36 @@ struct Timepoint {
     recorder: Option<Arc<Shared>>,
 }
 
+/// A semaphore's device signals not yet folded, and idle events for its
+/// next ones.
+#[derive(Default)]
+struct Timeline {
+    /// Ascending by value. A vector, not a deque: folding takes the done
+    /// ones from the front, mostly all of them, and a deque's indexing and
+    /// push cost more on every edge.
+    points: Vec<Timepoint>,
+    /// Events of the semaphore's device: folded timepoints' come back here
+    /// (up to [`IDLE_KEPT`]), so that a device signal needs neither the
+    /// pool's lock nor a queue's stash (`signal_on`).
+    idle: Vec<CUevent>,
+}
+
+/// Laid out so that `promised` and the timeline (its lock, vectors) fill
+/// one cache line of their own: a submission reads `promised` first
+/// (`readiness` in queue.rs), which brings in the lock it takes next; a
+/// locked instruction on a line not in the cache waits for it.
+#[repr(C, align(64))]
 pub(super) struct CudaSemaphore {
-    shared: Arc<Shared>,
-    pub(super) payload: HostPayload,
     /// The highest value that device work already queued will signal: the
     /// device may wait for values up to it. Raised by `signal_on`.
     promised: AtomicU64,
-    /// Pending device signals, ascending by value. A vector, not a deque:
-    /// folding takes the done ones from the front, mostly all of them, and
-    /// a deque's indexing and push cost more on every edge.
-    timeline: Mutex<Vec<Timepoint>>,
+    /// A spin lock (`spin_lock.rs`): every edge between queues takes it.
+    timeline: SpinLock<Timeline>,
+    pub(super) payload: HostPayload,
+    shared: Arc<Shared>,
 }
+
+const _: () = assert!(std::mem::offset_of!(CudaSemaphore, payload) <= 64);
 
 // SAFETY: the events and streams are only handles, usable from any thread;
 // the timeline is locked.
@@ -157,7 +197,7 @@ impl CudaSemaphore {
             shared: Arc::clone(shared),
             payload: HostPayload::new(initial),
             promised: AtomicU64::new(initial),
-            timeline: Mutex::new(Vec::new()),
+            timeline: SpinLock::new(Timeline::default()),
         }
     }
 
@@ -165,12 +205,25 @@ impl CudaSemaphore {
         self.promised.load(Ordering::Acquire)
     }
 
+    /// [`CudaSemaphore::promised`] read under the timeline's lock: a
+    /// submission about to be held reads it so, after counting itself in
+    /// [`HELD`], to hear of promises made without the scheduler's lock
+    /// (`signal_on`).
+    pub(super) fn promised_locked(&self) -> u64 {
+        let _timeline = self.timeline.lock();
+        self.promised()
+    }
+
     /// Signals `value` from `stream`, a stream of `recorder` (this
     /// semaphore's device or another of its group), once the work queued on
-    /// it so far is done, and promises it; the event comes from `stash`,
-    /// the queue's (`EventPool::record`). Called with `recorder`'s context
+    /// it so far is done, and promises it; the event comes from the
+    /// semaphore's idle ones, or `recorder`'s pool. Called with `recorder`'s context
     /// current, under the scheduler lock or with nothing held
-    /// (`submit_unlocked` in queue.rs).
+    /// (`submit_unlocked` in queue.rs). Whether the scheduler held work
+    /// when the promise was made, read under the timeline's lock: a
+    /// submission being held counts itself in [`HELD`] before it reads the
+    /// promise under the same lock (`promised_locked`), so either it sees
+    /// the promise or the caller sees it counted and settles held work.
     ///
     /// # Safety
     /// `stream` is a live stream of `recorder`.
@@ -182,35 +235,50 @@ impl CudaSemaphore {
         &self,
         held: Option<Locked<'_>>,
         recorder: &Arc<Shared>,
-        stash: &mut Vec<CUevent>,
         stream: CUstream,
         value: u64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let mut timeline = match held {
             Some(held) if std::ptr::eq(held.of, self) => held.timeline,
             other => {
                 drop(other);
-                lock(&self.timeline)
+                self.timeline.lock()
             }
         };
-        if timeline.len() >= PRUNE_EVERY && timeline.len() % PRUNE_EVERY == 0 {
-            self.fold_done(&mut timeline)?;
+        let pending = timeline.points.len();
+        if pending >= PRUNE_EVERY && pending % PRUNE_EVERY == 0 && self.done(&timeline.points[pending / 2 - 1])? {
+            self.fold(&mut timeline, pending / 2);
         }
-        let event = recorder.events.record(stash, recorder.ctx.api(), stream)?;
-        let recorder = (!Arc::ptr_eq(recorder, &self.shared)).then(|| Arc::clone(recorder));
-        let timepoint = Timepoint { value, event, stream, recorder };
+        let api = recorder.ctx.api();
+        let own = Arc::ptr_eq(recorder, &self.shared);
+        let event = match own {
+            true => recorder.events.take(&mut timeline.idle, api)?,
+            false => recorder.events.take_one(api)?,
+        };
+        // Built before the driver call, not after: moved into the vector
+        // right after its fields were stored, it is copied by wide loads of
+        // narrow stores still in flight, a stall on every edge.
+        let timepoint = Timepoint { value, event, stream, recorder: (!own).then(|| Arc::clone(recorder)) };
+        if let Err(e) = api.event_record(event, stream) {
+            match own {
+                true => timeline.idle.push(event),
+                false => recorder.events.give_back([event]),
+            }
+            return Err(e);
+        }
         // Signals come in ascending order but for programs that race them.
-        if timeline.last().is_none_or(|t| t.value <= value) {
-            timeline.push(timepoint);
+        let points = &mut timeline.points;
+        if points.last().is_none_or(|t| t.value <= value) {
+            points.push(timepoint);
         } else {
-            let at = timeline.partition_point(|t| t.value <= value);
-            timeline.insert(at, timepoint);
+            let at = points.partition_point(|t| t.value <= value);
+            points.insert(at, timepoint);
         }
         // Raised only here, under the timeline's lock: no read-modify-write.
         if value > self.promised.load(Ordering::Relaxed) {
             self.promised.store(value, Ordering::Release);
         }
-        Ok(())
+        Ok(HELD.load(Ordering::Relaxed) != 0)
     }
 
     /// Makes `stream` wait on the device until the payload reaches `value`:
@@ -227,9 +295,9 @@ impl CudaSemaphore {
     /// `stream` is a live stream of the device.
     #[inline(always)]
     pub(super) unsafe fn queue_wait(&self, stream: CUstream, value: u64) -> Result<Locked<'_>> {
-        let timeline = lock(&self.timeline);
+        let timeline = self.timeline.lock();
         if self.payload.value() < value {
-            match first_at_or_above(&timeline, value).map(|at| &timeline[at]) {
+            match first_at_or_above(&timeline.points, value).map(|at| &timeline.points[at]) {
                 Some(t) if t.stream == stream => {}
                 Some(t) => self.shared.ctx.api().stream_wait_event(stream, t.event)?,
                 // The scheduler queues only waits that are reached or promised.
@@ -250,11 +318,11 @@ impl CudaSemaphore {
         if self.payload.value() >= value {
             return Ok(true);
         }
-        let mut timeline = lock(&self.timeline);
-        let Some(at) = first_at_or_above(&timeline, value) else {
+        let mut timeline = self.timeline.lock();
+        let Some(at) = first_at_or_above(&timeline.points, value) else {
             return Ok(self.payload.value() >= value);
         };
-        if self.done(&timeline[at])? {
+        if self.done(&timeline.points[at])? {
             self.fold(&mut timeline, at + 1);
             return Ok(true);
         }
@@ -273,8 +341,8 @@ impl CudaSemaphore {
 
     /// The payload now: folds the timepoints found done.
     fn refresh(&self) -> Result<u64> {
-        let mut timeline = lock(&self.timeline);
-        if !timeline.is_empty() {
+        let mut timeline = self.timeline.lock();
+        if !timeline.points.is_empty() {
             self.fold_done(&mut timeline)?;
         }
         Ok(self.payload.value())
@@ -283,11 +351,11 @@ impl CudaSemaphore {
     /// Folds the timepoints found done, finding the last by bisection: device
     /// signals mostly finish in the order of their values. One that finishes
     /// out of order is folded later, or by a wait for it.
-    fn fold_done(&self, timeline: &mut Vec<Timepoint>) -> Result<()> {
-        let (mut done, mut pending) = (0, timeline.len());
+    fn fold_done(&self, timeline: &mut Timeline) -> Result<()> {
+        let (mut done, mut pending) = (0, timeline.points.len());
         while done < pending {
             let mid = (done + pending) / 2;
-            if self.done(&timeline[mid])? {
+            if self.done(&timeline.points[mid])? {
                 done = mid + 1;
             } else {
                 pending = mid;
@@ -299,29 +367,23 @@ impl CudaSemaphore {
 
     /// Folds the first `n` timepoints, the last of which is done, into the
     /// payload. The ones before it may still be pending on the device, but
-    /// nothing needs them: the payload covers their values.
-    fn fold(&self, timeline: &mut Vec<Timepoint>, n: usize) {
-        if let Some(last) = n.checked_sub(1).and_then(|i| timeline.get(i)) {
-            self.payload.raise(last.value);
-            self.give_back(timeline.drain(..n));
-        }
-    }
-
-    /// Gives timepoints' events back to the pools they came from.
-    fn give_back(&self, timepoints: impl ExactSizeIterator<Item = Timepoint>) {
-        let mut foreign = Vec::new();
-        {
-            let mut free = lock(&self.shared.events.free);
-            free.reserve(timepoints.len());
-            for t in timepoints {
-                match t.recorder {
-                    None => free.push(t.event),
-                    Some(recorder) => foreign.push((recorder, t.event)),
-                }
+    /// nothing needs them: the payload covers their values. Their events
+    /// become the semaphore's idle ones, as many as it keeps; the rest go
+    /// back to the pools they came from.
+    fn fold(&self, timeline: &mut Timeline, n: usize) {
+        let Some(last) = n.checked_sub(1).and_then(|i| timeline.points.get(i)) else { return };
+        self.payload.raise(last.value);
+        let Timeline { points, idle } = timeline;
+        let mut spilled = Vec::new();
+        for t in points.drain(..n) {
+            match t.recorder {
+                None if idle.len() < IDLE_KEPT => idle.push(t.event),
+                None => spilled.push(t.event),
+                Some(recorder) => recorder.events.give_back([t.event]),
             }
         }
-        for (recorder, event) in foreign {
-            recorder.events.give_back([event]);
+        if !spilled.is_empty() {
+            self.shared.events.give_back(spilled);
         }
     }
 }
@@ -329,11 +391,12 @@ impl CudaSemaphore {
 /// A semaphore's timeline, locked by `queue_wait` for `signal_on`.
 pub(super) struct Locked<'a> {
     of: &'a CudaSemaphore,
-    timeline: MutexGuard<'a, Vec<Timepoint>>,
+    timeline: SpinGuard<'a, Timeline>,
 }
 
 /// The index of the first timepoint at or above `value`, if any. Mostly the
 /// last: work waits for what was signalled most recently.
+#[inline]
 fn first_at_or_above(timeline: &[Timepoint], value: u64) -> Option<usize> {
     let last = timeline.len().checked_sub(1)?;
     if timeline[last].value < value {
@@ -347,8 +410,14 @@ fn first_at_or_above(timeline: &[Timepoint], value: u64) -> Option<usize> {
 
 impl Drop for CudaSemaphore {
     fn drop(&mut self) {
-        let timeline = std::mem::take(&mut *lock(&self.timeline));
-        self.give_back(timeline.into_iter());
+        let Timeline { points, mut idle } = std::mem::take(self.timeline.get_mut());
+        for t in points {
+            match t.recorder {
+                None => idle.push(t.event),
+                Some(recorder) => recorder.events.give_back([t.event]),
+            }
+        }
+        self.shared.events.give_back(idle);
     }
 }
 

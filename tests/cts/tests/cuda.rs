@@ -7,9 +7,12 @@
 //! does not open, they fail: a test that was asked to run and could not
 //! never passes.
 
-use radiance::{BufferParams, BufferUsage, Device, Launch, MemoryType, StatusCode};
+use radiance::{BufferParams, BufferUsage, Command, Device, Launch, MemoryType, Pattern, StatusCode};
 use radiance_uapi::builtin;
-use std::time::Duration;
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
 
 /// `cuda:0`; a test that needs it fails where it does not open.
 fn cuda() -> Device {
@@ -174,4 +177,59 @@ fn waits_and_signals_of_one_submission_keep_timelines_in_order() {
     }
     assert_eq!(a.query().unwrap(), 5 * u64::from(ROUNDS));
     assert_eq!(b.query().unwrap(), 2 * u64::from(ROUNDS));
+}
+
+/// A barrier queues without its queue's state lock (`queue_edge` in
+/// cuda/queue.rs), so it may come while another thread captures a command
+/// buffer into a graph on the same queue: the capture must not take in the
+/// barrier's wait and signal (graphs are captured on a stream of their
+/// own). One thread records a new pair of fills each round and executes it
+/// twice (captured on the second run); the other chains barriers between
+/// that queue and another until it ends. Every round's fills land, the
+/// chain reaches its last value, nothing fails.
+#[test]
+#[ignore = "needs cuda:0 (run with --include-ignored on a machine with the CUDA driver and a GPU)"]
+fn barriers_beside_a_graph_capture_on_the_same_queue() {
+    const ROUNDS: u32 = 300;
+    let device = cuda();
+    let params =
+        BufferParams { size: 16, memory: MemoryType::HostVisible, usage: BufferUsage::TRANSFER | BufferUsage::MAPPING };
+    let x = device.allocate_buffer(params).unwrap();
+    let (q, other) = (device.create_queue().unwrap(), device.create_queue().unwrap());
+    let (done, chain) = (device.create_semaphore(0).unwrap(), device.create_semaphore(0).unwrap());
+    let stop = AtomicBool::new(false);
+    let edges = std::thread::scope(|scope| {
+        let chained = scope.spawn(|| {
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let queue = if i % 2 == 0 { &q } else { &other };
+                queue.barrier(&[(&chain, i)], &[(&chain, i + 1)]).unwrap();
+                i += 1;
+            }
+            i
+        });
+        let rounds = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for r in 1..=ROUNDS {
+                let mut recording = device.command_buffer();
+                recording.record(Command::fill(x.at(0), 8, Pattern::U32(r)).unwrap()).unwrap();
+                recording.record(Command::fill(x.at(8), 8, Pattern::U32(r)).unwrap()).unwrap();
+                let commands = recording.finish();
+                q.execute(&[], &[], &commands).unwrap();
+                q.execute(&[], &[(&done, r.into())], &commands).unwrap();
+                done.wait(r.into(), Duration::from_secs(10)).unwrap();
+                assert_eq!(x.map().unwrap().read_u32s(0, 4).unwrap(), [r; 4], "round {r}");
+            }
+        }));
+        // Ends the chain whatever happened, so that a failed round fails
+        // the test rather than leave it waiting for the other thread.
+        stop.store(true, Ordering::SeqCst);
+        let edges = chained.join();
+        if let Err(panic) = rounds {
+            std::panic::resume_unwind(panic);
+        }
+        edges.unwrap()
+    });
+    chain.wait(edges, Duration::from_secs(10)).unwrap();
+    assert_eq!(chain.query().unwrap(), edges);
+    println!("{edges} barriers beside {ROUNDS} captures");
 }

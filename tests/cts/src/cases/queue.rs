@@ -108,6 +108,10 @@ fn fault_stops_queue(device: &Device) -> Outcome {
     ensure!(e.to_string().contains("0x00001000"), "the fault does not name the PC: {e}");
     q.fill(&[], &[(&t, 1)], buffer.at(0), 16, Pattern::U32(7))?;
     expect_err(t.wait(1, PATIENCE), StatusCode::Aborted, "an op on the faulted queue")?;
+    // A barrier too, which the cuda backend queues without the queue's lock.
+    let v = device.create_semaphore(0)?;
+    q.barrier(&[], &[(&v, 1)])?;
+    expect_err(v.wait(1, PATIENCE), StatusCode::Aborted, "a barrier on the faulted queue")?;
     ensure!(buffer.map()?.read_u32s(0, 4)?.iter().all(|&w| w == 0), "an op ran on the faulted queue");
     let (other, u) = (device.create_queue()?, device.create_semaphore(0)?);
     other.fill(&[], &[(&u, 1)], buffer.at(0), 16, Pattern::U32(7))?;
