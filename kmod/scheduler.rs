@@ -124,6 +124,10 @@ struct Scheduled {
     stream: u8,
     /// Its packet whose commands did not all fit in the device yet.
     staged: Option<Staged>,
+    /// The pass's last turn found its next packet a WAIT_SEMAPHORE not
+    /// reached (with `blocked` set first, so the semaphore's change wakes
+    /// the scheduler): an idle pass need not look at it again.
+    waiting: bool,
 }
 
 /// A command in a stream, or a marker.
@@ -326,6 +330,7 @@ impl Scheduler {
                 queue,
                 stream,
                 staged: None,
+                waiting: false,
             },
             GFP_KERNEL,
         )?;
@@ -809,6 +814,7 @@ impl Scheduler {
             let Some(entry) = state.queues.get_mut(i) else {
                 break;
             };
+            entry.waiting = false;
             let fresh = entry.staged.is_none();
             if fresh {
                 let queue = entry.queue.clone();
@@ -820,9 +826,14 @@ impl Scheduler {
                         queue.mark_submitted(index);
                         entry.staged = Some(staged);
                     }
-                    // Waiting on a semaphore (its signal wakes us), or for
-                    // a packet in flight to give back its staging page.
-                    Ok(Translated::Blocked | Translated::Busy) => continue,
+                    // Waiting on a semaphore: its signal wakes us.
+                    Ok(Translated::Blocked) => {
+                        entry.waiting = true;
+                        continue;
+                    }
+                    // Waiting for a packet in flight to give back its
+                    // staging page.
+                    Ok(Translated::Busy) => continue,
                     // Translated again next turn, as the first packet skipped.
                     Ok(Translated::Skip { count, error }) => {
                         queue.start_skip(index, count, error);
@@ -977,12 +988,13 @@ impl Scheduler {
             // WAIT_SEMAPHORE needs none: the semaphore's change wakes us
             // (`blocked` is set), and nothing behind the wait can run
             // before it, so a busy process submits behind it without
-            // system calls.
-            for q in state.queues.iter() {
+            // system calls. One the last turn found stopped so is left as
+            // it is: across devices, every edge of a chain ends a pass so.
+            for q in state.queues.iter().filter(|q| !q.waiting) {
                 q.queue.set_needs_kick(true);
             }
             let mut runnable = false;
-            for q in state.queues.iter() {
+            for q in state.queues.iter().filter(|q| !q.waiting) {
                 match this.head(&q.queue) {
                     Head::Runnable => runnable = true,
                     Head::Waiting => q.queue.set_needs_kick(false),
