@@ -918,7 +918,8 @@ impl Scheduler {
     /// ioctl) is woken as before; so are those past [`PEER_PASSES`], which
     /// keeps two devices signalling each other from holding one worker.
     fn pass(this: &Arc<Self>) {
-        let mut woken = Self::pass_once(this, this.state.lock());
+        let mut woken = KVec::new();
+        Self::pass_once(this, this.state.lock(), &mut woken);
         let mut budget = PEER_PASSES;
         while let Some(peer) = woken.pop() {
             let state = if budget > 0 {
@@ -931,34 +932,39 @@ impl Scheduler {
                 continue;
             };
             budget -= 1;
-            for next in Self::pass_once(&peer, state) {
-                // Out of memory: woken through its work item instead.
-                if !woken.iter().any(|w| Arc::ptr_eq(w, &next))
-                    && woken.push(next.clone(), GFP_KERNEL).is_err()
-                {
-                    Self::semaphore_changed(&next);
-                }
-            }
+            Self::pass_once(&peer, state, &mut woken);
         }
     }
 
     /// One pass under `state`; another is queued if a semaphore changed
-    /// after it last looked (see `passing`). Returns the other schedulers
-    /// it woke.
-    fn pass_once(this: &Arc<Self>, mut state: Guard<'_, State, MutexBackend>) -> KVec<Arc<Self>> {
+    /// after it last looked (see `passing`). The other schedulers it woke
+    /// go on `woken`, once each, moved out of [`State::woken`], which
+    /// keeps its memory: a chain between two devices allocates nothing per
+    /// edge.
+    fn pass_once(
+        this: &Arc<Self>,
+        mut state: Guard<'_, State, MutexBackend>,
+        woken: &mut KVec<Arc<Self>>,
+    ) {
         if state.lost {
-            return KVec::new();
+            return;
         }
         this.passing.xchg(1, Full);
         Self::pass_locked(this, &mut state);
         this.passing.xchg(0, Full);
         let missed = this.missed.xchg(0, Full) != 0;
-        let woken = core::mem::take(&mut state.woken);
+        for next in state.woken.drain_all() {
+            // Out of memory: woken through its work item instead.
+            if !woken.iter().any(|w| Arc::ptr_eq(w, &next))
+                && woken.push(next.clone(), GFP_KERNEL).is_err()
+            {
+                Self::semaphore_changed(&next);
+            }
+        }
         drop(state);
         if missed {
             Self::kick(this);
         }
-        woken
     }
 
     /// The pass itself, under the state lock.
