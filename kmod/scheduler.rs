@@ -126,6 +126,10 @@ struct Scheduled {
     stream: u8,
     /// Its packet whose commands did not all fit in the device yet.
     staged: Option<Staged>,
+    /// The pass's last turn found its next packet a WAIT_SEMAPHORE not
+    /// reached (with `blocked` set first, so the semaphore's change wakes
+    /// the scheduler): an idle pass need not look at it again.
+    waiting: bool,
 }
 
 /// A command in a stream, or a marker.
@@ -344,6 +348,7 @@ impl Scheduler {
                 queue,
                 stream,
                 staged: None,
+                waiting: false,
             },
             GFP_KERNEL,
         )?;
@@ -834,6 +839,7 @@ impl Scheduler {
             let Some(entry) = state.queues.get_mut(i) else {
                 break;
             };
+            entry.waiting = false;
             let fresh = entry.staged.is_none();
             if fresh {
                 let queue = entry.queue.clone();
@@ -845,9 +851,14 @@ impl Scheduler {
                         queue.mark_submitted(index);
                         entry.staged = Some(staged);
                     }
-                    // Waiting on a semaphore (its signal wakes us), or for
-                    // a packet in flight to give back its staging page.
-                    Ok(Translated::Blocked | Translated::Busy) => continue,
+                    // Waiting on a semaphore: its signal wakes us.
+                    Ok(Translated::Blocked) => {
+                        entry.waiting = true;
+                        continue;
+                    }
+                    // Waiting for a packet in flight to give back its
+                    // staging page.
+                    Ok(Translated::Busy) => continue,
                     // Translated again next turn, as the first packet skipped.
                     Ok(Translated::Skip { count, error }) => {
                         queue.start_skip(index, count, error);
@@ -939,7 +950,8 @@ impl Scheduler {
 
     /// [`Scheduler::pass`], with its own lock already taken.
     fn pass_from(this: &Arc<Self>, state: Guard<'_, State, MutexBackend>) {
-        let mut woken = Self::pass_once(this, state);
+        let mut woken = KVec::new();
+        Self::pass_once(this, state, &mut woken);
         let mut budget = PEER_PASSES;
         while let Some(peer) = woken.pop() {
             let state = if budget > 0 {
@@ -952,34 +964,39 @@ impl Scheduler {
                 continue;
             };
             budget -= 1;
-            for next in Self::pass_once(&peer, state) {
-                // Out of memory: woken through its work item instead.
-                if !woken.iter().any(|w| Arc::ptr_eq(w, &next))
-                    && woken.push(next.clone(), GFP_KERNEL).is_err()
-                {
-                    Self::semaphore_changed(&next);
-                }
-            }
+            Self::pass_once(&peer, state, &mut woken);
         }
     }
 
     /// One pass under `state`; another is queued if a semaphore changed
-    /// after it last looked (see `passing`). Returns the other schedulers
-    /// it woke.
-    fn pass_once(this: &Arc<Self>, mut state: Guard<'_, State, MutexBackend>) -> KVec<Arc<Self>> {
+    /// after it last looked (see `passing`). The other schedulers it woke
+    /// go on `woken`, once each, moved out of [`State::woken`], which
+    /// keeps its memory: a chain between two devices allocates nothing per
+    /// edge.
+    fn pass_once(
+        this: &Arc<Self>,
+        mut state: Guard<'_, State, MutexBackend>,
+        woken: &mut KVec<Arc<Self>>,
+    ) {
         if state.lost {
-            return KVec::new();
+            return;
         }
         this.passing.xchg(1, Full);
         Self::pass_locked(this, &mut state);
         this.passing.xchg(0, Full);
         let missed = this.missed.xchg(0, Full) != 0;
-        let woken = core::mem::take(&mut state.woken);
+        for next in state.woken.drain_all() {
+            // Out of memory: woken through its work item instead.
+            if !woken.iter().any(|w| Arc::ptr_eq(w, &next))
+                && woken.push(next.clone(), GFP_KERNEL).is_err()
+            {
+                Self::semaphore_changed(&next);
+            }
+        }
         drop(state);
         if missed {
             Self::kick(this);
         }
-        woken
     }
 
     /// The pass itself, under the state lock.
@@ -1009,12 +1026,13 @@ impl Scheduler {
             // WAIT_SEMAPHORE needs none: the semaphore's change wakes us
             // (`blocked` is set), and nothing behind the wait can run
             // before it, so a busy process submits behind it without
-            // system calls.
-            for q in state.queues.iter() {
+            // system calls. One the last turn found stopped so is left as
+            // it is: across devices, every edge of a chain ends a pass so.
+            for q in state.queues.iter().filter(|q| !q.waiting) {
                 q.queue.set_needs_kick(true);
             }
             let mut runnable = false;
-            for q in state.queues.iter() {
+            for q in state.queues.iter().filter(|q| !q.waiting) {
                 match this.head(&q.queue) {
                     Head::Runnable => runnable = true,
                     Head::Waiting => q.queue.set_needs_kick(false),

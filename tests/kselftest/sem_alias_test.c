@@ -425,6 +425,61 @@ TEST_F(alias, a_signal_skipped_in_a_pass_fails_the_other_devices_waiter)
 	queue_close(&qb);
 }
 
+/* Waits up to a second for `q`'s scheduler to ask for a kick (it does so
+ * when a pass goes idle); returns the flag. */
+static uint32_t kick_asked(struct queue *q)
+{
+	for (int i = 0; i < 10000 && !atomic_load((_Atomic uint32_t *)&q->ctl->needs_kick); i++)
+		usleep(100);
+	return atomic_load((_Atomic uint32_t *)&q->ctl->needs_kick);
+}
+
+TEST_F(alias, a_queue_beside_one_stopped_at_an_alias_wait_is_still_kicked)
+{
+	enum { EDGES = 20 };
+	struct queue qa, qb, qc;
+	int s = radiance_sem_create(self->a, 0), x = import_handle(self->b, self->a, s, NULL);
+
+	ASSERT_LT(0, x);
+	ASSERT_EQ(0, queue_open(self->a, 64, &qa));
+	ASSERT_EQ(0, queue_open(self->b, 64, &qb));
+	ASSERT_EQ(0, queue_open(self->b, 64, &qc));
+	for (int n = 1; n <= EDGES; n++) {
+		queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, n, 0);
+		queue_nop(&qb, 0);
+	}
+	queue_publish(&qb);
+	for (int n = 1; n <= EDGES; n++) {
+		/* A's signal runs B's pass, which ends idle with qb stopped
+		 * at its next wait and qc, beside it, empty. */
+		queue_sem(&qa, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, n, 0);
+		queue_publish(&qa);
+		ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qa));
+		for (int i = 0; i < 100000 && atomic_load((_Atomic uint64_t *)&qb.ctl->read_index) < 2 * n; i++)
+			usleep(100);
+		ASSERT_EQ(2 * n, qb.ctl->read_index);
+		/* qc's next packet needs a doorbell, and gets it. */
+		ASSERT_EQ(1, kick_asked(&qc)) TH_LOG("edge %d: an empty queue was not asked to kick", n);
+		if (n < EDGES) {
+			usleep(2000);
+			EXPECT_EQ(0, qb.ctl->needs_kick) TH_LOG("edge %d: a queue stopped at a wait", n);
+		}
+		queue_nop(&qc, 0);
+		EXPECT_EQ(1, queue_publish(&qc));
+		ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qc));
+		EXPECT_EQ(n, qc.ctl->read_index);
+	}
+	/* Past its last wait, qb is empty and asks for kicks again. */
+	EXPECT_EQ(1, kick_asked(&qb));
+	queue_nop(&qb, 0);
+	EXPECT_EQ(1, queue_publish(&qb));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qb));
+	EXPECT_EQ(2 * EDGES + 1, qb.ctl->read_index);
+	queue_close(&qa);
+	queue_close(&qb);
+	queue_close(&qc);
+}
+
 TEST(the_waiting_side_of_a_chain_may_go_mid_chain)
 {
 	enum { EDGES = 400 };
