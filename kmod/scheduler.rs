@@ -944,6 +944,7 @@ impl Scheduler {
         let missed = this.missed.xchg(0, Full) != 0;
         let woken = core::mem::take(&mut state.woken);
         drop(state);
+        this.hw.pass_done();
         if missed {
             Self::kick(this);
         }

@@ -26,6 +26,10 @@
 //!   and between two of them (up to [`BESIDE_SCRUB`] of such frames
 //!   between two). So the range's next user waits for the commands over
 //!   its part, and any other for at most the one running.
+//!   The next command also waits until the scheduler has taken the
+//!   answers given before it (a pass ended: [`Gluon::pass_done`]): the
+//!   server would otherwise keep its CPU busy with the whole scrub while
+//!   the work item that completes an answered frame waits for that CPU.
 //!   A frame waiting behind scrubs is not yet the device's: the watchdog
 //!   ages it only while the server stands still, and from when the server
 //!   reads it ([`Gluon::ages_from`]), or a backlog of scrubs (megabytes
@@ -164,6 +168,9 @@ struct Channel {
     scrubbing: KVec<u32>,
     /// Answers for the scheduler.
     responses: Fifo<[u8; RESPONSE_SIZE]>,
+    /// Answers were given to the scheduler and no pass has ended since
+    /// (see [`Gluon::pass_done`]): the next scrub command waits.
+    unseen: bool,
     /// When the server last read or answered anything (see
     /// [`Gluon::ages_from`]).
     progress: Instant<Monotonic>,
@@ -279,7 +286,8 @@ impl Channel {
         // Stream 0 free of the scheduler's commands, so that its answers
         // come in the order `write_responses` takes them.
         if scrub.issued < scrub.len {
-            (!Self::busy(&self.scrubbing) && self.on_stream(0) == 0).then_some(Next::ScrubCommand)
+            (!Self::busy(&self.scrubbing) && self.on_stream(0) == 0 && !self.unseen)
+                .then_some(Next::ScrubCommand)
         } else {
             (!Self::busy(&self.scrubbing)).then_some(Next::ScrubDone)
         }
@@ -381,6 +389,7 @@ impl User {
             taken: KVec::from_elem(Instant::now(), streams, GFP_KERNEL)?,
             scrubbing: KVec::from_elem(0, streams, GFP_KERNEL)?,
             responses: Fifo::with_capacity(crate::scheduler::MAX_IN_FLIGHT)?,
+            unseen: false,
             progress: Instant::now(),
             reset_pending: false,
             gone: false,
@@ -556,6 +565,7 @@ impl User {
                 } else if let Some(n) = ch.outstanding.get_mut(s).filter(|n| **n > 0) {
                     *n -= 1;
                     ch.responses.push(r)?;
+                    ch.unseen = true;
                     raise = true;
                 } else {
                     dev_err!(
@@ -778,6 +788,18 @@ impl Gluon for User {
         self.channel.lock().responses.pop()
     }
 
+    /// Lets the next scrub command go once the answers are all taken.
+    fn pass_done(&self) {
+        {
+            let mut ch = self.channel.lock();
+            if !ch.unseen || !ch.responses.is_empty() {
+                return;
+            }
+            ch.unseen = false;
+        }
+        self.ready.notify_all();
+    }
+
     fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>) {
         *self.irq.lock() = irq;
     }
@@ -806,6 +828,7 @@ impl Gluon for User {
             Channel::drop_unread(&mut ch.pending, &mut ch.scrubbing, |_| {});
             ch.outstanding.iter_mut().for_each(|n| *n = 0);
             ch.responses.clear();
+            ch.unseen = false;
             ch.progress = Instant::now();
             ch.reset_pending = true;
         }

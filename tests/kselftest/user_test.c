@@ -501,6 +501,72 @@ TEST_F(user, a_copy_elsewhere_goes_before_a_scrubs_first_command)
 	queue_close(&q1);
 }
 
+/* Keeps a CPU busy until `stop` is set. */
+static void *spin(void *stop)
+{
+	while (!atomic_load((_Atomic int *)stop))
+		;
+	return NULL;
+}
+
+/* The scrub's next command waits until the scheduler has taken the answer
+ * of a frame that went beside it: the server does not go on with the
+ * scrub while what it answered waits to be completed. With every CPU
+ * busy (as a client spinning for a completion and the server keep them),
+ * the work item that completes it would otherwise run only once the
+ * server sleeps: after the whole scrub. */
+TEST_F(user, a_scrubs_next_command_waits_until_what_went_beside_it_completes)
+{
+	enum { FREED = 512 << 10, SCRUB = 256 << 10 };
+	struct radiance_bo_create big, small, host;
+	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
+	int cpus = sysconf(_SC_NPROCESSORS_ONLN), ready;
+	pthread_t spinners[8];
+	_Atomic int stop = 0;
+	struct queue q0, q1;
+	uint8_t frame[16 * 8];
+	uint64_t done;
+	ssize_t n;
+
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &big));
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &small));
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host));
+	ASSERT_EQ(0, queue_open(self->fd, 32, &q0));
+	ASSERT_EQ(0, queue_open(self->fd, 32, &q1));
+	cpus = cpus < 1 ? 1 : cpus > 8 ? 8 : cpus;
+
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, big.handle));
+	n = read(self->s->ctl, frame, sizeof(frame));
+	ASSERT_EQ(16, n) TH_LOG("the scrub's first command");
+	/* While it runs, a copy elsewhere comes, and goes beside it. */
+	copy(&q1, host.handle, small.handle, 4096);
+	queue_publish(&q1);
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	n = read(self->s->ctl, frame + 16, sizeof(frame) - 16);
+	ASSERT_EQ(16, n) TH_LOG("the copy");
+	EXPECT_EQ(small.device_address, le32(frame + 16 + 7));
+	/* The scrub's command answered, then the copy: the scrub's next
+	 * command is read only once the copy is complete. */
+	for (int i = 0; i < cpus; i++)
+		ASSERT_EQ(0, pthread_create(&spinners[i], NULL, spin, &stop));
+	usleep(20000);
+	ASSERT_EQ(0, server_run(self->s, frame, 16, 1));
+	ASSERT_EQ(0, server_run(self->s, frame + 16, 16, 1));
+	ready = poll(&pfd, 1, 5000);
+	n = read(self->s->ctl, frame, sizeof(frame));
+	done = atomic_load((_Atomic uint64_t *)&q1.ctl->read_index);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < cpus; i++)
+		pthread_join(spinners[i], NULL);
+	ASSERT_EQ(1, ready) TH_LOG("the scrub stalled");
+	ASSERT_EQ(16, n);
+	EXPECT_EQ(big.device_address + SCRUB, le32(frame + 7)) TH_LOG("the scrub's second command");
+	EXPECT_EQ(q1.written, done) TH_LOG("the copy is complete");
+	ASSERT_EQ(0, server_run(self->s, frame, n, 1));
+	queue_close(&q0);
+	queue_close(&q1);
+}
+
 /* The freed range's next user waits only for the scrub's commands over
  * its part: a copy there goes once they are answered, before the rest of
  * the scrub; a copy over the rest waits for it; the data is right. */
