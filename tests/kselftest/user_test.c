@@ -463,6 +463,20 @@ TEST_F(user, copies_elsewhere_go_between_a_scrubs_commands)
 	munmap(in, 4096);
 }
 
+/* For the scrub tests: a VRAM BO of `freed` bytes (to free), a page of VRAM
+ * elsewhere, a mappable page of host memory, and two queues, the first on
+ * stream 0 (the scrubs' own), the second on stream 1. 0, or -1. */
+static int scrub_setup(int fd, uint64_t freed, struct radiance_bo_create *big, struct radiance_bo_create *small,
+		       struct radiance_bo_create *host, struct queue *q0, struct queue *q1)
+{
+	if (radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, freed, 0, big) < 0 ||
+	    radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, small) < 0 ||
+	    radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, host) < 0 ||
+	    queue_open(fd, 32, q0) || queue_open(fd, 32, q1))
+		return -1;
+	return 0;
+}
+
 /* A copy that keeps off a freed range need not wait for any of its scrub:
  * behind it when the server reads, it goes before the first command. */
 TEST_F(user, a_copy_elsewhere_goes_before_a_scrubs_first_command)
@@ -475,12 +489,7 @@ TEST_F(user, a_copy_elsewhere_goes_before_a_scrubs_first_command)
 	int64_t before;
 	ssize_t n;
 
-	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &big));
-	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &small));
-	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host));
-	/* The second queue runs on stream 1, beside the scrubs' stream 0. */
-	ASSERT_EQ(0, queue_open(self->fd, 32, &q0));
-	ASSERT_EQ(0, queue_open(self->fd, 32, &q1));
+	ASSERT_EQ(0, scrub_setup(self->fd, FREED, &big, &small, &host, &q0, &q1));
 	before = issued(self->s);
 	ASSERT_LE(0, before);
 
@@ -528,11 +537,7 @@ TEST_F(user, a_scrubs_next_command_waits_until_what_went_beside_it_completes)
 	uint64_t done;
 	ssize_t n;
 
-	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &big));
-	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, &small));
-	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host));
-	ASSERT_EQ(0, queue_open(self->fd, 32, &q0));
-	ASSERT_EQ(0, queue_open(self->fd, 32, &q1));
+	ASSERT_EQ(0, scrub_setup(self->fd, FREED, &big, &small, &host, &q0, &q1));
 	cpus = cpus < 1 ? 1 : cpus > 8 ? 8 : cpus;
 
 	ASSERT_EQ(0, radiance_bo_destroy(self->fd, big.handle));
@@ -573,21 +578,18 @@ TEST_F(user, a_scrubs_next_command_waits_until_what_went_beside_it_completes)
 TEST_F(user, the_freed_ranges_next_user_waits_only_for_its_part_of_the_scrub)
 {
 	enum { FREED = 512 << 10, SCRUB = 256 << 10 };
-	struct radiance_bo_create big, again, host;
+	struct radiance_bo_create big, small, again, host;
 	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
 	struct queue q0, q1;
 	uint8_t frame[16 * 8], *in;
 	int64_t before;
 	ssize_t n;
 
-	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &big));
-	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &host));
+	ASSERT_EQ(0, scrub_setup(self->fd, FREED, &big, &small, &host, &q0, &q1));
 	in = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, host.mmap_offset);
 	ASSERT_NE(MAP_FAILED, in);
 	memset(in, 0x5A, 4096);
 	memset(self->s->vram + big.device_address, 0xAB, FREED);
-	ASSERT_EQ(0, queue_open(self->fd, 32, &q0));
-	ASSERT_EQ(0, queue_open(self->fd, 32, &q1));
 
 	ASSERT_EQ(0, radiance_bo_destroy(self->fd, big.handle));
 	n = read(self->s->ctl, frame, sizeof(frame));
