@@ -994,6 +994,7 @@ impl Scheduler {
             }
         }
         drop(state);
+        this.hw.pass_done();
         if missed {
             Self::kick(this);
         }

@@ -106,6 +106,12 @@ pub(crate) trait Gluon: Send + Sync {
     /// Pops the next response, if one is ready.
     fn pop_response(&self) -> Option<[u8; RESPONSE_SIZE]>;
 
+    /// The scheduler ended a pass: it took every response it found and
+    /// pushed what it could. A device whose own work competes with the
+    /// scheduler for the CPU (a user device's scrubs) may hold it back
+    /// until then.
+    fn pass_done(&self) {}
+
     /// Routes the device's interrupt (responses ready) to `irq`; `None`
     /// disconnects it, which also breaks the reference cycle between the
     /// device and its handler.

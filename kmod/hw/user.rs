@@ -20,11 +20,16 @@
 //!   of zeros. A scrub is a barrier in `pending`: it starts once nothing
 //!   read before it is outstanding, so it does not race the range's last
 //!   user; its commands go one at a time, and until the last is answered
-//!   only a frame right behind it whose command keeps off its range (a
-//!   copy, a fill, a counter elsewhere) may go before it, between two of
-//!   them (up to [`BESIDE_SCRUB`] of such frames between two), so that the
-//!   range's next user comes after it, and any other waits for about one
-//!   scrub command.
+//!   only a frame right behind it whose command keeps off what is not
+//!   zeroed yet (a copy, a fill, a counter elsewhere, or on the part whose
+//!   commands were answered) may go before it: ahead of its first command
+//!   and between two of them (up to [`BESIDE_SCRUB`] of such frames
+//!   between two). So the range's next user waits for the commands over
+//!   its part, and any other for at most the one running.
+//!   The next command also waits until the scheduler has taken the
+//!   answers given before it (a pass ended: [`Gluon::pass_done`]): the
+//!   server would otherwise keep its CPU busy with the whole scrub while
+//!   the work item that completes an answered frame waits for that CPU.
 //!   A frame waiting behind scrubs is not yet the device's: the watchdog
 //!   ages it only while the server stands still, and from when the server
 //!   reads it ([`Gluon::ages_from`]), or a backlog of scrubs (megabytes
@@ -114,14 +119,40 @@ const MAX_STREAM_DEPTH: u32 = 16;
 enum Pending {
     /// A frame the scheduler pushed.
     Frame(Frame),
-    /// VRAM to zero; `issued` bytes of it were handed out as commands,
-    /// and `beside` frames went before it since the last one.
-    Scrub {
-        addr: u64,
-        len: u64,
-        issued: u64,
-        beside: u32,
-    },
+    /// VRAM to zero (see [`Scrub`]).
+    Scrub(Scrub),
+}
+
+/// VRAM to zero by commands.
+struct Scrub {
+    addr: u64,
+    len: u64,
+    /// Nothing read before it is outstanding any more.
+    started: bool,
+    /// Bytes handed out as commands.
+    issued: u64,
+    /// Bytes whose commands were answered: zeroed.
+    done: u64,
+    /// Frames that went before it since its last command.
+    beside: u32,
+}
+
+impl Scrub {
+    fn new(addr: u64, len: u64) -> Self {
+        Self {
+            addr,
+            len,
+            started: false,
+            issued: 0,
+            done: 0,
+            beside: 0,
+        }
+    }
+
+    /// From the start again (a reset: its commands may never have run).
+    fn restart(&mut self) {
+        *self = Self::new(self.addr, self.len);
+    }
 }
 
 /// Between the scheduler and the server.
@@ -137,6 +168,9 @@ struct Channel {
     scrubbing: KVec<u32>,
     /// Answers for the scheduler.
     responses: Fifo<[u8; RESPONSE_SIZE]>,
+    /// Answers were given to the scheduler and no pass has ended since
+    /// (see [`Gluon::pass_done`]): the next scrub command waits.
+    unseen: bool,
     /// When the server last read or answered anything (see
     /// [`Gluon::ages_from`]).
     progress: Instant<Monotonic>,
@@ -204,8 +238,8 @@ impl Channel {
                 each(frame);
                 false
             }
-            Pending::Scrub { issued, beside, .. } => {
-                (*issued, *beside) = (0, 0);
+            Pending::Scrub(scrub) => {
+                scrub.restart();
                 true
             }
         });
@@ -225,38 +259,37 @@ impl Channel {
     /// What the server may read now, if anything (see the file's comment
     /// for scrubs); `depth`: commands a stream takes at once.
     fn next(&self, dialect: &dyn Dialect, depth: u32) -> Option<Next> {
-        match self.pending.front()? {
+        let scrub = match self.pending.front()? {
             Pending::Frame(frame) => {
-                (!Self::busy(&self.scrubbing)).then(|| Next::Frame(stream_of(dialect, frame)))
+                return (!Self::busy(&self.scrubbing))
+                    .then(|| Next::Frame(stream_of(dialect, frame)));
             }
-            Pending::Scrub { issued: 0, len, .. } if *len > 0 => (!Self::busy(&self.outstanding)
-                && !Self::busy(&self.scrubbing))
-            .then_some(Next::ScrubCommand),
-            Pending::Scrub {
-                addr,
-                len,
-                issued,
-                beside,
-            } => {
-                // Started: what was read before it is done.
-                if let Some(Pending::Frame(frame)) =
-                    self.pending.second().filter(|_| *beside < BESIDE_SCRUB)
-                {
-                    if let Some(stream) = beside_scrub(dialect, frame, *addr, *len) {
-                        if self.on_stream(stream) < depth {
-                            return Some(Next::BesideScrub(stream));
-                        }
-                    }
-                }
-                // Stream 0 free of the scheduler's commands, so that its
-                // answers come in the order `write_responses` takes them.
-                if issued < len {
-                    (!Self::busy(&self.scrubbing) && self.on_stream(0) == 0)
-                        .then_some(Next::ScrubCommand)
-                } else {
-                    (!Self::busy(&self.scrubbing)).then_some(Next::ScrubDone)
+            Pending::Scrub(scrub) => scrub,
+        };
+        // What was read before it is done (a frame that went beside it
+        // since does not hold it back: `started` is set then).
+        if !scrub.started && (Self::busy(&self.outstanding) || Self::busy(&self.scrubbing)) {
+            return None;
+        }
+        if let Some(Pending::Frame(frame)) = self
+            .pending
+            .second()
+            .filter(|_| scrub.beside < BESIDE_SCRUB)
+        {
+            let (at, left) = (scrub.addr + scrub.done, scrub.len - scrub.done);
+            if let Some(stream) = beside_scrub(dialect, frame, at, left) {
+                if self.on_stream(stream) < depth {
+                    return Some(Next::BesideScrub(stream));
                 }
             }
+        }
+        // Stream 0 free of the scheduler's commands, so that its answers
+        // come in the order `write_responses` takes them.
+        if scrub.issued < scrub.len {
+            (!Self::busy(&self.scrubbing) && self.on_stream(0) == 0 && !self.unseen)
+                .then_some(Next::ScrubCommand)
+        } else {
+            (!Self::busy(&self.scrubbing)).then_some(Next::ScrubDone)
         }
     }
 }
@@ -356,6 +389,7 @@ impl User {
             taken: KVec::from_elem(Instant::now(), streams, GFP_KERNEL)?,
             scrubbing: KVec::from_elem(0, streams, GFP_KERNEL)?,
             responses: Fifo::with_capacity(crate::scheduler::MAX_IN_FLIGHT)?,
+            unseen: false,
             progress: Instant::now(),
             reset_pending: false,
             gone: false,
@@ -436,8 +470,9 @@ impl User {
                     Some((stream, frame))
                 }
                 Next::BesideScrub(stream) => {
-                    if let Some(Pending::Scrub { beside, .. }) = pending.front_mut() {
-                        *beside += 1;
+                    if let Some(Pending::Scrub(scrub)) = pending.front_mut() {
+                        scrub.started = true;
+                        scrub.beside += 1;
                     }
                     match pending.take_second() {
                         Some(Pending::Frame(frame)) => Some((stream, frame)),
@@ -445,15 +480,11 @@ impl User {
                     }
                 }
                 Next::ScrubCommand => {
-                    if let Some(Pending::Scrub {
-                        addr,
-                        len,
-                        issued,
-                        beside,
-                    }) = pending.front_mut()
-                    {
-                        let (cmd, n) = self.scrub_command(*addr + *issued, *len - *issued);
-                        (*issued, *beside) = (*issued + n, 0);
+                    if let Some(Pending::Scrub(scrub)) = pending.front_mut() {
+                        let addr = scrub.addr + scrub.issued;
+                        let (cmd, n) = self.scrub_command(addr, scrub.len - scrub.issued);
+                        scrub.started = true;
+                        (scrub.issued, scrub.beside) = (scrub.issued + n, 0);
                         match dialect.encode(0, &cmd) {
                             Ok(frame) => {
                                 out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
@@ -463,8 +494,7 @@ impl User {
                             }
                             Err(_) => dev_err!(
                                 self.dev.device(),
-                                "cannot encode a scrub of VRAM at {:#x}: left as it is\n",
-                                *addr
+                                "cannot encode a scrub of VRAM at {addr:#x}: left as it is\n"
                             ),
                         }
                     }
@@ -521,6 +551,10 @@ impl User {
                 let s = usize::from(response.stream);
                 if let Some(n) = ch.scrubbing.get_mut(s).filter(|n| **n > 0) {
                     *n -= 1;
+                    // One at a time, of the scrub at the front.
+                    if let Some(Pending::Scrub(scrub)) = ch.pending.front_mut() {
+                        scrub.done = scrub.issued;
+                    }
                     if response.status != 0 {
                         dev_err!(
                             self.dev.device(),
@@ -531,6 +565,7 @@ impl User {
                 } else if let Some(n) = ch.outstanding.get_mut(s).filter(|n| **n > 0) {
                     *n -= 1;
                     ch.responses.push(r)?;
+                    ch.unseen = true;
                     raise = true;
                 } else {
                     dev_err!(
@@ -721,12 +756,7 @@ impl Gluon for User {
             if ch.gone {
                 return;
             }
-            ch.pending.push(Pending::Scrub {
-                addr,
-                len,
-                issued: 0,
-                beside: 0,
-            })
+            ch.pending.push(Pending::Scrub(Scrub::new(addr, len)))
         };
         if queued.is_err() {
             dev_err!(
@@ -762,6 +792,18 @@ impl Gluon for User {
         self.channel.lock().responses.pop()
     }
 
+    /// Lets the next scrub command go once the answers are all taken.
+    fn pass_done(&self) {
+        {
+            let mut ch = self.channel.lock();
+            if !ch.unseen || !ch.responses.is_empty() {
+                return;
+            }
+            ch.unseen = false;
+        }
+        self.ready.notify_all();
+    }
+
     fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>) {
         *self.irq.lock() = irq;
     }
@@ -790,6 +832,7 @@ impl Gluon for User {
             Channel::drop_unread(&mut ch.pending, &mut ch.scrubbing, |_| {});
             ch.outstanding.iter_mut().for_each(|n| *n = 0);
             ch.responses.clear();
+            ch.unseen = false;
             ch.progress = Instant::now();
             ch.reset_pending = true;
         }

@@ -185,13 +185,15 @@ rmmod radiance
 
 # A command behind a backlog of scrubs is not the device's yet: 8 MiB of
 # VRAM freed is 32 copies of 256 KiB of zeros, 300 ms each at this sim,
-# ahead of the next client's first copy; the watchdog (1500 ms) must not
-# reset the device for it while the server keeps answering, nor once the
-# server takes it (it ages from then).
+# ahead of the next client's launch (a launch may reach any VRAM, so it
+# waits for the whole scrub; the copies that upload its buffers wait only
+# for the scrub's commands over their part); the watchdog (1500 ms) must
+# not reset the device for it while the server keeps answering, nor once
+# the server takes it (it ages from then).
 insmod /radiance.ko emulated_devices=0 launch_timeout_ms=1500 || exit 1
 s=$(sim sscrub pid --latency-ms 300)
 b=$(front bscrub sscrub pid)
-/radctl submit copy --bytes 8388608 >/tmp/scrub.out 2>&1 && /radctl submit copy --bytes 4096 >>/tmp/scrub.out 2>&1
+/radctl submit copy --bytes 8388608 >/tmp/scrub.out 2>&1 && /radctl submit launch --count 64 >>/tmp/scrub.out 2>&1
 rc=$?
 test_one a_command_behind_scrubs_is_not_overdue sh -c \
 	"cat /tmp/scrub.out; [ $rc = 0 ] && grep -qx 'device_resets 0' /sys/kernel/debug/radiance/radiance0/mem"

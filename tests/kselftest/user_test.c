@@ -126,6 +126,27 @@ static void copy(struct queue *q, uint32_t src, uint32_t dst, uint64_t size)
 	queue_put(q, &p);
 }
 
+/* Commands the scheduler has given the server's device so far, or -1. */
+static int64_t issued(const struct server *s)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/radiance%u/mem", s->index);
+	return radiance_debugfs_stat(path, "commands_issued");
+}
+
+/* Waits until the scheduler has given the device `n` commands in all (so
+ * that the last is queued for the server): 0, or -1 after 5 s. */
+static int wait_issued(const struct server *s, int64_t n)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (issued(s) >= n)
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
 /* A registry counter from debugfs `radiance/devices`, or -1. */
 static int64_t devices_stat(const char *key)
 {
@@ -436,6 +457,182 @@ TEST_F(user, copies_elsewhere_go_between_a_scrubs_commands)
 	}
 	for (int i = 0; i < 4096; i++) {
 		ASSERT_EQ(0x5A, self->s->vram[small.device_address + i]) TH_LOG("byte %d", i);
+	}
+	queue_close(&q0);
+	queue_close(&q1);
+	munmap(in, 4096);
+}
+
+/* For the scrub tests: a VRAM BO of `freed` bytes (to free), a page of VRAM
+ * elsewhere, a mappable page of host memory, and two queues, the first on
+ * stream 0 (the scrubs' own), the second on stream 1. 0, or -1. */
+static int scrub_setup(int fd, uint64_t freed, struct radiance_bo_create *big, struct radiance_bo_create *small,
+		       struct radiance_bo_create *host, struct queue *q0, struct queue *q1)
+{
+	if (radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, freed, 0, big) < 0 ||
+	    radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, small) < 0 ||
+	    radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, host) < 0 ||
+	    queue_open(fd, 32, q0) || queue_open(fd, 32, q1))
+		return -1;
+	return 0;
+}
+
+/* A copy that keeps off a freed range need not wait for any of its scrub:
+ * behind it when the server reads, it goes before the first command. */
+TEST_F(user, a_copy_elsewhere_goes_before_a_scrubs_first_command)
+{
+	enum { FREED = 512 << 10 };
+	struct radiance_bo_create big, small, host;
+	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
+	struct queue q0, q1;
+	uint8_t frame[16 * 8];
+	int64_t before;
+	ssize_t n;
+
+	ASSERT_EQ(0, scrub_setup(self->fd, FREED, &big, &small, &host, &q0, &q1));
+	before = issued(self->s);
+	ASSERT_LE(0, before);
+
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, big.handle));
+	copy(&q1, host.handle, small.handle, 4096);
+	queue_publish(&q1);
+	ASSERT_EQ(0, wait_issued(self->s, before + 1)) TH_LOG("the copy never reached the device");
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	n = read(self->s->ctl, frame, sizeof(frame));
+	ASSERT_EQ(32, n) TH_LOG("the copy and the scrub's first command");
+	EXPECT_EQ(small.device_address, le32(frame + 7)) TH_LOG("the copy first");
+	EXPECT_EQ(1, frame[0]) TH_LOG("on stream 1");
+	EXPECT_EQ(big.device_address, le32(frame + 16 + 7)) TH_LOG("then the scrub");
+	EXPECT_EQ(0, frame[16]) TH_LOG("on stream 0");
+	ASSERT_EQ(0, server_run(self->s, frame, n, 1));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q1));
+	queue_close(&q0);
+	queue_close(&q1);
+}
+
+/* Keeps a CPU busy until `stop` is set. */
+static void *spin(void *stop)
+{
+	while (!atomic_load((_Atomic int *)stop))
+		;
+	return NULL;
+}
+
+/* The scrub's next command waits until the scheduler has taken the answer
+ * of a frame that went beside it: the server does not go on with the
+ * scrub while what it answered waits to be completed. With every CPU
+ * busy (as a client spinning for a completion and the server keep them),
+ * the work item that completes it would otherwise run only once the
+ * server sleeps: after the whole scrub. */
+TEST_F(user, a_scrubs_next_command_waits_until_what_went_beside_it_completes)
+{
+	enum { FREED = 512 << 10, SCRUB = 256 << 10 };
+	struct radiance_bo_create big, small, host;
+	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
+	int cpus = sysconf(_SC_NPROCESSORS_ONLN), ready;
+	pthread_t spinners[8];
+	_Atomic int stop = 0;
+	struct queue q0, q1;
+	uint8_t frame[16 * 8];
+	uint64_t done;
+	ssize_t n;
+
+	ASSERT_EQ(0, scrub_setup(self->fd, FREED, &big, &small, &host, &q0, &q1));
+	cpus = cpus < 1 ? 1 : cpus > 8 ? 8 : cpus;
+
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, big.handle));
+	n = read(self->s->ctl, frame, sizeof(frame));
+	ASSERT_EQ(16, n) TH_LOG("the scrub's first command");
+	/* While it runs, a copy elsewhere comes, and goes beside it. */
+	copy(&q1, host.handle, small.handle, 4096);
+	queue_publish(&q1);
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	n = read(self->s->ctl, frame + 16, sizeof(frame) - 16);
+	ASSERT_EQ(16, n) TH_LOG("the copy");
+	EXPECT_EQ(small.device_address, le32(frame + 16 + 7));
+	/* The scrub's command answered, then the copy: the scrub's next
+	 * command is read only once the copy is complete. */
+	for (int i = 0; i < cpus; i++)
+		ASSERT_EQ(0, pthread_create(&spinners[i], NULL, spin, &stop));
+	usleep(20000);
+	ASSERT_EQ(0, server_run(self->s, frame, 16, 1));
+	ASSERT_EQ(0, server_run(self->s, frame + 16, 16, 1));
+	ready = poll(&pfd, 1, 5000);
+	n = read(self->s->ctl, frame, sizeof(frame));
+	done = atomic_load((_Atomic uint64_t *)&q1.ctl->read_index);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < cpus; i++)
+		pthread_join(spinners[i], NULL);
+	ASSERT_EQ(1, ready) TH_LOG("the scrub stalled");
+	ASSERT_EQ(16, n);
+	EXPECT_EQ(big.device_address + SCRUB, le32(frame + 7)) TH_LOG("the scrub's second command");
+	EXPECT_EQ(q1.written, done) TH_LOG("the copy is complete");
+	ASSERT_EQ(0, server_run(self->s, frame, n, 1));
+	queue_close(&q0);
+	queue_close(&q1);
+}
+
+/* The freed range's next user waits only for the scrub's commands over
+ * its part: a copy there goes once they are answered, before the rest of
+ * the scrub; a copy over the rest waits for it; the data is right. */
+TEST_F(user, the_freed_ranges_next_user_waits_only_for_its_part_of_the_scrub)
+{
+	enum { FREED = 512 << 10, SCRUB = 256 << 10 };
+	struct radiance_bo_create big, small, again, host;
+	struct pollfd pfd = { .fd = self->s->ctl, .events = POLLIN };
+	struct queue q0, q1;
+	uint8_t frame[16 * 8], *in;
+	int64_t before;
+	ssize_t n;
+
+	ASSERT_EQ(0, scrub_setup(self->fd, FREED, &big, &small, &host, &q0, &q1));
+	in = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, host.mmap_offset);
+	ASSERT_NE(MAP_FAILED, in);
+	memset(in, 0x5A, 4096);
+	memset(self->s->vram + big.device_address, 0xAB, FREED);
+
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, big.handle));
+	n = read(self->s->ctl, frame, sizeof(frame));
+	ASSERT_EQ(16, n) TH_LOG("the scrub's first command");
+	EXPECT_EQ(SCRUB, le32(frame + 11));
+	ASSERT_EQ(0, server_run(self->s, frame, n, 1));
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &again));
+	ASSERT_EQ(big.device_address, again.device_address) TH_LOG("the freed range again");
+
+	/* Its first page, zeroed already; then its last, not yet. */
+	before = issued(self->s);
+	copy(&q1, host.handle, again.handle, 4096);
+	{
+		struct radiance_copy_packet p = {
+			.header = { .kind = RADIANCE_PACKET_COPY }, .src = host.handle, .dst = again.handle,
+			.dst_offset = FREED - 4096, .size = 4096,
+		};
+
+		queue_put(&q1, &p);
+	}
+	queue_publish(&q1);
+	ASSERT_EQ(0, wait_issued(self->s, before + 1));
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	n = read(self->s->ctl, frame, sizeof(frame));
+	ASSERT_EQ(32, n) TH_LOG("the first page's copy and the scrub's second command");
+	EXPECT_EQ(again.device_address, le32(frame + 7)) TH_LOG("the first page, before the scrub's rest");
+	EXPECT_EQ(again.device_address + SCRUB, le32(frame + 16 + 7)) TH_LOG("the scrub's second command");
+	/* The copy answered, the scrub's command not yet: the last page's copy
+	 * (stream 1 takes one command at a time) waits for it. */
+	ASSERT_EQ(0, server_run(self->s, frame, 16, 1));
+	ASSERT_EQ(0, wait_issued(self->s, before + 2));
+	EXPECT_EQ(0, poll(&pfd, 1, 0)) TH_LOG("the last page went before its part was zeroed");
+	ASSERT_EQ(0, server_run(self->s, frame + 16, 16, 1));
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));
+	n = read(self->s->ctl, frame, sizeof(frame));
+	ASSERT_EQ(16, n);
+	EXPECT_EQ(again.device_address + FREED - 4096, le32(frame + 7)) TH_LOG("the last page");
+	ASSERT_EQ(0, server_run(self->s, frame, n, 1));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q1));
+
+	for (uint32_t i = 0; i < FREED; i++) {
+		ASSERT_EQ(i < 4096 || i >= FREED - 4096 ? 0x5A : 0, self->s->vram[again.device_address + i])
+			TH_LOG("byte %u", i);
 	}
 	queue_close(&q0);
 	queue_close(&q1);

@@ -12,10 +12,12 @@
 //!   upper bound on those it waited for: the thread goes on with the scrub
 //!   while the kernel completes the FILL);
 //! - the freed range's next user, a 4 KiB FILL of a BO made right after
-//!   the free (it waits for the whole scrub, whatever else goes first);
+//!   the free (it waits for the scrub's commands over its part);
 //! - and the device commands a free takes per MiB (counted by the serving
 //!   thread: the scrub's are the kernel's own, which its scheduler does
-//!   not count).
+//!   not count), up to the end of a FILL over the whole range after the
+//!   next user's, which waits for the rest of the scrub (so that no scrub
+//!   runs on into the next sample or round).
 
 use crate::{bench, control::Control, error::Result, model::ModelOptions};
 use radiance::{kmod, Pattern};
@@ -44,7 +46,12 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
 
     let (mut alone, mut after, mut next, mut scrubs_ahead) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut after_ratio, mut next_ratio, mut per_mib) = (Vec::new(), Vec::new(), Vec::new());
+    // Written, so that the scrub has something to zero.
+    let write = |q: &mut kmod::Queue, bo: &kmod::BufferObject| bench::round_trip(q, |q| fill(q, bo, freed));
     let mut big = vram(freed)?;
+    let at = ran();
+    write(&mut queue, &big)?;
+    let per_write = ran() - at;
     for _ in 0..opts.rounds {
         let at = ran();
         let a = bench::median_of(opts.samples, || bench::round_trip(&mut queue, |q| fill(q, &small, 4096)))?;
@@ -52,8 +59,6 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         let per_fill = (ran() - at) / opts.samples as u64;
         let (mut after_ns, mut next_ns, mut ahead, mut commands) = (Vec::new(), Vec::new(), Vec::new(), 0);
         for _ in 0..opts.samples {
-            // Written, so that the scrub has something to zero.
-            bench::round_trip(&mut queue, |q| fill(q, &big, freed))?;
             let before = ran();
             let t = Instant::now();
             drop(big);
@@ -64,8 +69,9 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
             big = vram(freed)?;
             bench::round_trip(&mut queue, |q| fill(q, &big, 4096))?;
             next_ns.push(t.elapsed().as_nanos() as f64);
-            // Less the two FILLs.
-            commands += ran().saturating_sub(before + 2 * per_fill);
+            write(&mut queue, &big)?;
+            // Less the three FILLs.
+            commands += ran().saturating_sub(before + 2 * per_fill + per_write);
         }
         let (b, n) = (bench::median(&mut after_ns), bench::median(&mut next_ns));
         alone.push(a);
