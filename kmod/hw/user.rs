@@ -27,9 +27,11 @@
 //!   between two). So the range's next user waits for the commands over
 //!   its part, and any other for at most the one running.
 //!   The next command also waits until the scheduler has taken the
-//!   answers given before it (a pass ended: [`Gluon::pass_done`]): the
-//!   server would otherwise keep its CPU busy with the whole scrub while
-//!   the work item that completes an answered frame waits for that CPU.
+//!   answers given before it (a pass ended: [`Gluon::pass_done`]). The
+//!   pass usually runs in the server's write() itself; where another held
+//!   the scheduler, it runs in a work item, and the server would otherwise
+//!   keep its CPU busy with the whole scrub while that work item waits for
+//!   the CPU.
 //!   A frame waiting behind scrubs is not yet the device's: the watchdog
 //!   ages it only while the server stands still, and from when the server
 //!   reads it ([`Gluon::ages_from`]), or a backlog of scrubs (megabytes
