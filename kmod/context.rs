@@ -107,6 +107,10 @@ const MAX_PGOFF: u64 = (i64::MAX as u64) / PAGE_SIZE as u64;
 /// The mmap page offset of the file's semaphore value page; BOs come after.
 const SEM_PAGE_PGOFF: u64 = 1;
 
+/// The most packets a doorbell runs in its own call (see
+/// [`Context::queue_kick`]); more go to the scheduler's worker.
+const KICK_RUNS_PACKETS: u64 = 4;
+
 /// One open file of `/dev/radianceN`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Context {
@@ -452,8 +456,15 @@ impl Context {
         if args.pad != 0 {
             return Err(EINVAL);
         }
-        self.queue(args.queue_id)?;
-        Scheduler::run_or_kick(self.device.scheduler());
+        let queue = self.queue(args.queue_id)?;
+        // A few packets (one submission: its waits, command and signals) run
+        // right in this call, which saves waking the worker; a burst goes
+        // to the worker, which takes it while the process writes more.
+        if queue.backlog() <= KICK_RUNS_PACKETS {
+            Scheduler::run_or_kick(self.device.scheduler());
+        } else {
+            Scheduler::kick(self.device.scheduler());
+        }
         Ok(())
     }
 

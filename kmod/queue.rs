@@ -167,6 +167,17 @@ impl Queue {
         (write != index).then_some((index, skip))
     }
 
+    /// How many published packets the kernel has not taken yet (as the
+    /// process set its write index; not checked, only a hint).
+    pub(crate) fn backlog(&self) -> u64 {
+        let write =
+            page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| {
+                w.load(Acquire)
+            })
+            .unwrap_or(0) as u64;
+        write.saturating_sub(self.state().submitted)
+    }
+
     /// Packet `index` from the ring. The process may be writing it as we
     /// read: the copy is of plain bytes, checked afterwards.
     pub(crate) fn packet(&self, index: u64) -> Result<uapi::Packet> {
