@@ -13,6 +13,10 @@
 //!   while the kernel completes the FILL);
 //! - the freed range's next user, a 4 KiB FILL of a BO made right after
 //!   the free (it waits for the scrub's commands over its part);
+//! - a FILL as large as one scrub command (`SCRUB` in kmod/hw/user.rs):
+//!   what the FILL after the free waits for beyond the FILL alone is
+//!   compared with what this one takes beyond it (on the full model both
+//!   are one MEM SET of that size; without SET, pattern and zero copies);
 //! - and the device commands a free takes per MiB (counted by the serving
 //!   thread: the scrub's are the kernel's own, which its scheduler does
 //!   not count), up to the end of a FILL over the whole range after the
@@ -22,6 +26,9 @@
 use crate::{bench, control::Control, error::Result, model::ModelOptions};
 use radiance::{kmod, Pattern};
 use std::{sync::atomic::Ordering, time::Instant};
+
+/// The most VRAM one scrub command zeroes (kmod/hw/user.rs `SCRUB`).
+const SCRUB_COMMAND: u64 = 256 << 10;
 
 /// What to run.
 pub struct BenchOptions {
@@ -41,11 +48,13 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let freed = opts.freed_kib << 10;
     let vram = |size| device.create_bo(size, kmod::Placement::Vram, false).map_err(bench::client_error);
     let small = vram(4096)?;
+    let chunk = vram(SCRUB_COMMAND)?;
     let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
     let fill = |q: &mut kmod::Queue, bo: &kmod::BufferObject, size| q.fill(bo, 0, size, Pattern::U32(7));
 
     let (mut alone, mut after, mut next, mut scrubs_ahead) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut after_ratio, mut next_ratio, mut per_mib) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut one_command, mut wait_ratio) = (Vec::new(), Vec::new());
     // Written, so that the scrub has something to zero.
     let write = |q: &mut kmod::Queue, bo: &kmod::BufferObject| bench::round_trip(q, |q| fill(q, bo, freed));
     let mut big = vram(freed)?;
@@ -57,6 +66,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         let a = bench::median_of(opts.samples, || bench::round_trip(&mut queue, |q| fill(q, &small, 4096)))?;
         // Commands per 4 KiB FILL (more than one where it copies a pattern).
         let per_fill = (ran() - at) / opts.samples as u64;
+        let c = bench::median_of(opts.samples, || bench::round_trip(&mut queue, |q| fill(q, &chunk, SCRUB_COMMAND)))?;
         let (mut after_ns, mut next_ns, mut ahead, mut commands) = (Vec::new(), Vec::new(), Vec::new(), 0);
         for _ in 0..opts.samples {
             let before = ran();
@@ -79,6 +89,8 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         scrubs_ahead.push(bench::median(&mut ahead));
         next.push(n);
         after_ratio.push(b / a);
+        one_command.push(c);
+        wait_ratio.push((b - a) / (c - a));
         next_ratio.push(n / a);
         per_mib.push(commands as f64 / opts.samples as f64 / (freed as f64 / f64::from(1 << 20)));
     }
@@ -93,5 +105,11 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     println!("  the freed range's next user, a 4 KiB FILL    {:>10.0} ns", bench::median(&mut next));
     println!("  after free / alone                           {:>10.2}", bench::median(&mut after_ratio));
     println!("  next user / alone                            {:>10.2}", bench::median(&mut next_ratio));
+    println!(
+        "  a {} KiB FILL (one scrub command's size)    {:>10.0} ns",
+        SCRUB_COMMAND >> 10,
+        bench::median(&mut one_command)
+    );
+    println!("  (after free - alone) / (that FILL - alone)   {:>10.2}", bench::median(&mut wait_ratio));
     Ok(())
 }
