@@ -153,11 +153,7 @@ impl Queue {
         if state.faulted || state.destroyed {
             return None;
         }
-        let write =
-            page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| {
-                w.load(Acquire)
-            })
-            .ok()? as u64;
+        let write = self.write_index().ok()?;
         if write.wrapping_sub(state.completed) > u64::from(self.ring_packets) {
             self.fault(state.submitted, EINVAL.to_errno().unsigned_abs(), 0, 0, 0);
             return None;
@@ -170,12 +166,15 @@ impl Queue {
     /// How many published packets the kernel has not taken yet (as the
     /// process set its write index; not checked, only a hint).
     pub(crate) fn backlog(&self) -> u64 {
-        let write =
-            page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| {
-                w.load(Acquire)
-            })
-            .unwrap_or(0) as u64;
+        let write = self.write_index().unwrap_or(0);
         write.saturating_sub(self.state().submitted)
+    }
+
+    /// The write index the process published, as it set it.
+    fn write_index(&self) -> Result<u64> {
+        page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| {
+            w.load(Acquire) as u64
+        })
     }
 
     /// Packet `index` from the ring. The process may be writing it as we
@@ -263,14 +262,10 @@ impl Queue {
     /// Fails the semaphores of the SIGNAL_SEMAPHORE packets from `index`
     /// to the process's write index (at most one ring's worth).
     fn fail_signals(&self, index: u64, error: u32) {
-        let Ok(write) =
-            page_atomic::<i64, _>(&self.control, offset_of!(QueueControl, write_index), |w| {
-                w.load(Acquire)
-            })
-        else {
+        let Ok(write) = self.write_index() else {
             return;
         };
-        let end = (write as u64).min(index + u64::from(self.ring_packets));
+        let end = write.min(index + u64::from(self.ring_packets));
         for i in index..end {
             let Ok(packet) = self.packet(i) else { continue };
             if packet.header.kind == uapi::packet_kind::SIGNAL_SEMAPHORE {
@@ -303,10 +298,9 @@ impl Queue {
         let put32 = |offset, v: u32| {
             let _ = page_atomic::<i32, _>(&self.control, offset, |w| w.store(v as i32, Release));
         };
-        let put64 = |offset, v| self.put64(offset, v);
         put32(offset_of!(QueueControl, error), state.error);
         put32(offset_of!(QueueControl, err_code), state.err_code);
-        put64(offset_of!(QueueControl, fault_index), state.fault_index);
+        self.put64(offset_of!(QueueControl, fault_index), state.fault_index);
         put32(offset_of!(QueueControl, err_pc), state.err_pc);
         put32(offset_of!(QueueControl, err_thread), state.err_thread);
         let status = if state.faulted {
@@ -316,7 +310,7 @@ impl Queue {
         };
         put32(offset_of!(QueueControl, status), status);
         // Last: a process that sees the read index move sees the rest too.
-        put64(offset_of!(QueueControl, read_index), state.completed);
+        self.put64(offset_of!(QueueControl, read_index), state.completed);
     }
 
     /// Stores a u64 of the control block, released.

@@ -22,8 +22,9 @@
 //! It runs as a work item, woken by a doorbell (QUEUE_KICK), a new queue or
 //! the device's interrupt; a doorbell, and a server's answers through the
 //! control node, run the pass right in their system call when no other
-//! holds the scheduler (no worker to wake). Each pass takes responses first (completing
-//! packets in order), then visits the queues round-robin, translating at
+//! holds the scheduler (no worker to wake). Each pass takes responses
+//! first (completing packets in order), then visits the queues
+//! round-robin, translating at
 //! most one packet per queue per turn. When nothing moves and nothing is in
 //! flight, it sets `needs_kick` on every queue not stopped at a semaphore
 //! wait (a semaphore's change wakes it), looks once more, and sleeps.
@@ -323,8 +324,11 @@ impl Scheduler {
         self.blocked.load(Acquire) != 0
     }
 
-    /// Wakes each of `woken` (see [`State::woken`]) through its work item.
-    fn wake(woken: KVec<Arc<Scheduler>>) {
+    /// Outside a pass: drops the lock, then wakes each scheduler a packet
+    /// completed under it woke (see [`State::woken`]) through its work item.
+    fn unlock_and_wake(mut state: Guard<'_, State, MutexBackend>) {
+        let woken = core::mem::take(&mut state.woken);
+        drop(state);
         for scheduler in woken.iter() {
             Self::semaphore_changed(scheduler);
         }
@@ -368,9 +372,7 @@ impl Scheduler {
         let mut state = this.state.lock();
         state.queues.retain(|q| !Arc::ptr_eq(&q.queue, queue));
         Self::watchdog(this, &mut state);
-        let woken = core::mem::take(&mut state.woken);
-        drop(state);
-        Self::wake(woken);
+        Self::unlock_and_wake(state);
     }
 
     /// The device is gone for good: every queue faults with `error` at its
@@ -468,9 +470,7 @@ impl Scheduler {
         }
         this.take_responses(&mut state);
         Self::watchdog(this, &mut state);
-        let woken = core::mem::take(&mut state.woken);
-        drop(state);
-        Self::wake(woken);
+        Self::unlock_and_wake(state);
     }
 
     /// Resets the device if the command at the head of a stream is overdue,
@@ -503,8 +503,8 @@ impl Scheduler {
             // Held back behind the device's own work: the device is slow
             // only if it stands still, and a command it took late ages
             // from then.
-            if let Some(since) = self.hw.ages_from(i as u8).map(|p| p.elapsed()) {
-                age = if since < age { since } else { age };
+            if let Some(since) = self.hw.ages_from(i as u8) {
+                age = age.min(since.elapsed());
             }
             if age >= timeout || abandoned {
                 return Watch::Reset {

@@ -846,13 +846,13 @@ impl Semaphores {
                 };
             seen = *generation;
             drop(generation);
+            if signalled {
+                break Err(ERESTARTSYS);
+            }
             // Only the first look can fail.
             check = self
                 .look(points, any, &mut counted, false)
                 .unwrap_or(Check::Pending);
-            if signalled {
-                break Err(ERESTARTSYS);
-            }
         };
         self.uncount(points, &mut counted);
         result

@@ -157,9 +157,7 @@ pub(crate) trait Interrupt: Send + Sync {
 
     /// In process context with no lock held (a server's answer through the
     /// control node): may do the work right there instead.
-    fn raise_here(&self) {
-        self.raise();
-    }
+    fn raise_here(&self);
 }
 
 #[kunit_tests(radiance_dialects)]
