@@ -217,19 +217,21 @@ impl CudaSemaphore {
     /// Signals `value` from `stream`, a stream of `recorder` (this
     /// semaphore's device or another of its group), once the work queued on
     /// it so far is done, and promises it; the event comes from the
-    /// semaphore's idle ones, or `recorder`'s pool. Called with `recorder`'s context
-    /// current, under the scheduler lock or with nothing held
-    /// (`submit_unlocked` in queue.rs). Whether the scheduler held work
-    /// when the promise was made, read under the timeline's lock: a
-    /// submission being held counts itself in [`HELD`] before it reads the
-    /// promise under the same lock (`promised_locked`), so either it sees
-    /// the promise or the caller sees it counted and settles held work.
+    /// semaphore's idle ones, or `recorder`'s pool. Called with
+    /// `recorder`'s context current, under the scheduler lock or with
+    /// nothing held (`submit_unlocked` in queue.rs). Returns whether the
+    /// scheduler held work when the promise was made, read under the
+    /// timeline's lock: a submission being held counts itself in [`HELD`]
+    /// before it reads the promise under the same lock
+    /// (`promised_locked`), so either it sees the promise or the caller
+    /// sees it counted and settles held work.
     ///
-    /// # Safety
-    /// `stream` is a live stream of `recorder`.
     /// `held` is a timeline the caller has locked (`queue_wait`): used if it
     /// is this semaphore's, let go of before locking this one's otherwise,
     /// so that no two timelines are ever locked together.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of `recorder`.
     #[inline(always)]
     pub(super) unsafe fn signal_on(
         &self,
