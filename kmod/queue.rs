@@ -209,6 +209,15 @@ impl Queue {
         self.put64(offset_of!(QueueControl, read_index), state.completed);
     }
 
+    /// Packet `index`, the next one to take, was taken and completed in one
+    /// step (see `Scheduler::complete_taken`), under one lock.
+    pub(crate) fn take_completed(&self, index: u64) {
+        let mut state = self.state.lock();
+        state.submitted = index + 1;
+        state.completed = index + 1;
+        self.put64(offset_of!(QueueControl, read_index), state.completed);
+    }
+
     /// Stops the queue at packet `index` with a positive errno (and the
     /// device's error for a device fault). The first fault sticks. Every
     /// semaphore the queue still had to signal fails with the same error.

@@ -606,27 +606,46 @@ impl Scheduler {
         // Before the read index moves: a process that sees the packet
         // completed sees what it did to its semaphore.
         if let Some(update) = completion.update {
-            self.update_semaphore(woken, queue, packet, update);
+            let s = queue.state();
+            let faulted = s.faulted && packet >= s.fault_index;
+            self.update_semaphore(woken, queue, update, faulted);
         }
         queue.complete(packet);
     }
 
-    /// A completed packet's semaphore update, unless its queue faulted at
+    /// Takes and completes at once packet `index` of `queue`, translated in
+    /// this turn under this lock (so its queue has not faulted): it has no
+    /// command and nothing is before it on its stream. A NOP or a
+    /// semaphore packet so costs no entry in the stream to settle.
+    fn complete_taken(
+        &self,
+        woken: &mut KVec<Arc<Scheduler>>,
+        queue: &Queue,
+        index: u64,
+        completion: &Completion,
+    ) {
+        completion.hand_back();
+        if let Some(update) = completion.update {
+            self.update_semaphore(woken, queue, update, false);
+        }
+        queue.take_completed(index);
+    }
+
+    /// A completed packet's semaphore update, unless its queue `faulted` at
     /// or before it.
     fn update_semaphore(
         &self,
         woken: &mut KVec<Arc<Scheduler>>,
         queue: &Queue,
-        packet: u64,
         update: SemUpdate,
+        faulted: bool,
     ) {
-        let s = queue.state();
         let sems = queue.objects().semaphores();
         let mut wake = Wake::Later {
             this: self,
             later: woken,
         };
-        match (update, s.faulted && packet >= s.fault_index) {
+        match (update, faulted) {
             (SemUpdate::Signal { handle, value }, false) => {
                 sems.signal_from_queue(handle, value, &mut wake)
             }
@@ -842,11 +861,22 @@ impl Scheduler {
             entry.waiting = false;
             let fresh = entry.staged.is_none();
             if fresh {
-                let queue = entry.queue.clone();
+                let queue = &entry.queue;
                 let Some((index, skip)) = queue.pending() else {
                     continue;
                 };
-                match self.translate(&queue, index, skip) {
+                match self.translate(queue, index, skip) {
+                    Ok(Translated::Run(staged))
+                        if staged.commands.is_empty()
+                            && state
+                                .streams
+                                .get(usize::from(entry.stream))
+                                .is_some_and(|s| s.fifo.is_empty()) =>
+                    {
+                        self.complete_taken(&mut state.woken, queue, index, &staged.completion);
+                        progressed = true;
+                        continue;
+                    }
                     Ok(Translated::Run(staged)) => {
                         queue.mark_submitted(index);
                         entry.staged = Some(staged);

@@ -838,6 +838,37 @@ TEST_F(q, queue_a_signals_and_queue_b_waits)
 	queue_close(&b);
 }
 
+/*
+ * A packet with no device command (a NOP, a semaphore packet) completes as
+ * soon as it is taken only when nothing is ahead of it on its stream: here
+ * a 16 MiB fill is, still running when the signal behind it is taken.
+ */
+TEST_F(q, a_signal_behind_a_fill_is_reached_once_the_fill_is_done)
+{
+	const uint64_t size = 16 << 20;
+	struct radiance_bo_create bc;
+	struct queue q;
+	uint32_t *words;
+	int s = radiance_sem_create(self->fd, 0);
+	int bo = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, size, RADIANCE_BO_MAPPABLE, &bc);
+
+	SKIP_UNLESS_VRAM_MAPPABLE();
+	ASSERT_LT(0, s);
+	ASSERT_LT(0, bo);
+	words = mmap(NULL, size, PROT_READ, MAP_SHARED, self->fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, words);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	fill(&q, bo, 0, size, 0x5a5a5a5a, 4);
+	queue_sem(&q, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 1, 0);
+	queue_publish(&q);
+	ASSERT_EQ(0, radiance_sem_wait_for(self->fd, s, 1));
+	EXPECT_EQ(0x5a5a5a5a, words[size / 4 - 1]) TH_LOG("the signal was reached before the fill was done");
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	EXPECT_EQ(2, q.ctl->read_index);
+	munmap(words, size);
+	queue_close(&q);
+}
+
 TEST_F(q, a_queue_stopped_at_a_wait_needs_no_kick)
 {
 	struct radiance_sem_signal sig = { .value = 1 };
