@@ -81,7 +81,8 @@ struct Sem {
     fence_context: u64,
     /// Exported fences waiting for their value, unordered.
     pending: KVec<(u64, Fence)>,
-    /// Host SEM_WAITs sleeping on it, for debugfs.
+    /// Host SEM_WAITs that found it short of their point and may sleep on
+    /// it: for debugfs, and a change with none wakes no host waiter.
     waiters: u32,
     /// Aliases of it in other files, to publish to and wake.
     watchers: KVec<Watcher>,
@@ -95,13 +96,16 @@ struct Watcher {
 }
 
 impl Watcher {
-    /// The watched semaphore moved to `value`.
-    fn changed(&self, value: u64, wake: &mut Wake<'_>) {
+    /// The watched semaphore moved to `value`; `host_waiters`: a SEM_WAIT
+    /// may sleep on it (see [`Semaphores::raise`]).
+    fn changed(&self, value: u64, wake: &mut Wake<'_>, host_waiters: bool) {
         self.sems.publish(self.slot, value);
-        // Notified at once: the alias's waiters look at their own table
-        // first, which is not held here.
-        self.sems.wake_waiters();
-        self.sems.notify();
+        if host_waiters {
+            // Notified at once: the alias's waiters look at their own table
+            // first, which is not held here.
+            self.sems.wake_waiters();
+            self.sems.notify();
+        }
         wake.scheduler(&self.sems.scheduler);
     }
 }
@@ -175,7 +179,7 @@ impl Drop for Sem {
         }
         // Its aliases now read as failed.
         for watcher in self.watchers.iter() {
-            watcher.changed(uapi::SEM_FAILED_VALUE, &mut Wake::Now);
+            watcher.changed(uapi::SEM_FAILED_VALUE, &mut Wake::Now, true);
         }
     }
 }
@@ -545,10 +549,18 @@ impl Semaphores {
         // reading this page; read early, it would show no failure.
         self.publish(sem.slot, value);
         sem.signal_fences();
-        self.wake_waiters();
+        // A SEM_WAIT counts itself on a point it finds not reached, under
+        // this table, before it sleeps: one not counted here looks after
+        // this change and sees it. So with no waiter counted, no host wake
+        // (a queue signalling a semaphore nobody waits on on the host costs
+        // no wait-queue lock).
+        let host_waiters = sem.waiters > 0;
+        if host_waiters {
+            self.wake_waiters();
+        }
         wake.scheduler(&self.scheduler);
         for watcher in sem.watchers.iter() {
-            watcher.changed(value, wake);
+            watcher.changed(value, wake, host_waiters);
         }
     }
 
