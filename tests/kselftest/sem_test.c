@@ -468,6 +468,88 @@ TEST_F(sem, a_wait_counts_itself_on_the_points_not_reached)
 	EXPECT_EQ(0, waiters_on(b));
 }
 
+/*
+ * Answers ping n with pong n once the value page shows n, after a spin that
+ * grows with n and starts over every 64 pings, so that the answers sweep
+ * the other side's path from its signal to its sleep.
+ */
+struct echo {
+	int fd;
+	uint32_t pong;
+	const _Atomic uint64_t *ping;
+	int trips;
+};
+
+static void *echo_pings(void *arg)
+{
+	struct echo *e = arg;
+
+	for (int n = 1; n <= e->trips; n++) {
+		while (atomic_load(e->ping) < (uint64_t)n)
+			;
+		for (volatile int spin = 0; spin < n % 64 * 100; spin++)
+			;
+		if (radiance_sem_signal(e->fd, e->pong, n))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/*
+ * Ping-pong against a thread that answers without sleeping, so that its
+ * signal often lands while this thread's wait is between a look at the
+ * points and its sleep. That wait is on `extra` points (reached) as well as
+ * on pong: 0 for a wait on own semaphores alone (it sleeps under the table
+ * it looked under), 1 for one with an alias point too (it sleeps unless a
+ * change moved the file's count since it looked). A wake-up lost there
+ * leaves the wait asleep (no deadline), and the harness's timeout fails the
+ * test.
+ */
+static void ping_pong(struct __test_metadata *_metadata, int fd, int extra)
+{
+	enum { TRIPS = 2000 };
+	long page = getpagesize();
+	uint64_t off;
+	int ping = sem_create(fd, 0, &off), other = radiance_open(0);
+	struct radiance_sem_import_handle import = { .fd = other };
+	struct radiance_sem_wait_point p[2];
+	struct echo e = { .fd = fd, .pong = sem_create(fd, 0, NULL), .trips = TRIPS };
+	const _Atomic uint64_t *values;
+	pthread_t t;
+	void *ret;
+
+	ASSERT_LT(0, ping);
+	ASSERT_LT(0, e.pong);
+	ASSERT_LE(0, other);
+	import.handle = sem_create(other, 1, NULL);
+	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_SEM_IMPORT_HANDLE, &import));
+	p[0] = (struct radiance_sem_wait_point){ .handle = e.pong };
+	p[1] = (struct radiance_sem_wait_point){ .handle = import.new_handle, .value = 1 };
+	values = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, off / page * page);
+	ASSERT_NE(MAP_FAILED, values);
+	e.ping = &values[off % page / 8];
+	ASSERT_EQ(0, pthread_create(&t, NULL, echo_pings, &e));
+	for (int n = 1; n <= TRIPS; n++) {
+		p[0].value = n;
+		ASSERT_EQ(0, radiance_sem_signal(fd, ping, n));
+		ASSERT_EQ(0, sem_wait(fd, p, 1 + extra, 0, INT64_MAX, NULL));
+	}
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(NULL, ret);
+	munmap((void *)values, page);
+	close(other);
+}
+
+TEST_F(sem, a_signal_between_a_waits_look_and_its_sleep_wakes_it)
+{
+	ping_pong(_metadata, self->fd, 0);
+}
+
+TEST_F(sem, a_signal_between_an_alias_waits_look_and_its_sleep_wakes_it)
+{
+	ping_pong(_metadata, self->fd, 1);
+}
+
 TEST(handles_belong_to_their_file_and_close_frees)
 {
 	int a = radiance_open(0), b = radiance_open(0);
