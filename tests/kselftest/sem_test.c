@@ -207,6 +207,33 @@ TEST_F(sem, wait_all_and_wait_any)
 	EXPECT_EQ(0, index);
 }
 
+/* Waits of four points (read onto the stack) and of five (allocated). */
+TEST_F(sem, waits_of_four_and_of_five_points)
+{
+	struct radiance_sem_wait_point p[5];
+	uint32_t index = 99;
+
+	for (int i = 0; i < 5; i++) {
+		int h = sem_create(self->fd, i, NULL);
+
+		ASSERT_LT(0, h);
+		p[i] = (struct radiance_sem_wait_point){ .handle = h, .value = 3 };
+	}
+	EXPECT_EQ(0, sem_wait(self->fd, p, 4, RADIANCE_SEM_WAIT_ANY, 0, &index));
+	EXPECT_EQ(3, index);
+	EXPECT_EQ(-ETIME, sem_wait(self->fd, p, 4, 0, 0, NULL));
+	EXPECT_EQ(-ETIME, sem_wait(self->fd, p, 5, 0, 0, NULL));
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, radiance_sem_signal(self->fd, p[i].handle, 3));
+	EXPECT_EQ(0, sem_wait(self->fd, p, 4, 0, 0, NULL));
+	EXPECT_EQ(0, sem_wait(self->fd, p, 5, 0, 0, NULL));
+	/* The fifth point is read too: failing it fails the wait of five. */
+	ASSERT_EQ(0, radiance_sem_fail(self->fd, p[4].handle, EIO));
+	EXPECT_EQ(0, sem_wait(self->fd, p, 4, 0, 0, NULL));
+	EXPECT_EQ(-EIO, sem_wait(self->fd, p, 5, 0, 0, &index));
+	EXPECT_EQ(4, index);
+}
+
 TEST_F(sem, timeouts_end_at_the_deadline_not_before)
 {
 	int h = sem_create(self->fd, 0, NULL);
