@@ -496,6 +496,31 @@ TEST_F(sem, a_wait_counts_itself_on_the_points_not_reached)
 }
 
 /*
+ * An argument a call leaves as it was is not copied back: SEM_SIGNAL's may
+ * be read-only. One it changes is: an ALL wait's index comes back 0.
+ */
+TEST_F(sem, only_a_changed_argument_is_copied_back)
+{
+	long page = getpagesize();
+	struct radiance_sem_signal *sig = mmap(NULL, page, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int h = sem_create(self->fd, 0, NULL);
+	struct radiance_sem_wait_point p = { .handle = h, .value = 1 };
+	struct radiance_sem_wait w = { .points = (uintptr_t)&p, .count = 1, .index = 99 };
+
+	ASSERT_LT(0, h);
+	ASSERT_NE(MAP_FAILED, sig);
+	sig->handle = h;
+	sig->value = 1;
+	ASSERT_EQ(0, mprotect(sig, page, PROT_READ));
+	EXPECT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_SIGNAL, sig));
+	EXPECT_EQ(1, radiance_sem_value(self->fd, h));
+	EXPECT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_WAIT, &w));
+	EXPECT_EQ(0, w.index);
+	munmap(sig, page);
+}
+
+/*
  * Answers ping n with pong n once the value page shows n, after a spin that
  * grows with n and starts over every 64 pings, so that the answers sweep
  * the other side's path from its signal to its sleep.
