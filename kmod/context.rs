@@ -320,21 +320,30 @@ impl Context {
             return Err(EINVAL);
         }
         let count = args.count as usize;
-        let mut points = KVec::<uapi::SemWaitPoint>::with_capacity(count, GFP_KERNEL)?;
+        // Most waits have a few points: those are read onto the stack, with
+        // no allocation to make and free around a sleep.
+        let mut few = [uapi::SemWaitPoint::default(); 4];
+        let mut many = KVec::new();
+        let points = match few.get_mut(..count) {
+            Some(points) => points,
+            None => {
+                many.resize(count, uapi::SemWaitPoint::default(), GFP_KERNEL)?;
+                &mut many[..]
+            }
+        };
         let mut reader = UserSlice::new(
             UserPtr::from_addr(args.points as usize),
             count * size_of::<uapi::SemWaitPoint>(),
         )
         .reader();
-        for _ in 0..count {
-            let point: uapi::SemWaitPoint = reader.read()?;
+        for point in points.iter_mut() {
+            *point = reader.read()?;
             if point.pad != 0 {
                 return Err(EINVAL);
             }
-            points.push(point, GFP_KERNEL)?;
         }
         self.sems
-            .wait(&points, any, args.deadline_ns, &mut args.index)
+            .wait(points, any, args.deadline_ns, &mut args.index)
     }
 
     /// SEM_EXPORT_SYNC_FILE.

@@ -30,7 +30,7 @@ use crate::{
 };
 
 /// An ioctl argument struct of the uapi.
-trait IoctlArg: FromBytes + AsBytes + Default {
+trait IoctlArg: FromBytes + AsBytes + Default + Clone {
     /// Every size of this struct ever released.
     const SIZES: &'static [usize];
     /// Whether a failed call still writes the struct back (SEM_WAIT says
@@ -164,9 +164,14 @@ fn call<T: IoctlArg>(
     let mut value = T::default();
     let user_part = value.as_bytes_mut().get_mut(..cmd.size).ok_or(EINVAL)?;
     reader.read_slice(user_part)?;
+    let read = value.clone();
     let result = handler(&mut value);
-    if result.is_ok() || T::COPY_BACK_ON_ERROR {
-        writer.write_slice(value.as_bytes().get(..cmd.size).ok_or(EINVAL)?)?;
+    // Only a changed argument is copied back (most handlers of a hot path
+    // change nothing, or nothing for most calls): a compare costs less
+    // than a copy to user memory, which is a lock acquisition to lockdep.
+    let back = value.as_bytes().get(..cmd.size).ok_or(EINVAL)?;
+    if (result.is_ok() || T::COPY_BACK_ON_ERROR) && read.as_bytes().get(..cmd.size) != Some(back) {
+        writer.write_slice(back)?;
     }
     result.map(|()| 0)
 }

@@ -39,6 +39,11 @@ use kernel::{
             Relaxed,
             Release, //
         },
+        lock::{
+            mutex::MutexBackend,
+            Backend,
+            Guard, //
+        },
         Arc,
         CondVar,
         CondVarTimeoutResult,
@@ -48,6 +53,7 @@ use kernel::{
     time::{
         msecs_to_jiffies,
         ClockSource,
+        Jiffies,
         Monotonic, //
     },
 };
@@ -201,6 +207,12 @@ impl Table {
         self.sems.get_mut(&handle).ok_or(ENOENT)
     }
 
+    /// Runs `f` on semaphore `handle`: how a wait on own semaphores finds
+    /// its points.
+    fn visit(&mut self, handle: u32, f: &mut dyn FnMut(&mut Sem)) -> Result {
+        self.get_mut(handle).map(f)
+    }
+
     /// A new handle and value slot.
     fn take_handle(&mut self) -> Result<(u32, usize)> {
         let handle = self.next_handle;
@@ -279,6 +291,108 @@ impl Counted {
     }
 }
 
+/// One SEM_WAIT: its points, all or any of which it waits for, and its
+/// deadline.
+struct Wait<'a> {
+    points: &'a [SemWaitPoint],
+    any: bool,
+    deadline_ns: i64,
+}
+
+impl Wait<'_> {
+    /// One look at every point of a wait, each on the semaphore `lookup`
+    /// finds for its handle. In the same lock it keeps the wait counted
+    /// (`Sem::waiters`, for debugfs) on exactly the points that are not
+    /// reached, as `counted` records: a wait that sleeps once and wakes
+    /// reached looks twice, once counting itself and once uncounting. The
+    /// first point in order that failed, or for ANY that is reached,
+    /// decides. A handle that names nothing is ENOENT on the `first` look
+    /// (nothing stays counted); later, like an alias whose semaphore is
+    /// gone, it has failed with ECANCELED (destroyed meanwhile, with its
+    /// count).
+    fn look(
+        &self,
+        counted: &mut Counted,
+        first: bool,
+        mut lookup: impl FnMut(u32, &mut dyn FnMut(&mut Sem)) -> Result,
+    ) -> Result<Check> {
+        let mut decided = None;
+        let mut all_done = true;
+        for (i, p) in (0u32..).zip(self.points) {
+            let was_counted = counted.take(i);
+            let mut state = WaitState::Pending;
+            let found = lookup(p.handle, &mut |sem| {
+                state = WaitState::of(sem, p.value);
+                match (was_counted, matches!(state, WaitState::Pending)) {
+                    (false, true) => sem.waiters = sem.waiters.saturating_add(1),
+                    (true, false) => sem.waiters = sem.waiters.saturating_sub(1),
+                    _ => {}
+                }
+            });
+            let state = match found {
+                Err(e) if e == ENOENT && first => {
+                    self.uncount(counted, lookup);
+                    return Err(e);
+                }
+                Ok(()) => state,
+                Err(_) => WaitState::Failed(ecanceled()),
+            };
+            let check = match state {
+                WaitState::Failed(error) => Some(Check::Failed(i, error)),
+                WaitState::Reached if self.any => Some(Check::Done(i)),
+                WaitState::Reached => None,
+                WaitState::Pending => {
+                    counted.set(i);
+                    all_done = false;
+                    None
+                }
+            };
+            decided = decided.or(check);
+        }
+        Ok(match decided {
+            Some(check) => check,
+            None if all_done && !self.any => Check::Done(0),
+            None => Check::Pending,
+        })
+    }
+
+    /// A wait is leaving: uncounts it from the points it is still counted
+    /// on (an ANY wait that is done, a failure, a timeout, a signal).
+    fn uncount(
+        &self,
+        counted: &mut Counted,
+        mut lookup: impl FnMut(u32, &mut dyn FnMut(&mut Sem)) -> Result,
+    ) {
+        for (i, p) in (0u32..).zip(self.points) {
+            if counted.take(i) {
+                // A semaphore gone meanwhile took its count with it.
+                let _ = lookup(p.handle, &mut |sem| {
+                    sem.waiters = sem.waiters.saturating_sub(1)
+                });
+            }
+        }
+    }
+
+    /// The time left before the deadline, in jiffies (None: no deadline);
+    /// ETIME once it has passed.
+    fn timeout(&self) -> Result<Option<Jiffies>> {
+        if self.deadline_ns == i64::MAX {
+            return Ok(None);
+        }
+        // The deadline is CLOCK_MONOTONIC nanoseconds, as the ABI says.
+        let remaining = self.deadline_ns.saturating_sub(Monotonic::ktime_get());
+        if remaining <= 0 {
+            return Err(ETIME);
+        }
+        // Rounded up, so a wake-up by timeout is never early; the wait
+        // rechecks the clock anyway.
+        let ms = (remaining as u64).div_ceil(1_000_000);
+        Ok(Some(msecs_to_jiffies(
+            u32::try_from(ms).unwrap_or(u32::MAX),
+        )))
+    }
+}
+
 /// ECANCELED as a semaphore's error: what a destroyed one reads as.
 fn ecanceled() -> u32 {
     ECANCELED.to_errno().unsigned_abs()
@@ -290,17 +404,22 @@ fn ecanceled() -> u32 {
 /// tables are never held together either: an alias is resolved under its
 /// own file's table, which is dropped before the owner's is taken. `wake`
 /// (a spinlock) nests inside any file's `table` (a change under one file's
-/// table wakes the waiters of every file that aliases it) and nothing is
-/// taken under it.
+/// table wakes the waiters of every file that aliases it). Only `changed`'s
+/// own wait-queue lock is taken under `wake`, or under `table` (a wait
+/// queues on `changed` holding either, see [`Semaphores::wait`]).
 #[pin_data]
 pub(crate) struct Semaphores {
     #[pin]
     table: Mutex<Table>,
-    /// Counts changes; a waiter sleeps on `changed` only if no change came
-    /// since it last looked, so that it looks at its points (in several
-    /// files' tables) without holding a lock across them.
+    /// Counts changes while `aliased_waits` is not 0; such a wait sleeps on
+    /// `changed` only if no change came since it last looked, so that it
+    /// looks at its points (in several files' tables) without holding a
+    /// lock across them.
     #[pin]
     wake: SpinLock<u64>,
+    /// Waits of this file in progress with a point on an alias (see
+    /// [`Semaphores::wake_waiters`]).
+    aliased_waits: Atomic<u32>,
     /// Notified, with `wake`, on every change of this file's semaphores and
     /// of those it aliases.
     #[pin]
@@ -333,6 +452,7 @@ impl Semaphores {
         Ok(try_pin_init!(Self {
             table <- new_mutex!(table, "Semaphores::table"),
             wake <- new_spinlock!(0, "Semaphores::wake"),
+            aliased_waits: Atomic::new(0),
             changed <- new_condvar!("Semaphores::changed"),
             notify: Atomic::new(0),
             imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
@@ -359,18 +479,29 @@ impl Semaphores {
     /// Wakes this file's host waiters: moves the count now, under the
     /// table of the semaphore that changed, and leaves the wake-up itself
     /// to [`Semaphores::notify`].
+    ///
+    /// The count is for aliased waits only, and moved only while there is
+    /// one. None misses a move: it counts itself before its first look at
+    /// a point, which takes the table this change holds; if that look came
+    /// first, its count is ordered before this read by that table's
+    /// unlock and lock (and stays up until it leaves); if this change came
+    /// first, the look sees it. Waits on own semaphores only sleep under
+    /// the table, not on the count.
     fn wake_waiters(&self) {
-        let mut generation = self.wake.lock();
-        *generation = generation.wrapping_add(1);
+        if self.aliased_waits.load(Relaxed) != 0 {
+            let mut generation = self.wake.lock();
+            *generation = generation.wrapping_add(1);
+        }
         self.notify.store(1, Release);
     }
 
-    /// Wakes the host waiters if a change since the last call moved the
-    /// count; called once the table is dropped, so that a waiter does not
-    /// wake into the table it must take to look. None is missed: a waiter
-    /// goes to sleep only if the count did not move, and is on `changed`'s
-    /// queue before it drops `wake`; every move is followed by a call that
-    /// finds the flag set, or by one already past the move's store that
+    /// Wakes the host waiters if a change was made since the last call;
+    /// called once the table is dropped, so that a waiter does not wake
+    /// into the table it must take to look. None is missed: a waiter is on
+    /// `changed`'s queue before it drops the lock it looked under (`table`)
+    /// or checked the count under (`wake`), so a change it did not see
+    /// sets the flag after that; every change is followed by a call that
+    /// finds the flag set, or by one already past the change's store that
     /// notifies after it.
     fn notify(&self) {
         // Most calls find it clear (a lookup, or nothing to wake): no
@@ -734,76 +865,6 @@ impl Semaphores {
         })
     }
 
-    /// One look at every point of a wait, each under its owner's table in
-    /// turn. In the same lock it keeps the wait counted (`Sem::waiters`,
-    /// for debugfs) on exactly the points that are not reached, as
-    /// `counted` records: a wait that sleeps once and wakes reached looks
-    /// twice, once counting itself and once uncounting. The first point in
-    /// order that failed, or for ANY that is reached, decides. A handle
-    /// that names nothing is ENOENT on the `first` look (nothing stays
-    /// counted); later, like an alias whose semaphore is gone, it has
-    /// failed with ECANCELED (destroyed meanwhile, with its count).
-    fn look(
-        &self,
-        points: &[SemWaitPoint],
-        any: bool,
-        counted: &mut Counted,
-        first: bool,
-    ) -> Result<Check> {
-        let mut decided = None;
-        let mut all_done = true;
-        for (i, p) in (0u32..).zip(points) {
-            let was_counted = counted.take(i);
-            let state = self.with_sem(p.handle, |_, sem| {
-                let state = WaitState::of(sem, p.value);
-                match (was_counted, matches!(state, WaitState::Pending)) {
-                    (false, true) => sem.waiters = sem.waiters.saturating_add(1),
-                    (true, false) => sem.waiters = sem.waiters.saturating_sub(1),
-                    _ => {}
-                }
-                Ok(state)
-            });
-            let state = match state {
-                Err(e) if e == ENOENT && first => {
-                    self.uncount(points, counted);
-                    return Err(e);
-                }
-                Ok(state) => state,
-                Err(_) => WaitState::Failed(ecanceled()),
-            };
-            let check = match state {
-                WaitState::Failed(error) => Some(Check::Failed(i, error)),
-                WaitState::Reached if any => Some(Check::Done(i)),
-                WaitState::Reached => None,
-                WaitState::Pending => {
-                    counted.set(i);
-                    all_done = false;
-                    None
-                }
-            };
-            decided = decided.or(check);
-        }
-        Ok(match decided {
-            Some(check) => check,
-            None if all_done && !any => Check::Done(0),
-            None => Check::Pending,
-        })
-    }
-
-    /// A wait is leaving: uncounts it from the points it is still counted
-    /// on (an ANY wait that is done, a failure, a timeout, a signal).
-    fn uncount(&self, points: &[SemWaitPoint], counted: &mut Counted) {
-        for (i, p) in (0u32..).zip(points) {
-            if counted.take(i) {
-                // A semaphore gone meanwhile took its count with it.
-                let _ = self.with_sem(p.handle, |_, sem| {
-                    sem.waiters = sem.waiters.saturating_sub(1);
-                    Ok(())
-                });
-            }
-        }
-    }
-
     /// SEM_WAIT: blocks until all (or any) points are reached, a semaphore
     /// fails or goes, the absolute CLOCK_MONOTONIC `deadline_ns` passes
     /// (ETIME), or a signal comes (ERESTARTSYS: the deadline is absolute, so
@@ -816,58 +877,114 @@ impl Semaphores {
         deadline_ns: i64,
         index: &mut u32,
     ) -> Result {
+        let wait = Wait {
+            points,
+            any,
+            deadline_ns,
+        };
+        let mut table = self.table.lock();
+        if points.iter().all(|p| table.sems.get(&p.handle).is_some()) {
+            return self.wait_own(&mut table, &wait, index);
+        }
+        drop(table);
+        // Counted while it runs: only then do changes move `wake`.
+        self.aliased_waits.fetch_add(1, Relaxed);
+        let result = self.wait_aliased(&wait, index);
+        self.aliased_waits.fetch_sub(1, Relaxed);
+        result
+    }
+
+    /// A wait on this file's own semaphores only: it looks, and sleeps,
+    /// under `table` alone. Every change of them is made under it, so one
+    /// made after a look finds the wait on `changed`'s queue (it queues
+    /// before the table is dropped), and the change's [`Semaphores::notify`]
+    /// wakes it; waking, it holds the table for its next look.
+    fn wait_own(
+        &self,
+        table: &mut Guard<'_, Table, MutexBackend>,
+        wait: &Wait<'_>,
+        index: &mut u32,
+    ) -> Result {
+        let mut counted = Counted::default();
+        let check = wait.look(&mut counted, true, |h, f| table.visit(h, f))?;
+        let result = Self::decide(check, index, || {
+            self.sleep(table, wait)?;
+            wait.look(&mut counted, false, |h, f| table.visit(h, f))
+        });
+        wait.uncount(&mut counted, |h, f| table.visit(h, f));
+        result
+    }
+
+    /// A wait with a point on an alias: it looks at each point under its
+    /// owner's table in turn, holding none across them, and sleeps only if
+    /// no change moved `wake` since it last looked.
+    fn wait_aliased(&self, wait: &Wait<'_>, index: &mut u32) -> Result {
+        let lookup =
+            |handle, f: &mut dyn FnMut(&mut Sem)| self.with_sem(handle, |_, sem| Ok(f(sem)));
         let mut counted = Counted::default();
         // Read before the first look: a change after it is seen by that
         // look or moves the count.
         let mut seen = *self.wake.lock();
         // Every handle must be valid when the wait starts.
-        let mut check = self.look(points, any, &mut counted, true)?;
-        let result = loop {
+        let check = wait.look(&mut counted, true, lookup)?;
+        let result = Self::decide(check, index, || {
+            let mut generation = self.wake.lock();
+            // A change since `seen`: look again. Else sleep until one.
+            if *generation == seen {
+                self.sleep(&mut generation, wait)?;
+            } else {
+                wait.timeout()?;
+            }
+            seen = *generation;
+            drop(generation);
+            // Only the first look can fail.
+            Ok(wait
+                .look(&mut counted, false, lookup)
+                .unwrap_or(Check::Pending))
+        });
+        wait.uncount(&mut counted, lookup);
+        result
+    }
+
+    /// Runs a wait from its first look's `check`: while it is pending,
+    /// `again` sleeps until a change (or fails: ETIME, ERESTARTSYS) and
+    /// looks again.
+    fn decide(
+        mut check: Check,
+        index: &mut u32,
+        mut again: impl FnMut() -> Result<Check>,
+    ) -> Result {
+        loop {
             match check {
                 Check::Done(i) => {
                     *index = i;
-                    break Ok(());
+                    return Ok(());
                 }
                 Check::Failed(i, error) => {
                     *index = i;
-                    break Err(Error::from_errno(-(error as i32)));
+                    return Err(Error::from_errno(-(error as i32)));
                 }
-                Check::Pending => {}
+                Check::Pending => check = again()?,
             }
-            // The deadline is CLOCK_MONOTONIC nanoseconds, as the ABI says.
-            let remaining = deadline_ns.saturating_sub(Monotonic::ktime_get());
-            if remaining <= 0 {
-                break Err(ETIME);
-            }
-            let mut generation = self.wake.lock();
-            // A change since `seen`: look again. Else sleep until one.
-            let signalled = *generation == seen
-                && if deadline_ns == i64::MAX {
-                    // No deadline: no timer to arm and cancel.
-                    self.changed.wait_interruptible(&mut generation)
-                } else {
-                    // Rounded up, so a wake-up by timeout is never early;
-                    // the loop rechecks the clock anyway.
-                    let ms = (remaining as u64).div_ceil(1_000_000);
-                    let ms = u32::try_from(ms).unwrap_or(u32::MAX);
-                    matches!(
-                        self.changed
-                            .wait_interruptible_timeout(&mut generation, msecs_to_jiffies(ms)),
-                        CondVarTimeoutResult::Signal { .. }
-                    )
-                };
-            seen = *generation;
-            drop(generation);
-            if signalled {
-                break Err(ERESTARTSYS);
-            }
-            // Only the first look can fail.
-            check = self
-                .look(points, any, &mut counted, false)
-                .unwrap_or(Check::Pending);
+        }
+    }
+
+    /// Sleeps on `changed` with `guard` (the lock the change it waits for
+    /// is made under) dropped, until a notify or `wait`'s deadline; ETIME if it
+    /// has passed, ERESTARTSYS if a signal came.
+    fn sleep<T: ?Sized, B: Backend>(&self, guard: &mut Guard<'_, T, B>, wait: &Wait<'_>) -> Result {
+        let signalled = match wait.timeout()? {
+            // No deadline: no timer to arm and cancel.
+            None => self.changed.wait_interruptible(guard),
+            Some(jiffies) => matches!(
+                self.changed.wait_interruptible_timeout(guard, jiffies),
+                CondVarTimeoutResult::Signal { .. }
+            ),
         };
-        self.uncount(points, &mut counted);
-        result
+        if signalled {
+            return Err(ERESTARTSYS);
+        }
+        Ok(())
     }
 
     /// debugfs `semaphores`: one line of `key=value` pairs per semaphore

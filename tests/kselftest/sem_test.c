@@ -207,6 +207,33 @@ TEST_F(sem, wait_all_and_wait_any)
 	EXPECT_EQ(0, index);
 }
 
+/* Waits of four points (read onto the stack) and of five (allocated). */
+TEST_F(sem, waits_of_four_and_of_five_points)
+{
+	struct radiance_sem_wait_point p[5];
+	uint32_t index = 99;
+
+	for (int i = 0; i < 5; i++) {
+		int h = sem_create(self->fd, i, NULL);
+
+		ASSERT_LT(0, h);
+		p[i] = (struct radiance_sem_wait_point){ .handle = h, .value = 3 };
+	}
+	EXPECT_EQ(0, sem_wait(self->fd, p, 4, RADIANCE_SEM_WAIT_ANY, 0, &index));
+	EXPECT_EQ(3, index);
+	EXPECT_EQ(-ETIME, sem_wait(self->fd, p, 4, 0, 0, NULL));
+	EXPECT_EQ(-ETIME, sem_wait(self->fd, p, 5, 0, 0, NULL));
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, radiance_sem_signal(self->fd, p[i].handle, 3));
+	EXPECT_EQ(0, sem_wait(self->fd, p, 4, 0, 0, NULL));
+	EXPECT_EQ(0, sem_wait(self->fd, p, 5, 0, 0, NULL));
+	/* The fifth point is read too: failing it fails the wait of five. */
+	ASSERT_EQ(0, radiance_sem_fail(self->fd, p[4].handle, EIO));
+	EXPECT_EQ(0, sem_wait(self->fd, p, 4, 0, 0, NULL));
+	EXPECT_EQ(-EIO, sem_wait(self->fd, p, 5, 0, 0, &index));
+	EXPECT_EQ(4, index);
+}
+
 TEST_F(sem, timeouts_end_at_the_deadline_not_before)
 {
 	int h = sem_create(self->fd, 0, NULL);
@@ -466,6 +493,113 @@ TEST_F(sem, a_wait_counts_itself_on_the_points_not_reached)
 	all[1].value = 3;
 	EXPECT_EQ(-ENOENT, sem_wait(self->fd, all, 3, 0, INT64_MAX, NULL));
 	EXPECT_EQ(0, waiters_on(b));
+}
+
+/*
+ * An argument a call leaves as it was is not copied back: SEM_SIGNAL's may
+ * be read-only. One it changes is: an ALL wait's index comes back 0.
+ */
+TEST_F(sem, only_a_changed_argument_is_copied_back)
+{
+	long page = getpagesize();
+	struct radiance_sem_signal *sig = mmap(NULL, page, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int h = sem_create(self->fd, 0, NULL);
+	struct radiance_sem_wait_point p = { .handle = h, .value = 1 };
+	struct radiance_sem_wait w = { .points = (uintptr_t)&p, .count = 1, .index = 99 };
+
+	ASSERT_LT(0, h);
+	ASSERT_NE(MAP_FAILED, sig);
+	sig->handle = h;
+	sig->value = 1;
+	ASSERT_EQ(0, mprotect(sig, page, PROT_READ));
+	EXPECT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_SIGNAL, sig));
+	EXPECT_EQ(1, radiance_sem_value(self->fd, h));
+	EXPECT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_SEM_WAIT, &w));
+	EXPECT_EQ(0, w.index);
+	munmap(sig, page);
+}
+
+/*
+ * Answers ping n with pong n once the value page shows n, after a spin that
+ * grows with n and starts over every 64 pings, so that the answers sweep
+ * the other side's path from its signal to its sleep.
+ */
+struct echo {
+	int fd;
+	uint32_t pong;
+	const _Atomic uint64_t *ping;
+	int trips;
+};
+
+static void *echo_pings(void *arg)
+{
+	struct echo *e = arg;
+
+	for (int n = 1; n <= e->trips; n++) {
+		while (atomic_load(e->ping) < (uint64_t)n)
+			;
+		for (volatile int spin = 0; spin < n % 64 * 100; spin++)
+			;
+		if (radiance_sem_signal(e->fd, e->pong, n))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/*
+ * Ping-pong against a thread that answers without sleeping, so that its
+ * signal often lands while this thread's wait is between a look at the
+ * points and its sleep. That wait is on `extra` points (reached) as well as
+ * on pong: 0 for a wait on own semaphores alone (it sleeps under the table
+ * it looked under), 1 for one with an alias point too (it sleeps unless a
+ * change moved the file's count since it looked). A wake-up lost there
+ * leaves the wait asleep (no deadline), and the harness's timeout fails the
+ * test.
+ */
+static void ping_pong(struct __test_metadata *_metadata, int fd, int extra)
+{
+	enum { TRIPS = 2000 };
+	long page = getpagesize();
+	uint64_t off;
+	int ping = sem_create(fd, 0, &off), other = radiance_open(0);
+	struct radiance_sem_import_handle import = { .fd = other };
+	struct radiance_sem_wait_point p[2];
+	struct echo e = { .fd = fd, .pong = sem_create(fd, 0, NULL), .trips = TRIPS };
+	const _Atomic uint64_t *values;
+	pthread_t t;
+	void *ret;
+
+	ASSERT_LT(0, ping);
+	ASSERT_LT(0, e.pong);
+	ASSERT_LE(0, other);
+	import.handle = sem_create(other, 1, NULL);
+	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_SEM_IMPORT_HANDLE, &import));
+	p[0] = (struct radiance_sem_wait_point){ .handle = e.pong };
+	p[1] = (struct radiance_sem_wait_point){ .handle = import.new_handle, .value = 1 };
+	values = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, off / page * page);
+	ASSERT_NE(MAP_FAILED, values);
+	e.ping = &values[off % page / 8];
+	ASSERT_EQ(0, pthread_create(&t, NULL, echo_pings, &e));
+	for (int n = 1; n <= TRIPS; n++) {
+		p[0].value = n;
+		ASSERT_EQ(0, radiance_sem_signal(fd, ping, n));
+		ASSERT_EQ(0, sem_wait(fd, p, 1 + extra, 0, INT64_MAX, NULL));
+	}
+	ASSERT_EQ(0, pthread_join(t, &ret));
+	EXPECT_EQ(NULL, ret);
+	munmap((void *)values, page);
+	close(other);
+}
+
+TEST_F(sem, a_signal_between_a_waits_look_and_its_sleep_wakes_it)
+{
+	ping_pong(_metadata, self->fd, 0);
+}
+
+TEST_F(sem, a_signal_between_an_alias_waits_look_and_its_sleep_wakes_it)
+{
+	ping_pong(_metadata, self->fd, 1);
 }
 
 TEST(handles_belong_to_their_file_and_close_frees)
