@@ -31,6 +31,7 @@
 //! back to their own pool.
 
 use super::{
+    context::Context,
     device::Shared,
     queue::{HELD, SCHEDULER},
     result::Api,
@@ -96,20 +97,20 @@ impl EventPool {
     /// from the pool when empty, or new if both are.
     ///
     /// # Safety
-    /// `stream` is a live stream of the device, whose context is current.
-    pub(super) unsafe fn record(&self, stash: &mut Vec<CUevent>, api: Api, stream: CUstream) -> Result<CUevent> {
-        let event = self.take(stash, api)?;
-        if let Err(e) = api.event_record(event, stream) {
+    /// `stream` is a live stream of the device, whose context is `ctx`.
+    pub(super) unsafe fn record(&self, stash: &mut Vec<CUevent>, ctx: &Context, stream: CUstream) -> Result<CUevent> {
+        let event = self.take(stash, ctx)?;
+        if let Err(e) = ctx.api().event_record(event, stream) {
             stash.push(event);
             return Err(e);
         }
         Ok(event)
     }
 
-    /// An idle event, not yet recorded: see [`EventPool::record`]. The
-    /// device's context is current.
+    /// An idle event, not yet recorded: see [`EventPool::record`]. `ctx` is
+    /// the device's context, made current only to create one.
     #[inline(always)]
-    fn take(&self, stash: &mut Vec<CUevent>, api: Api) -> Result<CUevent> {
+    fn take(&self, stash: &mut Vec<CUevent>, ctx: &Context) -> Result<CUevent> {
         if stash.is_empty() {
             let mut free = lock(&self.free);
             let from = free.len().saturating_sub(EVENTS_TAKEN);
@@ -117,17 +118,25 @@ impl EventPool {
         }
         match stash.pop() {
             Some(event) => Ok(event),
-            None => api.event_create(),
+            None => Self::create(ctx),
         }
     }
 
-    /// One idle event from the pool, or a new one. The device's context is
-    /// current.
-    fn take_one(&self, api: Api) -> Result<CUevent> {
+    /// One idle event from the pool, or a new one: see [`EventPool::take`].
+    fn take_one(&self, ctx: &Context) -> Result<CUevent> {
         match lock(&self.free).pop() {
             Some(event) => Ok(event),
-            None => api.event_create(),
+            None => Self::create(ctx),
         }
+    }
+
+    /// A new event: the submission path may run with no context current
+    /// (`Context::enter_for_streams`), and an event is made in the current
+    /// one.
+    #[cold]
+    fn create(ctx: &Context) -> Result<CUevent> {
+        let _current = ctx.enter()?;
+        ctx.api().event_create()
     }
 
     pub(super) fn give_back(&self, events: impl IntoIterator<Item = CUevent>) {
@@ -218,7 +227,8 @@ impl CudaSemaphore {
     /// semaphore's device or another of its group), once the work queued on
     /// it so far is done, and promises it; the event comes from the
     /// semaphore's idle ones, or `recorder`'s pool. Called with
-    /// `recorder`'s context current, under the scheduler lock or with
+    /// `recorder`'s context entered for streams
+    /// (`Context::enter_for_streams`), under the scheduler lock or with
     /// nothing held (`submit_unlocked` in queue.rs). Returns whether the
     /// scheduler held work when the promise was made, read under the
     /// timeline's lock: a submission being held counts itself in [`HELD`]
@@ -254,8 +264,8 @@ impl CudaSemaphore {
         let api = recorder.ctx.api();
         let own = Arc::ptr_eq(recorder, &self.shared);
         let event = match own {
-            true => recorder.events.take(&mut timeline.idle, api)?,
-            false => recorder.events.take_one(api)?,
+            true => recorder.events.take(&mut timeline.idle, &recorder.ctx)?,
+            false => recorder.events.take_one(&recorder.ctx)?,
         };
         // Built before the driver call, not after: moved into the vector
         // right after its fields were stored, it is copied by wide loads of
@@ -288,7 +298,7 @@ impl CudaSemaphore {
     /// itself (passed in order) or the value is reached. The timeline stays
     /// locked until the wait is queued, so that the event cannot go back to
     /// the pool and be recorded again first. Called with the device's
-    /// context current, for values reached or promised. The timeline comes
+    /// context entered for streams, for values reached or promised. The timeline comes
     /// back still locked, for a signal of the same semaphore in the same
     /// submission (`signal_on`): a timeline handed from queue to queue then
     /// costs one lock per edge, not two.
@@ -335,7 +345,7 @@ impl CudaSemaphore {
     /// the device that recorded it.
     fn done(&self, timepoint: &Timepoint) -> Result<bool> {
         let recorder = timepoint.recorder.as_deref().unwrap_or(&self.shared);
-        let _current = recorder.ctx.enter()?;
+        let _current = recorder.ctx.enter_for_streams()?;
         // SAFETY: the pool's events live as long as its device, which the
         // timepoint holds where it is not this semaphore's.
         unsafe { recorder.ctx.api().event_query(timepoint.event) }
