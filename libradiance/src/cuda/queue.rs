@@ -448,7 +448,12 @@ impl QueueShared {
     ) -> Result<bool> {
         let mut held_work = false;
         for (semaphore, value) in signals {
-            let s = cuda_semaphore(semaphore.borrow())?;
+            let s = match &locked {
+                // The last wait's, cast already: an edge from queue to queue
+                // then casts its semaphore once here, not twice.
+                Some(held) if std::ptr::addr_eq(semaphore.borrow().backend(), held.of) => held.of,
+                _ => cuda_semaphore(semaphore.borrow())?,
+            };
             // SAFETY: the stream is ours and live.
             held_work |= unsafe { s.signal_on(locked.take(), &self.shared, self.stream, *value)? };
         }

@@ -402,7 +402,7 @@ impl CudaSemaphore {
 
 /// A semaphore's timeline, locked by `queue_wait` for `signal_on`.
 pub(super) struct Locked<'a> {
-    of: &'a CudaSemaphore,
+    pub(super) of: &'a CudaSemaphore,
     timeline: SpinGuard<'a, Timeline>,
 }
 
