@@ -179,6 +179,25 @@ fn waits_and_signals_of_one_submission_keep_timelines_in_order() {
     assert_eq!(b.query().unwrap(), 2 * u64::from(ROUNDS));
 }
 
+/// A submission that waits on one semaphore and signals another: the
+/// signal reaches the other (cuda/queue.rs reuses the waited semaphore's
+/// cast for a signal only when it names the same semaphore), round after
+/// round between two queues.
+#[test]
+#[ignore = "needs cuda:0 (run with --include-ignored on a machine with the CUDA driver and a GPU)"]
+fn a_signal_after_a_wait_on_another_semaphore_reaches_its_own() {
+    const ROUNDS: u64 = 100;
+    let device = cuda();
+    let (a, b) = (device.create_semaphore(0).unwrap(), device.create_semaphore(0).unwrap());
+    let q = [device.create_queue().unwrap(), device.create_queue().unwrap()];
+    for i in 1..=ROUNDS {
+        q[0].barrier(&[(&b, i - 1)], &[(&a, i)]).unwrap();
+        q[1].barrier(&[(&a, i)], &[(&b, i)]).unwrap();
+    }
+    b.wait(ROUNDS, Duration::from_secs(10)).unwrap();
+    assert_eq!((a.query().unwrap(), b.query().unwrap()), (ROUNDS, ROUNDS));
+}
+
 /// A barrier queues without its queue's state lock (`queue_edge` in
 /// cuda/queue.rs), so it may come while another thread captures a command
 /// buffer into a graph on the same queue: the capture must not take in the
