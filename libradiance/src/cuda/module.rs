@@ -100,7 +100,7 @@ unsafe impl Send for Prepared {}
 impl Prepared {
     /// Checks `launch` as a Radiance device would run it and translates its
     /// addresses; `closing` is the queue's word that stops SPIN.
-    #[inline]
+    #[inline(always)]
     pub(super) fn new(shared: &Shared, closing: CUdeviceptr, launch: &Launch) -> Result<Self> {
         let native = NativeLaunch::translate(&shared.space, closing, launch)?;
         let function = shared.kernels.functions[native.kernel];
