@@ -109,7 +109,7 @@ impl<B: Addressed> NativeLaunch<B> {
     /// Checks `launch` as a Radiance device would run it and translates its
     /// addresses through `space`; `closing` is the native address of the
     /// queue's word that stops SPIN.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn translate(space: &AddressSpace<B>, closing: u64, launch: &Launch) -> Result<Self> {
         let mut k = Translator { space, launch, buffers: Vec::new() };
         // The built-in start code runs the kernel at `kernel_pc`.

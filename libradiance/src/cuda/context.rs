@@ -4,7 +4,7 @@
 
 use super::{
     result::Api,
-    sys::{CUcontext, CUdevice},
+    sys::{CUcontext, CUdevice, CUevent, CUstream},
 };
 use crate::Result;
 
@@ -14,6 +14,13 @@ pub(super) struct Context {
     api: Api,
     device: CUdevice,
     ctx: CUcontext,
+    /// Whether the driver takes the context of a call on a stream or an
+    /// event from that stream or event, so that the submission path need
+    /// not ask which context is current ([`Context::enter_for_streams`]):
+    /// asking costs as much as a tenth of an edge between queues on some of
+    /// the H100 machine's CPUs. Found out once, when the device opens
+    /// ([`Context::learn_whether_streams_carry_it`]).
+    streams_carry_it: bool,
 }
 
 // SAFETY: driver contexts may be used from any thread.
@@ -27,7 +34,43 @@ pub(super) struct Current<'a>(Option<&'a Context>);
 
 impl Context {
     pub(super) fn retain(api: Api, device: CUdevice) -> Result<Self> {
-        Ok(Self { api, device, ctx: api.primary_context_retain(device)? })
+        Ok(Self { api, device, ctx: api.primary_context_retain(device)?, streams_carry_it: false })
+    }
+
+    /// Runs `calls` with a new stream and event of this context on a thread
+    /// of its own, where no context is current: if they succeed, the driver
+    /// takes the context of such calls from their stream and event (as
+    /// CUDA 13's does), and [`Context::enter_for_streams`] makes none
+    /// current from now on.
+    pub(super) fn learn_whether_streams_carry_it(
+        &mut self,
+        calls: impl FnOnce(Api, CUstream, CUevent) -> Result<()> + Send,
+    ) -> Result<()> {
+        let api = self.api;
+        let carried = {
+            let _current = self.enter()?;
+            let stream = api.stream_create()?;
+            let event = api.event_create();
+            let carried = event.as_ref().is_ok_and(|&event| {
+                // Handles are plain numbers to the thread: the driver's
+                // objects may be used from any thread.
+                let (stream, event) = (stream as usize, event as usize);
+                let calls = move || calls(api, stream as CUstream, event as CUevent);
+                std::thread::scope(|scope| scope.spawn(calls).join()).is_ok_and(|done| done.is_ok())
+            });
+            // SAFETY: the stream and event are this function's, and the
+            // stream has finished what the calls queued before they go.
+            unsafe {
+                let _ = api.stream_synchronize(stream);
+                if let Ok(event) = event {
+                    let _ = api.event_destroy(event);
+                }
+                let _ = api.stream_destroy(stream);
+            }
+            event.map(|_| carried)?
+        };
+        self.streams_carry_it = carried;
+        Ok(())
     }
 
     pub(super) fn api(&self) -> Api {
@@ -68,6 +111,17 @@ impl Context {
         // SAFETY: as above.
         unsafe { self.api.push_context(self.ctx)? };
         Ok(Current(Some(self)))
+    }
+
+    /// [`Context::enter`] for driver calls that name a stream or an event
+    /// of this context (launches, event records and stream waits, queries):
+    /// nothing at all where the driver takes the context from them.
+    #[inline]
+    pub(super) fn enter_for_streams(&self) -> Result<Current<'_>> {
+        if self.streams_carry_it {
+            return Ok(Current(None));
+        }
+        self.enter()
     }
 }
 

@@ -56,11 +56,20 @@ impl CudaDevice {
         let api = Api::load(uri)?;
         let device = api.device(ordinal.into())?;
         let name = api.device_name(device)?;
-        let ctx = Context::retain(api, device)?;
+        let mut ctx = Context::retain(api, device)?;
         let kernels = {
             let _current = ctx.enter()?;
             Module::load(api)?
         };
+        // What the submission path does with no context current: a launch,
+        // a signal, a wait and a query (`Context::enter_for_streams`).
+        // SAFETY: the stream is the context's, which the module is loaded in.
+        ctx.learn_whether_streams_carry_it(|api, stream, event| unsafe {
+            kernels.launch_nothing(api, stream)?;
+            api.event_record(event, stream)?;
+            api.stream_wait_event(stream, event)?;
+            api.event_query(event).map(drop)
+        })?;
         let shared = Shared { kernels, space: AddressSpace::default(), events: EventPool::default(), ctx };
         Ok(Self {
             info: DeviceInfo {

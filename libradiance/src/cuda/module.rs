@@ -66,6 +66,16 @@ impl Module {
         Ok(Self { module, functions })
     }
 
+    /// Queues FILL_U32 of no elements on `stream`, which returns at once.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the context the module is loaded in.
+    pub(super) unsafe fn launch_nothing(&self, api: Api, stream: CUstream) -> Result<()> {
+        let (mut target, mut value, mut count) = (0u64, 0u32, 0u32);
+        let mut params: [*mut c_void; 3] = [(&raw mut target).cast(), (&raw mut value).cast(), (&raw mut count).cast()];
+        Ok(api.launch(self.functions[0], [1; 3], [1; 3], stream, &mut params)?)
+    }
+
     /// Unloads the module; the device's context is current.
     ///
     /// # Safety
@@ -90,7 +100,7 @@ unsafe impl Send for Prepared {}
 impl Prepared {
     /// Checks `launch` as a Radiance device would run it and translates its
     /// addresses; `closing` is the queue's word that stops SPIN.
-    #[inline]
+    #[inline(always)]
     pub(super) fn new(shared: &Shared, closing: CUdeviceptr, launch: &Launch) -> Result<Self> {
         let native = NativeLaunch::translate(&shared.space, closing, launch)?;
         let function = shared.kernels.functions[native.kernel];

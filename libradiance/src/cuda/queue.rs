@@ -374,7 +374,12 @@ impl QueueShared {
         held_work: &mut bool,
         state: &mut QueueState,
     ) -> Result<()> {
-        let _current = self.shared.ctx.enter()?;
+        // Launches and the waits and signals around them name their stream
+        // and events; graphs and update staging need the context current.
+        let _current = match commands {
+            Commands::None | Commands::One(Command(Op::Dispatch(_))) => self.shared.ctx.enter_for_streams()?,
+            _ => self.shared.ctx.enter()?,
+        };
         let mut locked = self.queue_waits(waits)?;
         // No timeline stays locked across commands.
         if !commands.is_empty() {
@@ -397,7 +402,7 @@ impl QueueShared {
         if seq % PROGRESS_EVERY == 0 {
             self.note_progress(state)?;
             // SAFETY: the stream is ours and live; the event is the pool's.
-            let event = unsafe { self.shared.events.record(&mut state.events, self.shared.ctx.api(), self.stream)? };
+            let event = unsafe { self.shared.events.record(&mut state.events, &self.shared.ctx, self.stream)? };
             state.marks.push_back((seq, event));
         }
         Ok(())
@@ -412,7 +417,7 @@ impl QueueShared {
     /// (`replay`). Whether a signal's promise found work held.
     #[inline(always)]
     fn queue_edge<S: Borrow<Semaphore>>(&self, waits: &[(S, u64)], signals: &[(S, u64)]) -> Result<bool> {
-        let _current = self.shared.ctx.enter()?;
+        let _current = self.shared.ctx.enter_for_streams()?;
         let locked = self.queue_waits(waits)?;
         self.queue_signals(locked, signals)
     }
@@ -420,7 +425,7 @@ impl QueueShared {
     /// Makes the stream wait for `waits` on the device. The last wait's
     /// timeline comes back locked, for a signal of the same semaphore;
     /// taken before the next is locked: never two together. The device's
-    /// context is current.
+    /// context is entered for streams (`Context::enter_for_streams`).
     #[inline(always)]
     fn queue_waits<'a, S: Borrow<Semaphore>>(&self, waits: &'a [(S, u64)]) -> Result<Option<Locked<'a>>> {
         let mut locked = None;
@@ -434,7 +439,7 @@ impl QueueShared {
 
     /// Signals `signals` from the stream, once what is queued on it is done
     /// (`signal_on`; `locked`: see `queue_waits`); whether a promise found
-    /// work held. The device's context is current.
+    /// work held. The device's context is entered for streams.
     #[inline(always)]
     fn queue_signals<S: Borrow<Semaphore>>(
         &self,
@@ -443,7 +448,12 @@ impl QueueShared {
     ) -> Result<bool> {
         let mut held_work = false;
         for (semaphore, value) in signals {
-            let s = cuda_semaphore(semaphore.borrow())?;
+            let s = match &locked {
+                // The last wait's, cast already: an edge from queue to queue
+                // then casts its semaphore once here, not twice.
+                Some(held) if std::ptr::addr_eq(semaphore.borrow().backend(), held.of) => held.of,
+                _ => cuda_semaphore(semaphore.borrow())?,
+            };
             // SAFETY: the stream is ours and live.
             held_work |= unsafe { s.signal_on(locked.take(), &self.shared, self.stream, *value)? };
         }
@@ -452,7 +462,7 @@ impl QueueShared {
 
     /// Queues one command on `stream`, the queue's or its capture stream; a
     /// dispatch checked and translated already comes as `prepared`. The
-    /// device's context is current.
+    /// device's context is current, or entered for streams for a dispatch.
     fn queue_command(
         &self,
         stream: CUstream,
@@ -578,7 +588,7 @@ impl QueueShared {
     }
 
     /// Lets go of the work that the device has passed, as far as the marks
-    /// found done say. The device's context is current.
+    /// found done say. The device's context is entered for streams.
     fn note_progress(&self, state: &mut QueueState) -> Result<()> {
         let api = self.shared.ctx.api();
         let mut done = None;

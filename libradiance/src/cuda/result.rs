@@ -215,7 +215,7 @@ impl Api {
     /// Captures in `event` the work queued on `stream` so far.
     ///
     /// # Safety
-    /// `event` and `stream` are live and of the current context.
+    /// `event` and `stream` are live and of one context.
     #[inline]
     pub(super) unsafe fn event_record(self, event: CUevent, stream: CUstream) -> Result<()> {
         Ok(self.check("cuEventRecord", (self.0.cuEventRecord)(event, stream))?)

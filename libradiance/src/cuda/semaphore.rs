@@ -31,6 +31,7 @@
 //! back to their own pool.
 
 use super::{
+    context::Context,
     device::Shared,
     queue::{HELD, SCHEDULER},
     result::Api,
@@ -46,7 +47,7 @@ use crate::{
 use std::{
     any::Any,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
         Arc, Mutex, PoisonError,
     },
     time::{Duration, Instant},
@@ -96,20 +97,20 @@ impl EventPool {
     /// from the pool when empty, or new if both are.
     ///
     /// # Safety
-    /// `stream` is a live stream of the device, whose context is current.
-    pub(super) unsafe fn record(&self, stash: &mut Vec<CUevent>, api: Api, stream: CUstream) -> Result<CUevent> {
-        let event = self.take(stash, api)?;
-        if let Err(e) = api.event_record(event, stream) {
+    /// `stream` is a live stream of the device, whose context is `ctx`.
+    pub(super) unsafe fn record(&self, stash: &mut Vec<CUevent>, ctx: &Context, stream: CUstream) -> Result<CUevent> {
+        let event = self.take(stash, ctx)?;
+        if let Err(e) = ctx.api().event_record(event, stream) {
             stash.push(event);
             return Err(e);
         }
         Ok(event)
     }
 
-    /// An idle event, not yet recorded: see [`EventPool::record`]. The
-    /// device's context is current.
+    /// An idle event, not yet recorded: see [`EventPool::record`]. `ctx` is
+    /// the device's context, made current only to create one.
     #[inline(always)]
-    fn take(&self, stash: &mut Vec<CUevent>, api: Api) -> Result<CUevent> {
+    fn take(&self, stash: &mut Vec<CUevent>, ctx: &Context) -> Result<CUevent> {
         if stash.is_empty() {
             let mut free = lock(&self.free);
             let from = free.len().saturating_sub(EVENTS_TAKEN);
@@ -117,17 +118,25 @@ impl EventPool {
         }
         match stash.pop() {
             Some(event) => Ok(event),
-            None => api.event_create(),
+            None => Self::create(ctx),
         }
     }
 
-    /// One idle event from the pool, or a new one. The device's context is
-    /// current.
-    fn take_one(&self, api: Api) -> Result<CUevent> {
+    /// One idle event from the pool, or a new one: see [`EventPool::take`].
+    fn take_one(&self, ctx: &Context) -> Result<CUevent> {
         match lock(&self.free).pop() {
             Some(event) => Ok(event),
-            None => api.event_create(),
+            None => Self::create(ctx),
         }
+    }
+
+    /// A new event: the submission path may run with no context current
+    /// (`Context::enter_for_streams`), and an event is made in the current
+    /// one.
+    #[cold]
+    fn create(ctx: &Context) -> Result<CUevent> {
+        let _current = ctx.enter()?;
+        ctx.api().event_create()
     }
 
     pub(super) fn give_back(&self, events: impl IntoIterator<Item = CUevent>) {
@@ -144,14 +153,17 @@ impl EventPool {
     }
 }
 
-/// A device signal not yet folded into the payload.
+/// A device signal not yet folded into the payload. Plain data, so that a
+/// fold moves the rest of the timeline down in one copy and takes the
+/// events of a run of this device's timepoints at once.
+#[derive(Clone, Copy)]
 struct Timepoint {
     value: u64,
     event: CUevent,
     stream: CUstream,
-    /// The device whose stream recorded it, where that is not the
-    /// semaphore's own: the event is of that device's context and pool.
-    recorder: Option<Arc<Shared>>,
+    /// Recorded by another device of the group: the event is of that
+    /// device's context and pool (`CudaSemaphore::recorders`).
+    foreign: bool,
 }
 
 /// A semaphore's device signals not yet folded, and idle events for its
@@ -181,6 +193,13 @@ pub(super) struct CudaSemaphore {
     timeline: SpinLock<Timeline>,
     pub(super) payload: HostPayload,
     shared: Arc<Shared>,
+    /// The device that recorded each foreign timepoint pending, by its
+    /// event (device groups only): off the line of the timeline, which
+    /// every edge reads. Locked inside the timeline's lock.
+    recorders: Mutex<Vec<(CUevent, Arc<Shared>)>>,
+    /// How many foreign timepoints are pending: a fold looks for them only
+    /// if some are. Changed and read under the timeline's lock.
+    foreign: AtomicUsize,
 }
 
 const _: () = assert!(std::mem::offset_of!(CudaSemaphore, payload) <= 64);
@@ -198,6 +217,8 @@ impl CudaSemaphore {
             payload: HostPayload::new(initial),
             promised: AtomicU64::new(initial),
             timeline: SpinLock::new(Timeline::default()),
+            recorders: Mutex::default(),
+            foreign: AtomicUsize::new(0),
         }
     }
 
@@ -218,7 +239,8 @@ impl CudaSemaphore {
     /// semaphore's device or another of its group), once the work queued on
     /// it so far is done, and promises it; the event comes from the
     /// semaphore's idle ones, or `recorder`'s pool. Called with
-    /// `recorder`'s context current, under the scheduler lock or with
+    /// `recorder`'s context entered for streams
+    /// (`Context::enter_for_streams`), under the scheduler lock or with
     /// nothing held (`submit_unlocked` in queue.rs). Returns whether the
     /// scheduler held work when the promise was made, read under the
     /// timeline's lock: a submission being held counts itself in [`HELD`]
@@ -248,25 +270,29 @@ impl CudaSemaphore {
             }
         };
         let pending = timeline.points.len();
-        if pending >= PRUNE_EVERY && pending % PRUNE_EVERY == 0 && self.done(&timeline.points[pending / 2 - 1])? {
+        if pending >= PRUNE_EVERY && pending % PRUNE_EVERY == 0 && self.done(&timeline, pending / 2 - 1)? {
             self.fold(&mut timeline, pending / 2);
         }
         let api = recorder.ctx.api();
         let own = Arc::ptr_eq(recorder, &self.shared);
         let event = match own {
-            true => recorder.events.take(&mut timeline.idle, api)?,
-            false => recorder.events.take_one(api)?,
+            true => recorder.events.take(&mut timeline.idle, &recorder.ctx)?,
+            false => recorder.events.take_one(&recorder.ctx)?,
         };
         // Built before the driver call, not after: moved into the vector
         // right after its fields were stored, it is copied by wide loads of
         // narrow stores still in flight, a stall on every edge.
-        let timepoint = Timepoint { value, event, stream, recorder: (!own).then(|| Arc::clone(recorder)) };
+        let timepoint = Timepoint { value, event, stream, foreign: !own };
         if let Err(e) = api.event_record(event, stream) {
             match own {
                 true => timeline.idle.push(event),
                 false => recorder.events.give_back([event]),
             }
             return Err(e);
+        }
+        if !own {
+            lock(&self.recorders).push((event, Arc::clone(recorder)));
+            self.foreign.fetch_add(1, Ordering::Relaxed);
         }
         // Signals come in ascending order but for programs that race them.
         let points = &mut timeline.points;
@@ -288,7 +314,7 @@ impl CudaSemaphore {
     /// itself (passed in order) or the value is reached. The timeline stays
     /// locked until the wait is queued, so that the event cannot go back to
     /// the pool and be recorded again first. Called with the device's
-    /// context current, for values reached or promised. The timeline comes
+    /// context entered for streams, for values reached or promised. The timeline comes
     /// back still locked, for a signal of the same semaphore in the same
     /// submission (`signal_on`): a timeline handed from queue to queue then
     /// costs one lock per edge, not two.
@@ -324,20 +350,25 @@ impl CudaSemaphore {
         let Some(at) = first_at_or_above(&timeline.points, value) else {
             return Ok(self.payload.value() >= value);
         };
-        if self.done(&timeline.points[at])? {
+        if self.done(&timeline, at)? {
             self.fold(&mut timeline, at + 1);
             return Ok(true);
         }
         Ok(false)
     }
 
-    /// Whether the device has passed a timepoint, asked in the context of
-    /// the device that recorded it.
-    fn done(&self, timepoint: &Timepoint) -> Result<bool> {
-        let recorder = timepoint.recorder.as_deref().unwrap_or(&self.shared);
-        let _current = recorder.ctx.enter()?;
-        // SAFETY: the pool's events live as long as its device, which the
-        // timepoint holds where it is not this semaphore's.
+    /// Whether the device has passed the timepoint at `at`, asked in the
+    /// context of the device that recorded it.
+    fn done(&self, timeline: &Timeline, at: usize) -> Result<bool> {
+        let timepoint = &timeline.points[at];
+        let foreign = timepoint.foreign.then(|| {
+            let recorders = lock(&self.recorders);
+            recorders.iter().find(|(e, _)| *e == timepoint.event).map(|(_, r)| Arc::clone(r))
+        });
+        let foreign = foreign.flatten();
+        let recorder = foreign.as_deref().unwrap_or(&self.shared);
+        let _current = recorder.ctx.enter_for_streams()?;
+        // SAFETY: the pool's events live as long as its device, held here.
         unsafe { recorder.ctx.api().event_query(timepoint.event) }
     }
 
@@ -357,7 +388,7 @@ impl CudaSemaphore {
         let (mut done, mut pending) = (0, timeline.points.len());
         while done < pending {
             let mid = (done + pending) / 2;
-            if self.done(&timeline.points[mid])? {
+            if self.done(timeline, mid)? {
                 done = mid + 1;
             } else {
                 pending = mid;
@@ -376,23 +407,42 @@ impl CudaSemaphore {
         let Some(last) = n.checked_sub(1).and_then(|i| timeline.points.get(i)) else { return };
         self.payload.raise(last.value);
         let Timeline { points, idle } = timeline;
-        let mut spilled = Vec::new();
-        for t in points.drain(..n) {
-            match t.recorder {
-                None if idle.len() < IDLE_KEPT => idle.push(t.event),
-                None => spilled.push(t.event),
-                Some(recorder) => recorder.events.give_back([t.event]),
+        let folded = &points[..n];
+        let room = IDLE_KEPT.saturating_sub(idle.len());
+        if self.foreign.load(Ordering::Relaxed) == 0 {
+            // All this device's: one run kept, one given back.
+            let kept = room.min(n);
+            idle.extend(folded[..kept].iter().map(|t| t.event));
+            if kept < n {
+                self.shared.events.give_back(folded[kept..].iter().map(|t| t.event));
+            }
+        } else {
+            let mut recorders = lock(&self.recorders);
+            let mut spilled = Vec::new();
+            for t in folded {
+                if t.foreign {
+                    if let Some(i) = recorders.iter().position(|(e, _)| *e == t.event) {
+                        let (event, recorder) = recorders.swap_remove(i);
+                        recorder.events.give_back([event]);
+                    }
+                    self.foreign.fetch_sub(1, Ordering::Relaxed);
+                } else if idle.len() < IDLE_KEPT {
+                    idle.push(t.event);
+                } else {
+                    spilled.push(t.event);
+                }
+            }
+            if !spilled.is_empty() {
+                self.shared.events.give_back(spilled);
             }
         }
-        if !spilled.is_empty() {
-            self.shared.events.give_back(spilled);
-        }
+        points.drain(..n);
     }
 }
 
 /// A semaphore's timeline, locked by `queue_wait` for `signal_on`.
 pub(super) struct Locked<'a> {
-    of: &'a CudaSemaphore,
+    pub(super) of: &'a CudaSemaphore,
     timeline: SpinGuard<'a, Timeline>,
 }
 
@@ -413,11 +463,9 @@ fn first_at_or_above(timeline: &[Timepoint], value: u64) -> Option<usize> {
 impl Drop for CudaSemaphore {
     fn drop(&mut self) {
         let Timeline { points, mut idle } = std::mem::take(self.timeline.get_mut());
-        for t in points {
-            match t.recorder {
-                None => idle.push(t.event),
-                Some(recorder) => recorder.events.give_back([t.event]),
-            }
+        idle.extend(points.iter().filter(|t| !t.foreign).map(|t| t.event));
+        for (event, recorder) in std::mem::take(self.recorders.get_mut().unwrap_or_else(PoisonError::into_inner)) {
+            recorder.events.give_back([event]);
         }
         self.shared.events.give_back(idle);
     }

@@ -179,6 +179,25 @@ fn waits_and_signals_of_one_submission_keep_timelines_in_order() {
     assert_eq!(b.query().unwrap(), 2 * u64::from(ROUNDS));
 }
 
+/// A submission that waits on one semaphore and signals another: the
+/// signal reaches the other (cuda/queue.rs reuses the waited semaphore's
+/// cast for a signal only when it names the same semaphore), round after
+/// round between two queues.
+#[test]
+#[ignore = "needs cuda:0 (run with --include-ignored on a machine with the CUDA driver and a GPU)"]
+fn a_signal_after_a_wait_on_another_semaphore_reaches_its_own() {
+    const ROUNDS: u64 = 100;
+    let device = cuda();
+    let (a, b) = (device.create_semaphore(0).unwrap(), device.create_semaphore(0).unwrap());
+    let q = [device.create_queue().unwrap(), device.create_queue().unwrap()];
+    for i in 1..=ROUNDS {
+        q[0].barrier(&[(&b, i - 1)], &[(&a, i)]).unwrap();
+        q[1].barrier(&[(&a, i)], &[(&b, i)]).unwrap();
+    }
+    b.wait(ROUNDS, Duration::from_secs(10)).unwrap();
+    assert_eq!((a.query().unwrap(), b.query().unwrap()), (ROUNDS, ROUNDS));
+}
+
 /// A barrier queues without its queue's state lock (`queue_edge` in
 /// cuda/queue.rs), so it may come while another thread captures a command
 /// buffer into a graph on the same queue: the capture must not take in the
@@ -232,4 +251,55 @@ fn barriers_beside_a_graph_capture_on_the_same_queue() {
     chain.wait(edges, Duration::from_secs(10)).unwrap();
     assert_eq!(chain.query().unwrap(), edges);
     println!("{edges} barriers beside {ROUNDS} captures");
+}
+
+/// The context current on the calling thread, straight from the driver.
+fn current_context() -> usize {
+    let driver = radiance::cuda::sys::Driver::get().unwrap();
+    let mut ctx = std::ptr::null_mut();
+    // SAFETY: a plain out-parameter.
+    assert_eq!(unsafe { (driver.cuCtxGetCurrent)(&mut ctx) }, radiance::cuda::sys::CUDA_SUCCESS);
+    ctx as usize
+}
+
+/// Edges and launches name their stream and events, from which the driver
+/// takes the context: the submission path makes none current for them
+/// (`Context::enter_for_streams` in cuda/context.rs). From threads where no
+/// context is current, a fresh device's launches and edges between two
+/// queues run in order: on the first thread, the first signals make the
+/// device's first events (its pool is empty), which needs the context; on
+/// the second, the semaphore's own idle events serve, and the thread is
+/// left with no context current. A fill after them, which needs it, runs
+/// as well.
+#[test]
+#[ignore = "needs cuda:0 (run with --include-ignored on a machine with the CUDA driver and a GPU)"]
+fn edges_and_launches_from_threads_without_a_current_context() {
+    let device = cuda();
+    let usage = BufferUsage::DISPATCH | BufferUsage::MAPPING | BufferUsage::TRANSFER;
+    let x = device.allocate_buffer(BufferParams { size: 16, memory: MemoryType::HostVisible, usage }).unwrap();
+    let px = x.device_address() as u32;
+    let fill = |count: u32, value: u32| launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[px, value, count]);
+    let (q, s) =
+        ([device.create_queue().unwrap(), device.create_queue().unwrap()], device.create_semaphore(0).unwrap());
+    for round in 0..2u32 {
+        let (v, t) = (10 * round, 5 * u64::from(round));
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    assert_eq!(current_context(), 0, "a new thread has no context current");
+                    q[0].dispatch(&[(&s, t)], &[(&s, t + 1)], fill(4, v + 1)).unwrap();
+                    q[1].barrier(&[(&s, t + 1)], &[(&s, t + 2)]).unwrap();
+                    q[0].dispatch(&[(&s, t + 2)], &[(&s, t + 3)], fill(2, v + 2)).unwrap();
+                    q[1].barrier(&[(&s, t + 3)], &[(&s, t + 4)]).unwrap();
+                    if round == 1 {
+                        assert_eq!(current_context(), 0, "an edge or a launch made a context current");
+                    }
+                    q[0].fill(&[(&s, t + 4)], &[(&s, t + 5)], x.at(12), 4, Pattern::U32(v + 9)).unwrap();
+                    s.wait(t + 5, Duration::from_secs(10)).unwrap();
+                })
+                .join()
+                .unwrap();
+        });
+        assert_eq!(x.map().unwrap().read_u32s(0, 4).unwrap(), [v + 2, v + 2, v + 1, v + 9], "round {round}");
+    }
 }
