@@ -7,10 +7,10 @@
 //! Each queue runs on one stream (the one with fewest queues when it was
 //! created), so its packets complete in order. A response names only its
 //! stream: it completes that stream's oldest command. A packet with no
-//! command for the device (a NOP, a semaphore packet) is a marker in its
-//! stream's FIFO, completed by the scheduler once everything before it on
-//! the stream has: draining, where a FENCE would cost a round trip to the
-//! device. A stream takes as many commands at once as the device says
+//! command for the device (a NOP, a semaphore packet) completes as it is
+//! taken when nothing is before it on its stream; else it is a marker in
+//! the stream's FIFO, completed by the scheduler once everything before it
+//! has: draining, where a FENCE would cost a round trip to the device. A stream takes as many commands at once as the device says
 //! (gluon-sim: one), and all streams at most [`MAX_IN_FLIGHT`].
 //!
 //! Queues on different streams are ordered by semaphores, drained here: a

@@ -34,11 +34,13 @@ use kernel::{
     },
     sync::{
         atomic::{
+            Acquire,
             Atomic,
             Full,
             Relaxed,
             Release, //
         },
+        barrier::smp_mb,
         lock::{
             mutex::MutexBackend,
             Backend,
@@ -106,6 +108,10 @@ impl Watcher {
     /// may sleep on it (see [`Semaphores::raise`]).
     fn changed(&self, value: u64, wake: &mut Wake<'_>, host_waiters: bool) {
         self.sems.publish(self.slot, value);
+        // Pairs with the scheduler's `blocked` store before it reads the
+        // slot (see [`Semaphores::wait_state`]): it sees the value, or
+        // `wake` below sees it blocked.
+        smp_mb(Full);
         if host_waiters {
             // Notified at once: the alias's waiters look at their own table
             // first, which is not held here.
@@ -476,6 +482,13 @@ impl Semaphores {
         });
     }
 
+    /// The value published in `slot`, as userspace reads it.
+    fn published(&self, slot: usize) -> u64 {
+        // A slot is always an aligned word of the page; never reached.
+        crate::raw::page_atomic::<u64, _>(&self.page, slot * size_of::<u64>(), |v| v.load(Acquire))
+            .unwrap_or(uapi::SEM_FAILED_VALUE)
+    }
+
     /// Wakes this file's host waiters: moves the count now, under the
     /// table of the semaphore that changed, and leaves the wake-up itself
     /// to [`Semaphores::notify`].
@@ -698,7 +711,27 @@ impl Semaphores {
     /// For a queue packet: where `handle` stands against `value`; ENOENT if
     /// there is no such semaphore. An alias whose semaphore is gone has
     /// failed with ECANCELED.
+    ///
+    /// An alias is answered from its slot of this file's page, under this
+    /// file's table alone, unless the slot reads failed (the owner's table
+    /// says why). The slot may lag a change in progress, but the scheduler
+    /// that looks sets `blocked` (fully ordered) before it looks, and the
+    /// watcher publishes with a full barrier before it reads `blocked` (see
+    /// [`Watcher::changed`]): it sees the new value here, or the watcher
+    /// sees the flag and wakes it.
     pub(crate) fn wait_state(&self, handle: u32, value: u64) -> Result<WaitState> {
+        {
+            let table = self.table.lock();
+            if let Some(sem) = table.sems.get(&handle) {
+                return Ok(WaitState::of(sem, value));
+            }
+            let alias = table.aliases.get(&handle).ok_or(ENOENT)?;
+            match self.published(alias.slot) {
+                uapi::SEM_FAILED_VALUE => {}
+                v if v >= value => return Ok(WaitState::Reached),
+                _ => return Ok(WaitState::Pending),
+            }
+        }
         match self.with_sem(handle, |_, sem| Ok(WaitState::of(sem, value))) {
             Err(e) if e == ECANCELED => Ok(WaitState::Failed(ecanceled())),
             state => state,
