@@ -10,8 +10,9 @@
 //! command for the device (a NOP, a semaphore packet) completes as it is
 //! taken when nothing is before it on its stream; else it is a marker in
 //! the stream's FIFO, completed by the scheduler once everything before it
-//! has: draining, where a FENCE would cost a round trip to the device. A stream takes as many commands at once as the device says
-//! (gluon-sim: one), and all streams at most [`MAX_IN_FLIGHT`].
+//! has: draining, where a FENCE would cost a round trip to the device. A
+//! stream takes as many commands at once as the device says (gluon-sim:
+//! one), and all streams at most [`MAX_IN_FLIGHT`].
 //!
 //! Queues on different streams are ordered by semaphores, drained here: a
 //! WAIT_SEMAPHORE holds its queue until the signal's command has completed
