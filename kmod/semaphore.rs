@@ -92,6 +92,12 @@ struct Sem {
     /// Host SEM_WAITs that found it short of their point and may sleep on
     /// it: for debugfs, and a change with none wakes no host waiter.
     waiters: u32,
+    /// The lowest point such a wait looked for since the last wake-up
+    /// (`u64::MAX`: none): a change below it wakes no host waiter, so a
+    /// wait for a timeline's last point sleeps through the points before
+    /// it. Every wait still counted looks again after a wake-up and sets
+    /// it anew (see [`Wait::look`]).
+    wake_at: u64,
     /// Aliases of it in other files, to publish to and wake.
     watchers: KVec<Watcher>,
 }
@@ -329,10 +335,14 @@ impl Wait<'_> {
             let mut state = WaitState::Pending;
             let found = lookup(p.handle, &mut |sem| {
                 state = WaitState::of(sem, p.value);
-                match (was_counted, matches!(state, WaitState::Pending)) {
+                let pending = matches!(state, WaitState::Pending);
+                match (was_counted, pending) {
                     (false, true) => sem.waiters = sem.waiters.saturating_add(1),
                     (true, false) => sem.waiters = sem.waiters.saturating_sub(1),
                     _ => {}
+                }
+                if pending {
+                    sem.wake_at = sem.wake_at.min(p.value);
                 }
             });
             let state = match found {
@@ -567,6 +577,7 @@ impl Semaphores {
             fence_context: Fence::new_context(),
             pending: KVec::new(),
             waiters: 0,
+            wake_at: u64::MAX,
             watchers: KVec::new(),
         };
         table.sems.insert(node.into_node(handle, sem));
@@ -693,13 +704,18 @@ impl Semaphores {
         // reading this page; read early, it would show no failure.
         self.publish(sem.slot, value);
         sem.signal_fences();
-        // A SEM_WAIT counts itself on a point it finds not reached, under
-        // this table, before it sleeps: one not counted here looks after
-        // this change and sees it. So with no waiter counted, no host wake
-        // (a queue signalling a semaphore nobody waits on on the host costs
-        // no wait-queue lock).
-        let host_waiters = sem.waiters > 0;
+        // A SEM_WAIT counts itself on a point it finds not reached, and
+        // lowers `wake_at` to it, under this table, before it sleeps: one
+        // not counted here looks after this change and sees it. So with no
+        // waiter counted, or none of whose points this change reaches, no
+        // host wake (a queue signalling a semaphore nobody waits on on the
+        // host costs no wait-queue lock, and one signalling each point of a
+        // timeline wakes its waiter once, at the point it waits for). The
+        // waiters woken look again, and those still short of their point
+        // set `wake_at` anew.
+        let host_waiters = sem.waiters > 0 && value >= sem.wake_at;
         if host_waiters {
+            sem.wake_at = u64::MAX;
             self.wake_waiters();
         }
         wake.scheduler(&self.scheduler);

@@ -495,6 +495,77 @@ TEST_F(sem, a_wait_counts_itself_on_the_points_not_reached)
 	EXPECT_EQ(0, waiters_on(b));
 }
 
+struct point_waiter {
+	int fd;
+	struct radiance_sem_wait_point point;
+	int result;
+	atomic_int done;
+};
+
+static void *wait_for_point(void *arg)
+{
+	struct point_waiter *w = arg;
+
+	w->result = sem_wait(w->fd, &w->point, 1, 0, INT64_MAX, NULL);
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+/*
+ * A change wakes host waiters only once it reaches the lowest point one of
+ * them waits for; the others look again and wait on for theirs. Here waits
+ * for points 5 and 10 of one semaphore, and for 10 through an alias in
+ * another file: 5 wakes the first, and 10 the other two (a wait that did
+ * not set its point again after the first wake-up would sleep through 10).
+ */
+TEST_F(sem, waits_for_higher_points_wake_at_theirs)
+{
+	/* A first semaphore, so that h's handle is not the alias's in the
+	 * other file: debugfs lists both under this pid. */
+	int first = sem_create(self->fd, 0, NULL), h = sem_create(self->fd, 0, NULL), other = radiance_open(0);
+	struct radiance_sem_import_handle import = { .fd = self->fd, .handle = h };
+	struct point_waiter w[3] = {
+		{ .fd = self->fd, .point = { .handle = h, .value = 5 } },
+		{ .fd = self->fd, .point = { .handle = h, .value = 10 } },
+		{ .fd = other },
+	};
+	pthread_t t[3];
+
+	ASSERT_LT(0, first);
+	ASSERT_LT(0, h);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, radiance_ioctl(other, RADIANCE_IOCTL_SEM_IMPORT_HANDLE, &import));
+	ASSERT_NE(h, (int)import.new_handle);
+	w[2].point = (struct radiance_sem_wait_point){ .handle = import.new_handle, .value = 10 };
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, wait_for_point, &w[i]));
+	usleep(50 * 1000);
+	EXPECT_EQ(3, waiters_on(h)) TH_LOG("the alias's wait counts on its owner's semaphore too");
+	for (int v = 1; v <= 4; v++)
+		ASSERT_EQ(0, radiance_sem_signal(self->fd, h, v));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 5));
+	ASSERT_EQ(0, pthread_join(t[0], NULL));
+	EXPECT_EQ(0, w[0].result);
+	usleep(50 * 1000);
+	EXPECT_EQ(0, atomic_load(&w[1].done));
+	EXPECT_EQ(0, atomic_load(&w[2].done));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 7));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 10));
+	/* Woken, not left asleep: a lost wake-up is failed after 5 s (no
+	 * deadline would end those waits), and the failure releases them. */
+	for (int i = 0; i < 500 && !(atomic_load(&w[1].done) && atomic_load(&w[2].done)); i++)
+		usleep(10 * 1000);
+	EXPECT_EQ(1, atomic_load(&w[1].done)) TH_LOG("the wait for 10 slept through 10");
+	EXPECT_EQ(1, atomic_load(&w[2].done)) TH_LOG("the alias's wait for 10 slept through 10");
+	if (!atomic_load(&w[1].done) || !atomic_load(&w[2].done))
+		radiance_sem_fail(self->fd, h, EIO);
+	for (int i = 1; i < 3; i++) {
+		ASSERT_EQ(0, pthread_join(t[i], NULL));
+		EXPECT_EQ(0, w[i].result) TH_LOG("wait %d for point 10", i);
+	}
+	close(other);
+}
+
 /*
  * An argument a call leaves as it was is not copied back: SEM_SIGNAL's may
  * be read-only. One it changes is: an ALL wait's index comes back 0.
