@@ -26,9 +26,12 @@
 //! holds the scheduler (no worker to wake). Each pass takes responses
 //! first (completing packets in order), then visits the queues
 //! round-robin, translating at
-//! most one packet per queue per turn. When nothing moves and nothing is in
-//! flight, it sets `needs_kick` on every queue not stopped at a semaphore
-//! wait (a semaphore's change wakes it), looks once more, and sleeps.
+//! most one packet per queue per turn. A queue's `needs_kick` is cleared
+//! when a pass takes packets from it (the process need not kick while it
+//! is served). When nothing moves and nothing is in flight, the pass sets
+//! it again on those not stopped at a semaphore wait (a semaphore's change
+//! wakes it), looks at each once more, and sleeps; a queue it took nothing
+//! from asked for kicks all along and costs the pass no look.
 //!
 //! A watchdog (a delayed work item) watches the command at the head of each
 //! stream: one that has not completed within the launch timeout resets the
@@ -132,6 +135,11 @@ struct Scheduled {
     /// reached (with `blocked` set first, so the semaphore's change wakes
     /// the scheduler): an idle pass need not look at it again.
     waiting: bool,
+    /// Its control block's `needs_kick`, which only passes write (under
+    /// `State`'s lock): set, the process rings the doorbell for what it
+    /// publishes. Kept here so that a pass writes the page only to change
+    /// it.
+    asks_kick: bool,
 }
 
 /// A command in a stream, or a marker.
@@ -354,6 +362,7 @@ impl Scheduler {
                 stream,
                 staged: None,
                 waiting: false,
+                asks_kick: false,
             },
             GFP_KERNEL,
         )?;
@@ -866,6 +875,11 @@ impl Scheduler {
                 let Some((index, skip)) = queue.pending() else {
                     continue;
                 };
+                // Busy with it now: the process need not kick.
+                if entry.asks_kick {
+                    queue.set_needs_kick(false);
+                    entry.asks_kick = false;
+                }
                 match self.translate(queue, index, skip) {
                     Ok(Translated::Run(staged))
                         if staged.commands.is_empty()
@@ -1035,10 +1049,6 @@ impl Scheduler {
     fn pass_locked(this: &Arc<Self>, state: &mut State) {
         // Set again below by any queue still waiting on a semaphore.
         this.blocked.store(0, Relaxed);
-        // Busy now: processes need not kick.
-        for q in state.queues.iter() {
-            q.queue.set_needs_kick(false);
-        }
         loop {
             this.take_responses(state);
             // Every queue is looked at below, under the semaphores' locks:
@@ -1060,22 +1070,28 @@ impl Scheduler {
             // before it, so a busy process submits behind it without
             // system calls. One the last turn found stopped so is left as
             // it is: across devices, every edge of a chain ends a pass so.
-            for q in state.queues.iter().filter(|q| !q.waiting) {
-                q.queue.set_needs_kick(true);
-            }
+            // One that asked for kicks all along (this pass took nothing
+            // from it) needs no look either: the look after the flag was
+            // set, or this pass's, saw what was published before, and the
+            // process kicks for what came after.
             let mut runnable = false;
-            for q in state.queues.iter().filter(|q| !q.waiting) {
+            for q in state.queues.iter_mut() {
+                if q.waiting || q.asks_kick {
+                    continue;
+                }
+                q.queue.set_needs_kick(true);
+                q.asks_kick = true;
                 match this.head(&q.queue) {
                     Head::Runnable => runnable = true,
-                    Head::Waiting => q.queue.set_needs_kick(false),
+                    Head::Waiting => {
+                        q.queue.set_needs_kick(false);
+                        q.asks_kick = false;
+                    }
                     Head::Empty => {}
                 }
             }
             if !runnable {
                 return;
-            }
-            for q in state.queues.iter() {
-                q.queue.set_needs_kick(false);
             }
         }
     }

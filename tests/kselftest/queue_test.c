@@ -899,6 +899,46 @@ TEST_F(q, a_queue_stopped_at_a_wait_needs_no_kick)
 	queue_close(&q);
 }
 
+/*
+ * The scheduler clears a queue's needs_kick only while it serves that
+ * queue: one it is not serving keeps asking, so what is published there
+ * while another queue's launch runs rings the doorbell and is taken at
+ * once, not when that launch ends (here it would never end: it spins).
+ */
+TEST_F(q, a_queue_not_served_while_a_launch_runs_still_asks_for_kicks)
+{
+	struct radiance_bo_create kc;
+	struct queue a, b;
+	uint8_t *blk;
+	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+
+	RADIANCE_SKIP_ON_SOC();
+	RADIANCE_SKIP_ON_SIM("gluon-sim's launches end on their own: none spins for the test's length");
+	ASSERT_LT(0, hk);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, blk);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
+	queue_nop(&b, 0);
+	queue_publish(&b);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
+	queue_launch(&a, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
+	queue_publish(&a);
+	usleep(20000);
+	/* a's launch is in the device; b was not served since it went idle. */
+	EXPECT_EQ(0, a.ctl->read_index);
+	EXPECT_EQ(0, a.ctl->needs_kick);
+	EXPECT_EQ(1, b.ctl->needs_kick);
+	queue_nop(&b, 0);
+	EXPECT_EQ(1, queue_publish(&b));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
+	EXPECT_EQ(2, b.ctl->read_index);
+	EXPECT_EQ(0, a.ctl->read_index) TH_LOG("b's NOP was taken only once the launch was done");
+	/* Destroyed, a's launch is reset at once. */
+	queue_close(&a);
+	queue_close(&b);
+}
+
 TEST_F(q, a_failed_semaphore_fails_dependent_queues_and_their_signals)
 {
 	struct radiance_sem_fail fail;
