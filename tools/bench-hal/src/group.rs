@@ -14,9 +14,16 @@
 //! export and import are made then), then the host opens it and times it to
 //! its end (latency per edge). Under TCG on a shared machine one chain's
 //! figure moves by half between runs: the routes take turns, `ROUNDS`
-//! times, and the medians are compared.
+//! times. Between two kmod devices each round also times an empty pass of
+//! B's scheduler (a doorbell with nothing to take, less a null ioctl): what
+//! the alias pays per edge over two queues of one device is B's pass, so
+//! (same device + that pass) / same device is the floor of its ratio. Each
+//! route's median round is printed, and each ratio is the
+//! median of the rounds' own ratios (the two routes of a round ran back to
+//! back, at one speed of the machine), with the ratio of the two medians
+//! beside it.
 
-use radiance::{Device, DeviceGroup, DeviceGroupBuilder, Result, Semaphore, Timeout};
+use radiance::{kmod, Device, DeviceGroup, DeviceGroupBuilder, Result, Semaphore, Timeout};
 use std::time::{Duration, Instant};
 
 /// Edges in a chain: each queue gets half, two packets each, well within
@@ -56,6 +63,26 @@ fn chain(first: &Device, second: &Device) -> Result<PerEdge> {
     Ok(PerEdge { submit, latency: t.elapsed() / EDGES as u32 })
 }
 
+/// Doorbells in one timing of an empty pass.
+const KICKS: u32 = 400;
+
+/// The cost of one pass of `device`'s scheduler with nothing to take: a
+/// doorbell (QUEUE_KICK, run in the call) on an idle queue, less a null
+/// ioctl (SEM_QUERY).
+fn empty_pass(queue: &mut kmod::Queue, sem: &kmod::Semaphore) -> Result<Duration> {
+    let t = Instant::now();
+    for _ in 0..KICKS {
+        sem.error()?;
+    }
+    let null = t.elapsed();
+    let t = Instant::now();
+    for _ in 0..KICKS {
+        // Idle, so the scheduler asks for the doorbell: each flush rings it.
+        queue.flush()?;
+    }
+    Ok(t.elapsed().saturating_sub(null) / KICKS)
+}
+
 fn us(d: Duration) -> f64 {
     d.as_nanos() as f64 / 1000.0
 }
@@ -82,12 +109,22 @@ fn pair(
 }
 
 /// The median of `rounds` by latency, and the median submit time.
-fn median(mut rounds: Vec<PerEdge>) -> PerEdge {
+fn median(rounds: &[PerEdge]) -> PerEdge {
+    let mut rounds: Vec<_> = rounds.iter().map(|r| (r.submit, r.latency)).collect();
     let mid = rounds.len() / 2;
-    rounds.sort_by_key(|r| r.submit);
-    let submit = rounds[mid].submit;
-    rounds.sort_by_key(|r| r.latency);
-    PerEdge { submit, latency: rounds[mid].latency }
+    rounds.sort_by_key(|r| r.0);
+    let submit = rounds[mid].0;
+    rounds.sort_by_key(|r| r.1);
+    PerEdge { submit, latency: rounds[mid].1 }
+}
+
+/// One ratio of two routes: the median of the rounds' own `field(a) /
+/// field(b)`, and the ratio of the two routes' medians.
+fn ratio(a: &[PerEdge], b: &[PerEdge], field: impl Fn(&PerEdge) -> Duration) -> (f64, f64) {
+    let mut own: Vec<f64> = a.iter().zip(b).map(|(x, y)| us(field(x)) / us(field(y))).collect();
+    own.sort_by(f64::total_cmp);
+    let medians = us(field(&median(a))) / us(field(&median(b)));
+    (own[own.len() / 2], medians)
 }
 
 pub(crate) fn run(a: &str, b: &str) -> Result<()> {
@@ -100,34 +137,62 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
         g.route_semaphores_through_host();
     })?;
     let ends = [(&device, &device), (&ba, &bb), (&sa, &sb), (&ha, &hb)];
+    // B's scheduler, where it is a kmod device's: a queue of its own to
+    // ring, and a semaphore to time the null ioctl with.
+    let mut kicked = match b.strip_prefix("kmod:") {
+        Some(_) => {
+            let device = kmod::Device::open(b)?;
+            let (queue, sem) = (device.create_queue(16)?, device.create_semaphore(0)?);
+            Some((device, queue, sem))
+        }
+        None => None,
+    };
     let mut rounds: [Vec<PerEdge>; 4] = Default::default();
+    let mut passes = Vec::new();
     for _ in 0..ROUNDS {
         for ((first, second), times) in ends.iter().zip(rounds.iter_mut()) {
             times.push(chain(first, second)?);
         }
+        if let Some((_, queue, sem)) = &mut kicked {
+            passes.push(empty_pass(queue, sem)?);
+        }
     }
-    let [same, best, sync_file, hop] = rounds.map(median);
+    let [same, best, sync_file, hop] = &rounds;
     println!(
         "bench-hal group {a} {b}: a chain of {EDGES} semaphore edges between two queues, median of {ROUNDS} rounds"
     );
     println!("  {:<42} {:>10} {:>12}", "route", "submit", "latency");
     let rows = [
-        ("same device (two queues of A)".to_string(), &same),
-        (format!("A to B, topology's ({route})"), &best),
-        (format!("A to B, sync_files at best ({sync_route})"), &sync_file),
-        ("A to B, host hop (relay thread)".to_string(), &hop),
+        ("same device (two queues of A)".to_string(), same),
+        (format!("A to B, topology's ({route})"), best),
+        (format!("A to B, sync_files at best ({sync_route})"), sync_file),
+        ("A to B, host hop (relay thread)".to_string(), hop),
     ];
     for (name, e) in rows {
+        let e = median(e);
         println!("  {name:<42} {:>7.1} us {:>9.1} us", us(e.submit), us(e.latency));
     }
+    let (latency, submit) = (|e: &PerEdge| e.latency, |e: &PerEdge| e.submit);
     let ratios = [
-        (format!("{sync_route} / {route}, latency"), us(sync_file.latency) / us(best.latency)),
-        (format!("{sync_route} / {route}, submit"), us(sync_file.submit) / us(best.submit)),
-        (format!("host hop / {route}, latency"), us(hop.latency) / us(best.latency)),
-        (format!("{route} / same device, latency"), us(best.latency) / us(same.latency)),
+        (format!("{sync_route} / {route}, latency"), ratio(sync_file, best, latency)),
+        (format!("{sync_route} / {route}, submit"), ratio(sync_file, best, submit)),
+        (format!("host hop / {route}, latency"), ratio(hop, best, latency)),
+        (format!("{route} / same device, latency"), ratio(best, same, latency)),
     ];
-    for (name, ratio) in ratios {
-        println!("  {name:<42} {ratio:>10.2}");
+    for (name, (own, medians)) in ratios {
+        println!("  {name:<42} {own:>10.2}  (medians' ratio {medians:.2})");
+    }
+    if !passes.is_empty() {
+        // Each round's floor from its own same-device chain and pass.
+        let mut floors: Vec<f64> =
+            same.iter().zip(&passes).map(|(s, p)| (us(s.latency) + us(*p)) / us(s.latency)).collect();
+        floors.sort_by(f64::total_cmp);
+        passes.sort();
+        println!(
+            "  an empty pass of B (doorbell less a null ioctl) {:>7.1} us; floor of {route} / same device, latency (same + pass) / same {:>5.2}",
+            us(passes[passes.len() / 2]),
+            floors[floors.len() / 2]
+        );
     }
     Ok(())
 }
