@@ -21,6 +21,7 @@ use crate::{
     Command,
     DeviceInfo,
     Error,
+    Launch,
     Points,
     Result,
     SemaphoreList,
@@ -174,6 +175,17 @@ pub trait BackendQueue: Send + Sync {
     /// default they are taken, the points made owned, and submitted.
     fn submit_local(&self, waits: Points<'_>, commands: &mut Commands, signals: Points<'_>) -> Result<()> {
         self.submit(Submission::owning(waits, std::mem::replace(commands, Commands::None), signals))
+    }
+
+    /// A launch with no waits and no signals, the commonest queue operation,
+    /// lent: a backend that queues it at once (or fails its queue with it)
+    /// says so with `true`. By default, and wherever a backend answers
+    /// `false`, it is submitted as one command like any other operation.
+    /// Lent, it is not moved into a command: a launch is some 200 bytes,
+    /// and building and dropping the command around it is measurable
+    /// against a driver's launch call (tools/bench-cuda, section 1).
+    fn dispatch_alone(&self, _launch: &Launch) -> bool {
+        false
     }
 }
 

@@ -91,6 +91,9 @@ impl Queue {
         // Built in place: a launch has no buffer to check the device of, and
         // each move of one through a `Result` is a copy of the whole command.
         launch.check_dimensions()?;
+        if waits.is_empty() && signals.is_empty() && self.inner.dispatch_alone(&launch) {
+            return Ok(());
+        }
         self.submit(waits, signals, Commands::One(Command(Op::Dispatch(launch))))
     }
 

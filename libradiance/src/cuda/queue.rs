@@ -46,7 +46,7 @@ use crate::{
     host_waits::Settle,
     lock::lock,
     spin_lock::SpinLock,
-    Command, Error, Points, Result, Semaphore, SemaphoreList,
+    Command, Error, Launch, Points, Result, Semaphore, SemaphoreList,
 };
 use std::{
     borrow::Borrow,
@@ -400,11 +400,68 @@ impl QueueShared {
             *held_work |= self.queue_signals(locked, signals)?;
         }
         if seq % PROGRESS_EVERY == 0 {
-            self.note_progress(state)?;
-            // SAFETY: the stream is ours and live; the event is the pool's.
-            let event = unsafe { self.shared.events.record(&mut state.events, &self.shared.ctx, self.stream)? };
-            state.marks.push_back((seq, event));
+            self.mark_progress(seq, state)?;
         }
+        Ok(())
+    }
+
+    /// Queues a launch that has no waits and no signals (`dispatch_alone`)
+    /// the short way: checked and translated before the queue's state is
+    /// locked, no timelines, and nothing kept unless it addresses buffers.
+    /// Whether it did (or failed the queue with it, as a failed command
+    /// does); if not (the scheduler holds work, the launch faults on the
+    /// host or is SPIN, the queue is stopped), the general way queues or
+    /// refuses it as it does any submission.
+    #[inline(always)]
+    fn dispatch_alone(&self, launch: &Launch) -> bool {
+        // Nothing held can wait on it (it signals nothing), but the general
+        // way is the one that orders with held work.
+        if HELD.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        let Ok(mut prepared) = Prepared::new(&self.shared, self.closing.device(), launch) else { return false };
+        if prepared.spins() {
+            return false;
+        }
+        let mut state = self.state.lock();
+        if state.closed || state.fault.is_some() {
+            return false;
+        }
+        let seq = state.next;
+        state.next += 1;
+        if let Err(e) = self.launch_alone(seq, &mut prepared, &mut state) {
+            state.fault = Some(e);
+        }
+        self.unlocked_edges.store(state.fault.is_none() && state.in_flight.is_empty(), Ordering::Release);
+        true
+    }
+
+    /// [`QueueShared::dispatch_alone`]'s launch, its buffers kept in flight
+    /// and its progress mark.
+    #[inline(always)]
+    fn launch_alone(&self, seq: u64, prepared: &mut Prepared, state: &mut QueueState) -> Result<()> {
+        let _current = self.shared.ctx.enter_for_streams()?;
+        // SAFETY: the stream is ours and live; the buffers the launch
+        // addresses are kept in flight until the device has passed it.
+        unsafe { prepared.launch(self.shared.ctx.api(), self.stream)? };
+        if !prepared.buffers().is_empty() {
+            let uses = Uses { buffers: std::mem::take(prepared.buffers()), holds_memory: true, ..Uses::default() };
+            state.in_flight.push_back(InFlight { seq, _commands: Commands::None, signals: SemaphoreList::new(), uses });
+        }
+        if seq % PROGRESS_EVERY == 0 {
+            self.mark_progress(seq, state)?;
+        }
+        Ok(())
+    }
+
+    /// Records the event that tells when the device has passed submission
+    /// `seq`, after letting go of what earlier marks found done. The
+    /// device's context is entered for streams.
+    fn mark_progress(&self, seq: u64, state: &mut QueueState) -> Result<()> {
+        self.note_progress(state)?;
+        // SAFETY: the stream is ours and live; the event is the pool's.
+        let event = unsafe { self.shared.events.record(&mut state.events, &self.shared.ctx, self.stream)? };
+        state.marks.push_back((seq, event));
         Ok(())
     }
 
@@ -656,6 +713,10 @@ impl CudaQueue {
 }
 
 impl BackendQueue for CudaQueue {
+    fn dispatch_alone(&self, launch: &Launch) -> bool {
+        self.queue.dispatch_alone(launch)
+    }
+
     fn submit(&self, submission: Submission) -> Result<()> {
         let Submission { waits, mut commands, signals } = submission;
         let failed = match submit_unlocked(&self.queue, &waits, &mut commands, &signals) {

@@ -86,6 +86,50 @@ fn launches_the_driver_refuses_fault_their_queue() {
     t.wait(1, Duration::from_secs(10)).unwrap();
 }
 
+/// A launch with no waits or signals goes to the stream by a shorter way
+/// (`dispatch_alone` in cuda/queue.rs), which must do what the general way
+/// does: a launch the driver refuses stops its queue, so that a later
+/// signal fails with the fault and later launches do not run; and launches
+/// of buffers the caller drops at once keep them in flight, over more than
+/// one progress mark (every 128 submissions), and give the right results.
+#[test]
+#[ignore = "needs cuda:0 (run with --include-ignored on a machine with the CUDA driver and a GPU)"]
+fn launches_without_waits_or_signals_keep_buffers_and_fault_their_queue() {
+    let device = cuda();
+    const N: u32 = 1 << 16;
+    let params = |memory, usage| BufferParams { size: 4 * u64::from(N), memory, usage };
+    let mapped = BufferUsage::DISPATCH | BufferUsage::MAPPING;
+    let out = device.allocate_buffer(params(MemoryType::HostVisible, mapped)).unwrap();
+    let (q, s) = (device.create_queue().unwrap(), device.create_semaphore(0).unwrap());
+    // Each round fills a fresh buffer and copies it out, then drops it: the
+    // queue alone keeps it until the device is done with it.
+    for i in 0..300u32 {
+        let t = device.allocate_buffer(params(MemoryType::Device, BufferUsage::DISPATCH)).unwrap();
+        let pt = t.device_address() as u32;
+        q.dispatch(&[], &[], launch(builtin::FILL_U32, [N / 256, 1, 1], [256, 1, 1], &[pt, i, N])).unwrap();
+        q.dispatch(
+            &[],
+            &[],
+            launch(builtin::COPY_U32, [N / 256, 1, 1], [256, 1, 1], &[out.device_address() as u32, pt, N]),
+        )
+        .unwrap();
+    }
+    q.barrier(&[], &[(&s, 1)]).unwrap();
+    s.wait(1, Duration::from_secs(10)).unwrap();
+    let got = out.map().unwrap().read_u32s(0, N as usize).unwrap();
+    assert_eq!(got.iter().position(|&v| v != 299), None, "first element not from the last round");
+    // A block beyond CUDA's 1024 threads, which the driver refuses.
+    q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [2048, 1, 1], &[0, 0, 0])).unwrap();
+    q.dispatch(&[], &[], launch(builtin::FILL_U32, [N / 256, 1, 1], [256, 1, 1], &[out.device_address() as u32, 7, N]))
+        .unwrap();
+    q.barrier(&[], &[(&s, 2)]).unwrap();
+    let e = s.wait(2, Duration::from_secs(10)).unwrap_err();
+    assert_eq!(e.status(), StatusCode::Aborted, "{e}");
+    assert!(e.to_string().contains(&format!("{:#010x}", builtin::FILL_U32)), "{e}");
+    let got = out.map().unwrap().read_u32s(0, N as usize).unwrap();
+    assert_eq!(got.iter().position(|&v| v != 299), None, "a launch after the fault ran");
+}
+
 /// Device memory exports as a dma-buf where the driver can; elsewhere the
 /// export says it cannot (UNIMPLEMENTED), never anything else.
 #[test]

@@ -16,6 +16,7 @@ pub(super) const CASES: &[Case] = &[
     Case { name: "dispatch_grid_covers_only_count_elements", run: grid_bounds },
     Case { name: "dispatch_faults_fail_the_launch", run: faults },
     Case { name: "dispatch_out_of_bounds_access_faults", run: out_of_bounds },
+    Case { name: "dispatch_without_waits_or_signals_keeps_queue_order", run: alone },
 ];
 
 /// Skips the case on devices without the built-in kernels.
@@ -145,4 +146,38 @@ fn out_of_bounds(device: &Device) -> Outcome {
             ("elements past the end of the buffer", launch(builtin::FILL_U32, [1, 1, 1], [32, 1, 1], &[base, 1, 32])),
         ],
     )
+}
+
+/// Launches with no waits and no signals, which a backend may queue by a
+/// shorter way than other work (cuda's `dispatch_alone`): more than one
+/// progress mark's worth of them (cuda marks every 128 submissions) run in
+/// queue order, before the queue's later work, and a fault among them
+/// stops the queue as any fault does, launches alone after it included.
+fn alone(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    const N: u32 = 300;
+    let q = device.create_queue()?;
+    let s = device.create_semaphore(0)?;
+    let (a, b) = (mappable(device, 4 * u64::from(N))?, mappable(device, 4 * u64::from(N))?);
+    let base = address(&a)?;
+    // Launch i fills elements i.. with i: element j ends as j only if every
+    // launch ran after the one before it.
+    for i in 0..N {
+        q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [N - i, 1, 1], &[base + 4 * i, i, N - i]))?;
+    }
+    q.dispatch(&[], &[], launch(builtin::COPY_U32, [1, 1, 1], [N, 1, 1], &[address(&b)?, base, N]))?;
+    q.barrier(&[], &[(&s, 1)])?;
+    reach(&s, 1)?;
+    ensure_eq!(a.map()?.read_u32s(0, N as usize)?, (0..N).collect::<Vec<_>>(), "elements after the launches");
+    ensure_eq!(b.map()?.read_u32s(0, N as usize)?, (0..N).collect::<Vec<_>>(), "their copy, launched after them");
+    // The top of the 32-bit space: no device has memory there.
+    q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[0xFFFF_FFF0, 1, 4]))?;
+    q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [N, 1, 1], &[base, 7, N]))?;
+    q.barrier(&[], &[(&s, 2)])?;
+    let e = expect_err(s.wait(2, PATIENCE), StatusCode::Aborted, "a barrier after a faulted launch")?;
+    let pc = builtin::FILL_U32;
+    ensure!(e.to_string().contains(&format!("{pc:#010x}")), "the fault does not name pc {pc:#010x}: {e}");
+    // Wherever the fault stopped the queue, the launch after it did not run.
+    ensure_eq!(a.map()?.read_u32s(0, N as usize)?, (0..N).collect::<Vec<_>>(), "elements after the fault");
+    Ok(())
 }
