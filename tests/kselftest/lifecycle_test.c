@@ -178,8 +178,12 @@ TEST(unload_with_a_launch_still_running)
 
 TEST(destroying_a_queue_stops_its_running_launch)
 {
+	struct radiance_fill_packet fill = {
+		.header = { .kind = RADIANCE_PACKET_FILL }, .pattern_size = 4, .size = 4, .pattern = 0x600d,
+	};
 	struct radiance_bo_create kc;
 	struct queue a, b;
+	uint32_t word = 0;
 	uint8_t *blk;
 	int64_t resets;
 	int fd, hk;
@@ -191,7 +195,9 @@ TEST(destroying_a_queue_stops_its_running_launch)
 	resets = radiance_mem_stat("device_resets");
 	fd = radiance_open(0);
 	hk = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+	fill.dst = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
 	ASSERT_LT(0, hk);
+	ASSERT_LT(0, (int)fill.dst);
 	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, kc.mmap_offset);
 	ASSERT_NE(MAP_FAILED, blk);
 	ASSERT_EQ(0, queue_open(fd, 16, &a));
@@ -204,8 +210,9 @@ TEST(destroying_a_queue_stops_its_running_launch)
 		usleep(10000);
 	ASSERT_EQ(1, queue_field(a.id, "submitted"));
 	usleep(20000);
-	/* Behind the spinning launch on the one device. */
-	queue_nop(&b, 0);
+	/* Behind the spinning launch on the one device, which runs one
+	 * command at a time (a NOP, which needs no device, would not be). */
+	queue_put(&b, &fill);
 	queue_publish(&b);
 	usleep(20000);
 	EXPECT_EQ(0, b.ctl->read_index) TH_LOG("streams: the launch's %lld, the NOP's %lld",
@@ -214,6 +221,8 @@ TEST(destroying_a_queue_stops_its_running_launch)
 	queue_close(&a);
 	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
 	EXPECT_EQ(1, b.ctl->read_index) TH_LOG("the other queue still waits behind the destroyed queue's launch");
+	ASSERT_EQ(0, queue_read_vram(&b, fill.dst, 0, &word, 4));
+	EXPECT_EQ(0x600du, word) TH_LOG("the FILL was issued again after the reset");
 	EXPECT_EQ(resets + 1, radiance_mem_stat("device_resets"));
 	queue_close(&b);
 	munmap(blk, 4096);
