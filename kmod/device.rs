@@ -352,6 +352,9 @@ impl Device {
         writeln!(f, "commands_in_flight {in_flight}")?;
         writeln!(f, "device_resets {resets}")?;
         writeln!(f, "commands_issued {}", self.scheduler.issued())?;
+        let (passes, wakeups) = self.scheduler.activity();
+        writeln!(f, "scheduler_passes {passes}")?;
+        writeln!(f, "scheduler_wakeups {wakeups}")?;
         writeln!(f, "open_files {}", counters.open_files)
     }
 }

@@ -205,6 +205,10 @@ pub(crate) struct Scheduler {
     /// Commands given to the device since it was created, not counting
     /// those given again after a reset; for debugfs: what packets cost.
     issued: Atomic<i64>,
+    /// Passes run, and those queued as a work item (a worker woken), since
+    /// the device was created; for debugfs: what edges cost.
+    passes: Atomic<i64>,
+    wakeups: Atomic<i64>,
     #[pin]
     state: Mutex<State>,
     #[pin]
@@ -269,6 +273,8 @@ impl Scheduler {
                 passing: Atomic::new(0),
                 missed: Atomic::new(0),
                 issued: Atomic::new(0),
+                passes: Atomic::new(0),
+                wakeups: Atomic::new(0),
                 state <- new_mutex!(state, "Scheduler::state"),
                 work <- new_work!("Scheduler::work"),
                 watchdog <- new_delayed_work!("Scheduler::watchdog"),
@@ -289,7 +295,12 @@ impl Scheduler {
     /// Wakes the scheduler (doorbell, interrupt, new queue).
     pub(crate) fn kick(this: &Arc<Self>) {
         // Already queued: that run will see what this kick is for.
-        let _ = crate::raw::system_dfl().enqueue::<_, 0>(this.clone());
+        if crate::raw::system_dfl()
+            .enqueue::<_, 0>(this.clone())
+            .is_ok()
+        {
+            this.wakeups.add(1, Relaxed);
+        }
     }
 
     /// A doorbell (QUEUE_KICK) or a server's answers, in process context
@@ -433,6 +444,12 @@ impl Scheduler {
     /// Commands given to the device so far, for debugfs.
     pub(crate) fn issued(&self) -> i64 {
         self.issued.load(Relaxed)
+    }
+
+    /// Passes run so far, and how many of them a worker was woken for; for
+    /// debugfs.
+    pub(crate) fn activity(&self) -> (i64, i64) {
+        (self.passes.load(Relaxed), self.wakeups.load(Relaxed))
     }
 
     /// Device teardown: disconnects the interrupt (breaking the cycle
@@ -618,7 +635,8 @@ impl Scheduler {
         if let Some(update) = completion.update {
             let s = queue.state();
             let faulted = s.faulted && packet >= s.fault_index;
-            self.update_semaphore(woken, queue, update, faulted);
+            // Its semaphore was there when it was taken.
+            let _ = self.update_semaphore(woken, queue, update, faulted);
         }
         queue.complete(packet);
     }
@@ -626,7 +644,9 @@ impl Scheduler {
     /// Takes and completes at once packet `index` of `queue`, translated in
     /// this turn under this lock (so its queue has not faulted): it has no
     /// command and nothing is before it on its stream. A NOP or a
-    /// semaphore packet so costs no entry in the stream to settle.
+    /// semaphore packet so costs no entry in the stream to settle. A
+    /// signal of a handle that names nothing (translation left that to
+    /// this lookup, see [`Translator::at_once`]) faults the queue there.
     fn complete_taken(
         &self,
         woken: &mut KVec<Arc<Scheduler>>,
@@ -636,20 +656,23 @@ impl Scheduler {
     ) {
         completion.hand_back();
         if let Some(update) = completion.update {
-            self.update_semaphore(woken, queue, update, false);
+            if let Err(e) = self.update_semaphore(woken, queue, update, false) {
+                queue.fault(index, e.to_errno().unsigned_abs(), 0, 0, 0);
+                return;
+            }
         }
         queue.take_completed(index);
     }
 
     /// A completed packet's semaphore update, unless its queue `faulted` at
-    /// or before it.
+    /// or before it; ENOENT if a signal's handle names nothing.
     fn update_semaphore(
         &self,
         woken: &mut KVec<Arc<Scheduler>>,
         queue: &Queue,
         update: SemUpdate,
         faulted: bool,
-    ) {
+    ) -> Result {
         let sems = queue.objects().semaphores();
         let mut wake = Wake::Later {
             this: self,
@@ -657,7 +680,7 @@ impl Scheduler {
         };
         match (update, faulted) {
             (SemUpdate::Signal { handle, value }, false) => {
-                sems.signal_from_queue(handle, value, &mut wake)
+                return sems.signal_from_queue(handle, value, &mut wake);
             }
             (
                 SemUpdate::Fail {
@@ -669,6 +692,7 @@ impl Scheduler {
             ) => sems.fail_from_queue(handle, value, error, &mut wake),
             _ => {}
         }
+        Ok(())
     }
 
     /// Completes the markers at the head of stream `i`, doing their CPU
@@ -880,14 +904,12 @@ impl Scheduler {
                     queue.set_needs_kick(false);
                     entry.asks_kick = false;
                 }
-                match self.translate(queue, index, skip) {
-                    Ok(Translated::Run(staged))
-                        if staged.commands.is_empty()
-                            && state
-                                .streams
-                                .get(usize::from(entry.stream))
-                                .is_some_and(|s| s.fifo.is_empty()) =>
-                    {
+                let at_once = state
+                    .streams
+                    .get(usize::from(entry.stream))
+                    .is_some_and(|s| s.fifo.is_empty());
+                match self.translate(queue, index, skip, at_once) {
+                    Ok(Translated::Run(staged)) if staged.commands.is_empty() && at_once => {
                         self.complete_taken(&mut state.woken, queue, index, &staged.completion);
                         progressed = true;
                         continue;
@@ -922,20 +944,29 @@ impl Scheduler {
         progressed
     }
 
-    fn translator<'a>(&'a self, queue: &'a Queue) -> Translator<'a> {
+    fn translator<'a>(&'a self, queue: &'a Queue, at_once: bool) -> Translator<'a> {
         Translator {
             objects: queue.objects(),
             hw: self.hw.desc(),
             staging: &self.staging,
+            at_once,
         }
     }
 
-    /// Translates packet `index` of `queue`. A WAIT_SEMAPHORE sets
-    /// `blocked` first, so that it is woken by the semaphore's change.
-    fn translate(&self, queue: &Queue, index: u64, skip: Option<u32>) -> Result<Translated> {
+    /// Translates packet `index` of `queue`, which completes as it is
+    /// taken if it has no command and `at_once` (nothing is before it on
+    /// its stream). A WAIT_SEMAPHORE sets `blocked` first, so that it is
+    /// woken by the semaphore's change.
+    fn translate(
+        &self,
+        queue: &Queue,
+        index: u64,
+        skip: Option<u32>,
+        at_once: bool,
+    ) -> Result<Translated> {
         let packet = queue.packet(index)?;
         self.mark_if_wait(&packet);
-        translate::translate(&self.translator(queue), index, &packet, skip)
+        translate::translate(&self.translator(queue, at_once), index, &packet, skip)
     }
 
     /// What a queue's next packet lets the scheduler do.
@@ -947,7 +978,7 @@ impl Scheduler {
             return Head::Runnable;
         };
         self.mark_if_wait(&packet);
-        if translate::blocks(&self.translator(queue), &packet, skip) {
+        if translate::blocks(&self.translator(queue, false), &packet, skip) {
             Head::Waiting
         } else {
             Head::Runnable
@@ -1026,6 +1057,7 @@ impl Scheduler {
         if state.lost {
             return;
         }
+        this.passes.add(1, Relaxed);
         this.passing.xchg(1, Full);
         Self::pass_locked(this, &mut state);
         this.passing.xchg(0, Full);

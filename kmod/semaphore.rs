@@ -755,14 +755,19 @@ impl Semaphores {
     }
 
     /// A SIGNAL_SEMAPHORE packet completed. A value at or below the current
-    /// one changes nothing: queue signals only ever raise.
-    pub(crate) fn signal_from_queue(&self, handle: u32, value: u64, wake: &mut Wake<'_>) {
-        let _ = self.with_sem(handle, |owner, sem| {
+    /// one changes nothing: queue signals only ever raise. ENOENT if the
+    /// handle names nothing; an alias whose semaphore is gone is left so.
+    pub(crate) fn signal_from_queue(&self, handle: u32, value: u64, wake: &mut Wake<'_>) -> Result {
+        let signalled = self.with_sem(handle, |owner, sem| {
             if sem.error == 0 && value > sem.value && value != uapi::SEM_FAILED_VALUE {
                 owner.raise(sem, value, wake);
             }
             Ok(())
         });
+        match signalled {
+            Err(e) if e == ECANCELED => Ok(()),
+            result => result,
+        }
     }
 
     /// A queue that was to signal `handle` to `value` faulted, was

@@ -159,6 +159,11 @@ pub(crate) struct Translator<'a> {
     pub(crate) hw: &'a HwDesc,
     /// The device's staging pages.
     pub(crate) staging: &'a Arc<Staging>,
+    /// A packet with no command completes as it is taken (nothing is
+    /// before it on its stream): a SIGNAL_SEMAPHORE's semaphore is then
+    /// looked up once, as it completes, where a handle that names nothing
+    /// faults the queue at the same packet.
+    pub(crate) at_once: bool,
 }
 
 impl Translator<'_> {

@@ -118,8 +118,10 @@ pub(super) fn signal(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> R
         return Err(EINVAL);
     }
     zero_from(body, 2)?;
-    // The semaphore must exist now.
-    t.objects.semaphores().wait_state(handle, value)?;
+    // The semaphore must exist now (or, at once, when it is signalled).
+    if !t.at_once {
+        t.objects.semaphores().wait_state(handle, value)?;
+    }
     out.completion.update = Some(SemUpdate::Signal { handle, value });
     Ok(())
 }

@@ -442,6 +442,34 @@ TEST_F(q, each_bad_packet_faults_only_its_queue)
 	expect_fault(_metadata, self->fd, &c, EINVAL, NULL);
 }
 
+/*
+ * A SIGNAL_SEMAPHORE of a handle that names no semaphore faults its queue
+ * at that packet, with ENOENT: taken at once (nothing before it on its
+ * stream), where the handle is looked up only as it completes, and behind
+ * a FILL, where it is looked up as it is taken.
+ */
+TEST_F(q, a_signal_of_a_handle_that_names_nothing_faults_at_it)
+{
+	struct radiance_semaphore_packet sig = {
+		.header = { .kind = RADIANCE_PACKET_SIGNAL_SEMAPHORE }, .handle = 999, .value = 1,
+	};
+	int v = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	struct queue q;
+
+	ASSERT_LT(0, v);
+	expect_fault(_metadata, self->fd, &sig, ENOENT, NULL);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	fill(&q, v, 0, 4096, 1, 4);
+	queue_put(&q, &sig);
+	queue_nop(&q, 0);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(ENOENT, q.ctl->error);
+	EXPECT_EQ(1, q.ctl->fault_index);
+	EXPECT_EQ(1, q.ctl->read_index) TH_LOG("the FILL before completed");
+	queue_close(&q);
+}
+
 TEST_F(q, a_bad_entry_pc_reports_err_pc)
 {
 	struct radiance_queue_query query;

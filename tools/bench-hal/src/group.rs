@@ -33,11 +33,36 @@ const EDGES: u64 = 400;
 struct PerEdge {
     submit: Duration,
     latency: Duration,
+    /// Scheduler passes the chain took, and workers woken for them, over
+    /// both kmod devices (debugfs); zero elsewhere.
+    passes: (i64, i64),
+}
+
+/// Passes and worker wake-ups so far of the kmod devices among `uris`, from
+/// debugfs `mem` (`scheduler_passes`, `scheduler_wakeups`); zero for other
+/// devices, or where debugfs cannot be read.
+fn activity(uris: &[&str]) -> (i64, i64) {
+    let mut seen = Vec::new();
+    let mut sum = (0, 0);
+    for index in uris.iter().filter_map(|u| u.strip_prefix("kmod:")?.parse::<u32>().ok()) {
+        if seen.contains(&index) {
+            continue;
+        }
+        seen.push(index);
+        let Ok(text) = std::fs::read_to_string(format!("/sys/kernel/debug/radiance/radiance{index}/mem")) else {
+            continue;
+        };
+        let get =
+            |key: &str| -> i64 { text.lines().find_map(|l| l.strip_prefix(key)?.trim().parse().ok()).unwrap_or(0) };
+        sum.0 += get("scheduler_passes ");
+        sum.1 += get("scheduler_wakeups ");
+    }
+    sum
 }
 
 /// Times a chain between queues of `first` and `second` (devices, or one
 /// device twice).
-fn chain(first: &Device, second: &Device) -> Result<PerEdge> {
+fn chain(first: &Device, second: &Device, uris: &[&str]) -> Result<PerEdge> {
     let (q0, q1) = (first.create_queue()?, second.create_queue()?);
     let (s0, s1) = (first.create_semaphore(0)?, second.create_semaphore(0)?);
     let gate = first.create_semaphore(0)?;
@@ -56,11 +81,14 @@ fn chain(first: &Device, second: &Device) -> Result<PerEdge> {
         queue.barrier(&[point(i - 1)], &[point(i)])?;
     }
     let submit = t.elapsed() / EDGES as u32;
+    let before = activity(uris);
     let t = Instant::now();
     gate.signal(1)?;
     let (last, value) = point(EDGES - 1);
     last.wait(value, Timeout::Infinite)?;
-    Ok(PerEdge { submit, latency: t.elapsed() / EDGES as u32 })
+    let latency = t.elapsed() / EDGES as u32;
+    let after = activity(uris);
+    Ok(PerEdge { submit, latency, passes: (after.0 - before.0, after.1 - before.1) })
 }
 
 /// Doorbells in one timing of an empty pass.
@@ -110,12 +138,14 @@ fn pair(
 
 /// The median of `rounds` by latency, and the median submit time.
 fn median(rounds: &[PerEdge]) -> PerEdge {
-    let mut rounds: Vec<_> = rounds.iter().map(|r| (r.submit, r.latency)).collect();
+    let mut rounds: Vec<_> = rounds.iter().map(|r| (r.submit, r.latency, r.passes)).collect();
     let mid = rounds.len() / 2;
     rounds.sort_by_key(|r| r.0);
     let submit = rounds[mid].0;
+    rounds.sort_by_key(|r| r.2);
+    let passes = rounds[mid].2;
     rounds.sort_by_key(|r| r.1);
-    PerEdge { submit, latency: rounds[mid].1 }
+    PerEdge { submit, latency: rounds[mid].1, passes }
 }
 
 /// One ratio of two routes: the median of the rounds' own `field(a) /
@@ -136,7 +166,7 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
     let (ha, hb, _hop_group, _) = pair(a, b, |g| {
         g.route_semaphores_through_host();
     })?;
-    let ends = [(&device, &device), (&ba, &bb), (&sa, &sb), (&ha, &hb)];
+    let ends = [(&device, &device, [a, a]), (&ba, &bb, [a, b]), (&sa, &sb, [a, b]), (&ha, &hb, [a, b])];
     // B's scheduler, where it is a kmod device's: a queue of its own to
     // ring, and a semaphore to time the null ioctl with.
     let mut kicked = match b.strip_prefix("kmod:") {
@@ -150,8 +180,8 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
     let mut rounds: [Vec<PerEdge>; 4] = Default::default();
     let mut passes = Vec::new();
     for _ in 0..ROUNDS {
-        for ((first, second), times) in ends.iter().zip(rounds.iter_mut()) {
-            times.push(chain(first, second)?);
+        for ((first, second, uris), times) in ends.iter().zip(rounds.iter_mut()) {
+            times.push(chain(first, second, uris)?);
         }
         if let Some((_, queue, sem)) = &mut kicked {
             passes.push(empty_pass(queue, sem)?);
@@ -161,7 +191,7 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
     println!(
         "bench-hal group {a} {b}: a chain of {EDGES} semaphore edges between two queues, median of {ROUNDS} rounds"
     );
-    println!("  {:<42} {:>10} {:>12}", "route", "submit", "latency");
+    println!("  {:<42} {:>10} {:>12} {:>14}", "route", "submit", "latency", "passes/edge");
     let rows = [
         ("same device (two queues of A)".to_string(), same),
         (format!("A to B, topology's ({route})"), best),
@@ -170,7 +200,14 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
     ];
     for (name, e) in rows {
         let e = median(e);
-        println!("  {name:<42} {:>7.1} us {:>9.1} us", us(e.submit), us(e.latency));
+        let per_edge = |n: i64| n as f64 / EDGES as f64;
+        println!(
+            "  {name:<42} {:>7.1} us {:>9.1} us {:>6.2} ({:.2} woken)",
+            us(e.submit),
+            us(e.latency),
+            per_edge(e.passes.0),
+            per_edge(e.passes.1)
+        );
     }
     let (latency, submit) = (|e: &PerEdge| e.latency, |e: &PerEdge| e.submit);
     let ratios = [
