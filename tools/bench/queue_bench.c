@@ -21,7 +21,8 @@
  *     by the scheduler, so this is its floor where no host round trip is
  *     left. Where the NOP round trips needed no kick, each is one packet
  *     taken in a pass too, and edge / NOP round trip cannot go below
- *     about 2;
+ *     about 2: printed as its floor, two NOPs taken in a pass / NOP round
+ *     trip (well under 1 where each round trip rings the doorbell);
  *  5. VRAM scrub on free: a 4 KiB FILL round trip right after freeing a
  *     written 1 MiB BO, against the same FILL with nothing freed.
  * 2, 3, 4 and 5 run in interleaved rounds and print medians. Absolute
@@ -164,6 +165,7 @@ int main(void)
 	struct queue q, a, b;
 	double t, submit, null, in_pass[ROUNDS], pass_ratio[ROUNDS], from_idle[ROUNDS], idle_ratio[ROUNDS], kicked[ROUNDS];
 	double trip[ROUNDS], copy_ns[ROUNDS], memcpy_ns[ROUNDS], copy_ratio[ROUNDS], edge[ROUNDS], edge_ratio[ROUNDS];
+	double edge_floor[ROUNDS];
 	double kcopy_ns[ROUNDS], kcopy_ratio[ROUNDS], per_mib[ROUNDS], fill_ns[ROUNDS], after_free_ns[ROUNDS], free_ns[ROUNDS], scrub_ratio[ROUNDS];
 	long burst_kicks;
 	const size_t size = 8 << 20, freed = 1 << 20;
@@ -284,6 +286,7 @@ int main(void)
 		edge_ratio[r] = edge[r] / trip[r];
 		idle_ratio[r] = edge[r] / from_idle[r];
 		pass_ratio[r] = edge[r] / (2 * in_pass[r]);
+		edge_floor[r] = 2 * in_pass[r] / trip[r];
 
 		/* 5. A 4 KiB FILL alone, then right after freeing a written
 		 * 1 MiB BO (its scrub before or around the FILL). */
@@ -323,6 +326,8 @@ int main(void)
 	printf("COPY HOST->VRAM device commands per MiB: %.2f\n", median(per_mib, ROUNDS));
 	printf("cross-queue edge (SIGNAL on A, WAIT on B), %d edges: %.0f ns per edge (edge / NOP round trip = %.2f)\n",
 	       EDGES, median(edge, ROUNDS), median(edge_ratio, ROUNDS));
+	printf("  floor of edge / NOP round trip, two packets taken in a pass / NOP round trip = %.2f\n",
+	       median(edge_floor, ROUNDS));
 	printf("  edge / NOP round trip from idle = %.2f\n", median(idle_ratio, ROUNDS));
 	printf("  NOP taken in a pass (%d published at once) %.0f ns (edge / 2 such NOPs = %.2f)\n", BURST,
 	       median(in_pass, ROUNDS), median(pass_ratio, ROUNDS));

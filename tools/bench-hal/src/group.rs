@@ -14,14 +14,17 @@
 //! export and import are made then), then the host opens it and times it to
 //! its end (latency per edge). Under TCG on a shared machine one chain's
 //! figure moves by half between runs: the routes take turns, `ROUNDS`
-//! times. Between two kmod devices each round also times an empty pass of
-//! B's scheduler (a doorbell with nothing to take, less a null ioctl): what
-//! the alias pays per edge over two queues of one device is B's pass, so
-//! (same device + that pass) / same device is the floor of its ratio. Each
-//! route's median round is printed, and each ratio is the
-//! median of the rounds' own ratios (the two routes of a round ran back to
-//! back, at one speed of the machine), with the ratio of the two medians
-//! beside it.
+//! times. Each route's median round is printed, with the scheduler passes
+//! per edge of the kmod devices (debugfs `scheduler_passes`, and how many
+//! of them woke a worker): two queues of one device take the whole chain
+//! in one pass, the kernel alias takes one pass of the waiting device per
+//! edge. Between two kmod devices each round also times an empty pass of
+//! B's scheduler (a doorbell with nothing to take, less a null ioctl):
+//! (same device + that pass) / same device is the alias's ratio if a pass
+//! that takes the edge's packets cost no more than an empty one. Each
+//! ratio is the median of the rounds' own ratios (the routes of a round ran
+//! back to back, at one speed of the machine), with the ratio of the two
+//! medians beside it.
 
 use radiance::{kmod, Device, DeviceGroup, DeviceGroupBuilder, Result, Semaphore, Timeout};
 use std::time::{Duration, Instant};
@@ -226,7 +229,7 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
         floors.sort_by(f64::total_cmp);
         passes.sort();
         println!(
-            "  an empty pass of B (doorbell less a null ioctl) {:>7.1} us; floor of {route} / same device, latency (same + pass) / same {:>5.2}",
+            "  an empty pass of B (doorbell less a null ioctl) {:>7.1} us; {route} / same device if a pass cost no more, (same + pass) / same {:>5.2}",
             us(passes[passes.len() / 2]),
             floors[floors.len() / 2]
         );
