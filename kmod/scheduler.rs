@@ -338,6 +338,18 @@ impl Scheduler {
         Self::kick(this);
     }
 
+    /// A packet completed under this scheduler's lock changed a semaphore.
+    /// In a pass, nothing to do: the pass progressed, so it turns again and
+    /// looks at every queue. Outside one (the watchdog, a queue's removal)
+    /// it is any other change.
+    pub(crate) fn changed_under_lock(this: &Arc<Self>) {
+        // Written only under the lock this caller holds: set, the caller
+        // is the pass.
+        if this.passing.load(Relaxed) == 0 {
+            Self::semaphore_changed(this);
+        }
+    }
+
     /// Whether a queue waits on a semaphore: only then must a semaphore's
     /// change wake the scheduler (see [`Scheduler::semaphore_changed`]).
     pub(crate) fn waits(&self) -> bool {
@@ -1084,8 +1096,13 @@ impl Scheduler {
         loop {
             this.take_responses(state);
             // Every queue is looked at below, under the semaphores' locks:
-            // changes before this are seen there.
-            this.missed.xchg(0, Full);
+            // changes before this are seen there. Most turns find it clear
+            // (this pass's own changes do not set it): no locked
+            // instruction then; one set after this load is seen by the
+            // pass's last look at it, fully ordered after `passing` drops.
+            if this.missed.load(Relaxed) != 0 {
+                this.missed.xchg(0, Full);
+            }
             if this.submit(state) {
                 continue;
             }

@@ -133,10 +133,12 @@ impl Watcher {
 pub(crate) enum Wake<'a> {
     /// Each is woken at once.
     Now,
-    /// The change comes from a packet completed in a pass of `this`: the
-    /// other schedulers that must look go on `later`, which the pass runs
-    /// in its own worker once it has dropped its lock (see
-    /// [`Scheduler::pass`]), rather than waking another worker for each.
+    /// The change comes from a packet completed under `this`'s lock,
+    /// usually in a pass, which looks at its own queues again anyway (see
+    /// [`Scheduler::changed_under_lock`]): the other schedulers that must
+    /// look go on `later`, which the pass runs in its own worker once it has
+    /// dropped its lock (see [`Scheduler::pass`]), rather than waking
+    /// another worker for each.
     Later {
         this: &'a Scheduler,
         later: &'a mut KVec<Arc<Scheduler>>,
@@ -146,7 +148,10 @@ pub(crate) enum Wake<'a> {
 impl Wake<'_> {
     fn scheduler(&mut self, scheduler: &Arc<Scheduler>) {
         match self {
-            Wake::Later { this, later } if !core::ptr::eq(*this, &**scheduler) => {
+            Wake::Later { this, .. } if core::ptr::eq(*this, &**scheduler) => {
+                Scheduler::changed_under_lock(scheduler)
+            }
+            Wake::Later { later, .. } => {
                 if !scheduler.waits() || later.iter().any(|s| Arc::ptr_eq(s, scheduler)) {
                     return;
                 }
