@@ -126,10 +126,17 @@ impl Context {
 }
 
 impl Drop for Current<'_> {
+    /// Inlined: most guards pushed nothing, and every launch drops one.
+    #[inline(always)]
     fn drop(&mut self) {
-        // Pops what `enter` pushed; it cannot fail with a context pushed.
-        if let Some(ctx) = self.0 {
+        #[inline(never)]
+        fn pop(ctx: &Context) {
+            // It cannot fail with a context pushed.
             let _ = ctx.api.pop_context();
+        }
+        // Pops what `enter` pushed.
+        if let Some(ctx) = self.0 {
+            pop(ctx);
         }
     }
 }

@@ -419,7 +419,10 @@ impl QueueShared {
         if HELD.load(Ordering::SeqCst) != 0 {
             return false;
         }
-        let Ok(mut prepared) = Prepared::new(&self.shared, self.closing.device(), launch) else { return false };
+        // Used where it was made: moved out of the `Result`, the launch is
+        // copied field by field.
+        let mut made = Prepared::new(&self.shared, self.closing.device(), launch);
+        let Ok(prepared) = &mut made else { return false };
         if prepared.spins() {
             return false;
         }
@@ -429,10 +432,17 @@ impl QueueShared {
         }
         let seq = state.next;
         state.next += 1;
-        if let Err(e) = self.launch_alone(seq, &mut prepared, &mut state) {
+        if let Err(e) = self.launch_alone(seq, prepared, &mut state) {
             state.fault = Some(e);
         }
         self.unlocked_edges.store(state.fault.is_none() && state.in_flight.is_empty(), Ordering::Release);
+        drop(state);
+        // Its buffers went in flight with it, unless the driver refused it:
+        // most launches leave nothing to drop, and the drop glue, called out
+        // of line, costs more than this test.
+        if prepared.buffers().capacity() == 0 {
+            std::mem::forget(made);
+        }
         true
     }
 
@@ -456,7 +466,9 @@ impl QueueShared {
 
     /// Records the event that tells when the device has passed submission
     /// `seq`, after letting go of what earlier marks found done. The
-    /// device's context is entered for streams.
+    /// device's context is entered for streams. Out of line: one
+    /// submission in [`PROGRESS_EVERY`] calls it.
+    #[inline(never)]
     fn mark_progress(&self, seq: u64, state: &mut QueueState) -> Result<()> {
         self.note_progress(state)?;
         // SAFETY: the stream is ours and live; the event is the pool's.

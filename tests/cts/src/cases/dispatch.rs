@@ -166,6 +166,9 @@ fn alone(device: &Device) -> Outcome {
         q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [N - i, 1, 1], &[base + 4 * i, i, N - i]))?;
     }
     q.dispatch(&[], &[], launch(builtin::COPY_U32, [1, 1, 1], [N, 1, 1], &[address(&b)?, base, N]))?;
+    // No elements, no access: an empty fill at an address in no buffer runs,
+    // as on the device (bench-cuda's launch; no lookup: `Translator::locate`).
+    q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [1, 1, 1], &[0x3, 0, 0]))?;
     q.barrier(&[], &[(&s, 1)])?;
     reach(&s, 1)?;
     ensure_eq!(a.map()?.read_u32s(0, N as usize)?, (0..N).collect::<Vec<_>>(), "elements after the launches");
