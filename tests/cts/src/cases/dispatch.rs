@@ -18,6 +18,7 @@ pub(super) const CASES: &[Case] = &[
     Case { name: "dispatch_out_of_bounds_access_faults", run: out_of_bounds },
     Case { name: "dispatch_without_waits_or_signals_keeps_queue_order", run: alone },
     Case { name: "dispatch_borrowed_runs_the_launch_as_it_was_at_the_call", run: borrowed },
+    Case { name: "dispatch_refuses_an_empty_dimension", run: empty_dimensions },
 ];
 
 /// Skips the case on devices without the built-in kernels.
@@ -232,5 +233,31 @@ fn borrowed(device: &Device) -> Outcome {
     let pc = builtin::FILL_U32;
     ensure!(e.to_string().contains(&format!("{pc:#010x}")), "the fault does not name pc {pc:#010x}: {e}");
     ensure_eq!(a.map()?.read_u32s(0, N as usize)?, (1..=N).collect::<Vec<_>>(), "elements after the fault");
+    Ok(())
+}
+
+/// A launch with any one of its six grid and block dimensions 0 is refused
+/// at the call, owned or borrowed, with or without waits, and nothing runs.
+fn empty_dimensions(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    let (q, s) = (device.create_queue()?, device.create_semaphore(0)?);
+    let a = mappable(device, 16)?;
+    a.map()?.write_u32s(0, &[0; 4])?;
+    let fill = launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[address(&a)?, 7, 4]);
+    for d in 0..6 {
+        let mut empty = fill.clone();
+        if d < 3 {
+            empty.grid[d] = 0;
+        } else {
+            empty.block[d - 3] = 0;
+        }
+        let what = format!("grid {:?} block {:?}", empty.grid, empty.block);
+        expect_err(q.dispatch(&[], &[], empty.clone()), StatusCode::InvalidArgument, &what)?;
+        expect_err(q.dispatch_borrowed(&[], &[], &empty), StatusCode::InvalidArgument, &what)?;
+        expect_err(q.dispatch_borrowed(&[(&s, 0)], &[(&s, 1)], &empty), StatusCode::InvalidArgument, &what)?;
+    }
+    q.barrier(&[], &[(&s, 1)])?;
+    reach(&s, 1)?;
+    ensure_eq!(a.map()?.read_u32s(0, 4)?, vec![0; 4], "the buffer after refused launches");
     Ok(())
 }
