@@ -91,7 +91,9 @@ impl Launch {
                 launch.grid, launch.block
             ))
         }
-        if self.grid.contains(&0) || self.block.contains(&0) {
+        // One test of the smallest: `contains` tests and branches six times.
+        let ([gx, gy, gz], [bx, by, bz]) = (self.grid, self.block);
+        if gx.min(gy).min(gz).min(bx).min(by).min(bz) == 0 {
             return Err(empty(self));
         }
         Ok(())

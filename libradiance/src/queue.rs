@@ -86,7 +86,8 @@ impl Queue {
         self.submit_command(waits, signals, Command::update(data, target)?)
     }
 
-    /// Launches a kernel.
+    /// Launches a kernel. [`Queue::dispatch_borrowed`] launches one that
+    /// the caller keeps.
     pub fn dispatch(&self, waits: Points<'_>, signals: Points<'_>, launch: Launch) -> Result<()> {
         // Built in place: a launch has no buffer to check the device of, and
         // each move of one through a `Result` is a copy of the whole command.
@@ -95,6 +96,35 @@ impl Queue {
             return Ok(());
         }
         self.submit(waits, signals, Commands::One(Command(Op::Dispatch(launch))))
+    }
+
+    /// Launches a kernel from a launch the caller keeps, as
+    /// [`Queue::dispatch`] does: for a caller that builds a launch once and
+    /// changes it between dispatches (writing its `params` in place, say),
+    /// as a runtime that lends its dispatch descriptions does (IREE's HAL
+    /// lends a dispatch its constants and bindings). Where the backend
+    /// queues the launch at once (cuda, with no waits and no signals),
+    /// nothing of it is copied, moved or dropped; elsewhere the queued
+    /// command holds a clone of it.
+    pub fn dispatch_borrowed(&self, waits: Points<'_>, signals: Points<'_>, launch: &Launch) -> Result<()> {
+        launch.check_dimensions()?;
+        if waits.is_empty() && signals.is_empty() {
+            // Only the queue and the launch are kept across the backend's
+            // call: the lists are known empty.
+            if self.inner.dispatch_alone(launch) {
+                return Ok(());
+            }
+            return self.submit_clone(&[], &[], launch);
+        }
+        self.submit_clone(waits, signals, launch)
+    }
+
+    /// [`Queue::dispatch_borrowed`] of a launch that goes as a command. Out
+    /// of line: inlined, the whole submission made every lone launch set up
+    /// its stack.
+    #[inline(never)]
+    fn submit_clone(&self, waits: Points<'_>, signals: Points<'_>, launch: &Launch) -> Result<()> {
+        self.submit(waits, signals, Commands::One(Command(Op::Dispatch(launch.clone()))))
     }
 
     /// Does nothing but wait and signal: joins and forks semaphore timelines.

@@ -86,25 +86,22 @@ impl Module {
 }
 
 /// A launch ready for `cuLaunchKernel`, holding the buffers it touches.
-pub(super) struct Prepared {
+/// The launch itself is borrowed, not copied: its grid and block are read
+/// where they are when the launch is queued.
+pub(super) struct Prepared<'a> {
+    launch: &'a Launch,
     function: CUfunction,
-    grid: [u32; 3],
-    block: [u32; 3],
     native: NativeLaunch<CudaBuffer>,
-    pc: u32,
 }
 
-// SAFETY: the function handle may be used from any thread.
-unsafe impl Send for Prepared {}
-
-impl Prepared {
+impl<'a> Prepared<'a> {
     /// Checks `launch` as a Radiance device would run it and translates its
     /// addresses; `closing` is the queue's word that stops SPIN.
     #[inline(always)]
-    pub(super) fn new(shared: &Shared, closing: CUdeviceptr, launch: &Launch) -> Result<Self> {
+    pub(super) fn new(shared: &Shared, closing: CUdeviceptr, launch: &'a Launch) -> Result<Self> {
         let native = NativeLaunch::translate(&shared.space, closing, launch)?;
         let function = shared.kernels.functions[native.kernel];
-        Ok(Self { function, grid: launch.grid, block: launch.block, native, pc: launch.kernel() })
+        Ok(Self { launch, function, native })
     }
 
     /// What a graph captured with this launch depends on: its kernel and
@@ -130,13 +127,13 @@ impl Prepared {
     ///
     /// # Safety
     /// `stream` is live, and the device's context current.
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn launch(&mut self, api: Api, stream: CUstream) -> Result<()> {
         let mut params = [std::ptr::null_mut::<c_void>(); 4];
         for (p, a) in params.iter_mut().zip(&mut self.native.args) {
             *p = (a as *mut u64).cast();
         }
-        api.launch(self.function, self.grid, self.block, stream, &mut params[..self.native.count])
-            .map_err(|e| Error::DeviceFault { pc: self.pc, thread: 0, why: e.to_string() })
+        api.launch(self.function, self.launch.grid, self.launch.block, stream, &mut params[..self.native.count])
+            .map_err(|e| Error::DeviceFault { pc: self.launch.kernel(), thread: 0, why: e.to_string() })
     }
 }

@@ -130,6 +130,40 @@ fn launches_without_waits_or_signals_keep_buffers_and_fault_their_queue() {
     assert_eq!(got.iter().position(|&v| v != 299), None, "a launch after the fault ran");
 }
 
+/// A lone launch (no waits, no signals) that the driver refuses lets go of
+/// the buffers it named at once, and stops its queue: the short way
+/// (`dispatch_alone` in cuda/queue.rs) drops what it translated only when it
+/// holds buffers, and keeps them only for a launch that was queued. The
+/// buffer's 32-bit address is free again when the caller drops its own: a
+/// new buffer of the same size gets it (the lowest free range), where one
+/// still held would push the new buffer past it.
+#[test]
+#[ignore = "needs cuda:0 (run with --include-ignored on a machine with the CUDA driver and a GPU)"]
+fn refused_lone_launches_let_go_of_their_buffers() {
+    let device = cuda();
+    let q = device.create_queue().unwrap();
+    let params = BufferParams { size: 4096, memory: MemoryType::Device, usage: BufferUsage::DISPATCH };
+    let t = device.allocate_buffer(params).unwrap();
+    let at = t.device_address();
+    // A block beyond CUDA's 1024 threads, which the driver refuses; its 1024
+    // elements fit the buffer, so the host's checks pass.
+    q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [2048, 1, 1], &[at as u32, 1, 1024])).unwrap();
+    drop(t);
+    let again = device.allocate_buffer(params).unwrap();
+    assert_eq!(again.device_address(), at, "the refused launch still holds its buffer");
+    // The refusal stopped the queue: a lone launch now goes the general way,
+    // which refuses it too, and what the short way translated for it is let
+    // go of as well.
+    let (t, s) = (device.allocate_buffer(params).unwrap(), device.create_semaphore(0).unwrap());
+    let at = t.device_address();
+    q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [256, 1, 1], &[at as u32, 1, 256])).unwrap();
+    drop(t);
+    assert_eq!(device.allocate_buffer(params).unwrap().device_address(), at, "a refused lone launch holds its buffer");
+    q.barrier(&[], &[(&s, 1)]).unwrap();
+    let e = s.wait(1, Duration::from_secs(10)).unwrap_err();
+    assert_eq!(e.status(), StatusCode::Aborted, "{e}");
+}
+
 /// Device memory exports as a dma-buf where the driver can; elsewhere the
 /// export says it cannot (UNIMPLEMENTED), never anything else.
 #[test]

@@ -17,6 +17,8 @@ pub(super) const CASES: &[Case] = &[
     Case { name: "dispatch_faults_fail_the_launch", run: faults },
     Case { name: "dispatch_out_of_bounds_access_faults", run: out_of_bounds },
     Case { name: "dispatch_without_waits_or_signals_keeps_queue_order", run: alone },
+    Case { name: "dispatch_borrowed_runs_the_launch_as_it_was_at_the_call", run: borrowed },
+    Case { name: "dispatch_refuses_an_empty_dimension", run: empty_dimensions },
 ];
 
 /// Skips the case on devices without the built-in kernels.
@@ -166,6 +168,9 @@ fn alone(device: &Device) -> Outcome {
         q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [N - i, 1, 1], &[base + 4 * i, i, N - i]))?;
     }
     q.dispatch(&[], &[], launch(builtin::COPY_U32, [1, 1, 1], [N, 1, 1], &[address(&b)?, base, N]))?;
+    // No elements, no access: an empty fill at an address in no buffer runs,
+    // as on the device (bench-cuda's launch; no lookup: `Translator::locate`).
+    q.dispatch(&[], &[], launch(builtin::FILL_U32, [1, 1, 1], [1, 1, 1], &[0x3, 0, 0]))?;
     q.barrier(&[], &[(&s, 1)])?;
     reach(&s, 1)?;
     ensure_eq!(a.map()?.read_u32s(0, N as usize)?, (0..N).collect::<Vec<_>>(), "elements after the launches");
@@ -179,5 +184,80 @@ fn alone(device: &Device) -> Outcome {
     ensure!(e.to_string().contains(&format!("{pc:#010x}")), "the fault does not name pc {pc:#010x}: {e}");
     // Wherever the fault stopped the queue, the launch after it did not run.
     ensure_eq!(a.map()?.read_u32s(0, N as usize)?, (0..N).collect::<Vec<_>>(), "elements after the fault");
+    Ok(())
+}
+
+/// A launch the caller keeps (`Queue::dispatch_borrowed`) and rewrites in
+/// place between dispatches: each dispatch runs it as it was at the call,
+/// whether the backend queues it at once (cuda's lone launches) or as a
+/// command (one with waits and signals, or any on a backend without the
+/// short way), and leaves it as it was. More than two progress marks' worth
+/// (cuda marks every 128 submissions), then a fault among lone ones stops
+/// the queue as `alone` checks of owned launches.
+fn borrowed(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    const N: u32 = 300;
+    let q = device.create_queue()?;
+    let s = device.create_semaphore(0)?;
+    let a = mappable(device, 4 * u64::from(N))?;
+    let base = address(&a)?;
+    let mut kept = launch(builtin::FILL_U32, [1, 1, 1], [1, 1, 1], &[0, 0, 0]);
+    let mut signalled = 0;
+    // Dispatch i fills element i with i + 1; one in five waits and signals.
+    for i in 0..N {
+        for (word, value) in kept.params.chunks_exact_mut(4).zip([base + 4 * i, i + 1, 1]) {
+            word.copy_from_slice(&value.to_le_bytes());
+        }
+        let before = kept.clone();
+        if i % 5 == 0 {
+            q.dispatch_borrowed(&[(&s, signalled)], &[(&s, signalled + 1)], &kept)?;
+            signalled += 1;
+        } else {
+            q.dispatch_borrowed(&[], &[], &kept)?;
+        }
+        ensure!(kept == before, "dispatch {i} changed the borrowed launch");
+    }
+    reach(&s, signalled)?;
+    q.barrier(&[], &[(&s, signalled + 1)])?;
+    reach(&s, signalled + 1)?;
+    ensure_eq!(a.map()?.read_u32s(0, N as usize)?, (1..=N).collect::<Vec<_>>(), "elements after the launches");
+    // The top of the 32-bit space: no device has memory there. The launch
+    // after the fault, the same one pointed back at the buffer, does not run.
+    kept.block = [4, 1, 1];
+    kept.params = [0xFFFF_FFF0u32, 7, 4].iter().flat_map(|w| w.to_le_bytes()).collect();
+    q.dispatch_borrowed(&[], &[], &kept)?;
+    kept.params[..4].copy_from_slice(&base.to_le_bytes());
+    q.dispatch_borrowed(&[], &[], &kept)?;
+    q.barrier(&[], &[(&s, signalled + 2)])?;
+    let e = expect_err(s.wait(signalled + 2, PATIENCE), StatusCode::Aborted, "a barrier after a faulted launch")?;
+    let pc = builtin::FILL_U32;
+    ensure!(e.to_string().contains(&format!("{pc:#010x}")), "the fault does not name pc {pc:#010x}: {e}");
+    ensure_eq!(a.map()?.read_u32s(0, N as usize)?, (1..=N).collect::<Vec<_>>(), "elements after the fault");
+    Ok(())
+}
+
+/// A launch with any one of its six grid and block dimensions 0 is refused
+/// at the call, owned or borrowed, with or without waits, and nothing runs.
+fn empty_dimensions(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    let (q, s) = (device.create_queue()?, device.create_semaphore(0)?);
+    let a = mappable(device, 16)?;
+    a.map()?.write_u32s(0, &[0; 4])?;
+    let fill = launch(builtin::FILL_U32, [1, 1, 1], [4, 1, 1], &[address(&a)?, 7, 4]);
+    for d in 0..6 {
+        let mut empty = fill.clone();
+        if d < 3 {
+            empty.grid[d] = 0;
+        } else {
+            empty.block[d - 3] = 0;
+        }
+        let what = format!("grid {:?} block {:?}", empty.grid, empty.block);
+        expect_err(q.dispatch(&[], &[], empty.clone()), StatusCode::InvalidArgument, &what)?;
+        expect_err(q.dispatch_borrowed(&[], &[], &empty), StatusCode::InvalidArgument, &what)?;
+        expect_err(q.dispatch_borrowed(&[(&s, 0)], &[(&s, 1)], &empty), StatusCode::InvalidArgument, &what)?;
+    }
+    q.barrier(&[], &[(&s, 1)])?;
+    reach(&s, 1)?;
+    ensure_eq!(a.map()?.read_u32s(0, 4)?, vec![0; 4], "the buffer after refused launches");
     Ok(())
 }
