@@ -19,6 +19,8 @@
 # $RADIANCE_KERNEL=debug: boot the debug kernel (tools/build-kernel.sh --debug).
 # $RADIANCE_KERNEL_IMAGE: boot that kernel image instead of our own (a
 # distribution's vmlinuz: tools/build-for-distro.sh).
+# $RADIANCE_TCG_THREAD=single: run both vCPUs in one host thread (TCG's
+# thread=single) instead of one thread each.
 source "$(dirname "$0")/lib.sh"
 
 usage() {
@@ -74,7 +76,7 @@ trap 'rm -f "$pidfile"' EXIT
 # loglevel=5 rather than 4: WARN() and lockdep print at KERN_WARNING (4),
 # and the console only shows levels below the loglevel.
 qemu=(
-	qemu-system-x86_64 -accel tcg,thread=multi -m 1G -smp 2 -net none
+	qemu-system-x86_64 -accel "tcg,thread=${RADIANCE_TCG_THREAD:-multi}" -m 1G -smp 2 -net none
 	-nographic -no-reboot -serial mon:stdio -pidfile "$pidfile"
 	-kernel "$bzimage" -initrd "$initramfs"
 	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=5 ${RADIANCE_GUEST_CMDLINE:-}"
