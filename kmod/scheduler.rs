@@ -1094,7 +1094,11 @@ impl Scheduler {
         // Set again below by any queue still waiting on a semaphore.
         this.blocked.store(0, Relaxed);
         loop {
-            this.take_responses(state);
+            // With nothing in the device there is nothing to answer: the
+            // devices take no response for a stream running nothing.
+            if state.sent > 0 {
+                this.take_responses(state);
+            }
             // Every queue is looked at below, under the semaphores' locks:
             // changes before this are seen there. Most turns find it clear
             // (this pass's own changes do not set it): no locked
