@@ -24,7 +24,6 @@ use kernel::{
         atomic::{
             Acquire,
             Full,
-            Relaxed,
             Release, //
         },
         barrier::smp_mb,
@@ -294,16 +293,14 @@ impl Queue {
         self.state.lock().destroyed = true;
     }
 
-    /// Sets or clears `needs_kick`. Setting is fully ordered against the
-    /// next `pending()`, so a packet published meanwhile is either seen by
-    /// the scheduler or finds the flag set (and the process kicks).
-    /// Clearing needs no order (a stale flag costs one kick), and most
-    /// passes find it clear already: no locked instruction then.
+    /// Sets or clears `needs_kick`; the scheduler calls it only to change
+    /// it. Setting is fully ordered against the next `pending()`, so a
+    /// packet published meanwhile is either seen by the scheduler or finds
+    /// the flag set (and the process kicks). Clearing needs no order (a
+    /// stale flag costs one kick).
     pub(crate) fn set_needs_kick(&self, on: bool) {
         let _ = page_atomic::<i32, _>(&self.control, offset_of!(QueueControl, needs_kick), |k| {
-            if on || k.load(Relaxed) != 0 {
-                k.xchg(i32::from(on), Full);
-            }
+            k.xchg(i32::from(on), Full);
         });
     }
 

@@ -142,6 +142,17 @@ struct Scheduled {
     asks_kick: bool,
 }
 
+impl Scheduled {
+    /// Sets or clears the queue's `needs_kick`, writing the page only if
+    /// that changes it.
+    fn ask_for_kicks(&mut self, on: bool) {
+        if self.asks_kick != on {
+            self.queue.set_needs_kick(on);
+            self.asks_kick = on;
+        }
+    }
+}
+
 /// A command in a stream, or a marker.
 struct InFlight {
     /// What the device was given, kept to give it again after a reset;
@@ -907,15 +918,12 @@ impl Scheduler {
             entry.waiting = false;
             let fresh = entry.staged.is_none();
             if fresh {
-                let queue = &entry.queue;
-                let Some((index, skip)) = queue.pending() else {
+                let Some((index, skip)) = entry.queue.pending() else {
                     continue;
                 };
                 // Busy with it now: the process need not kick.
-                if entry.asks_kick {
-                    queue.set_needs_kick(false);
-                    entry.asks_kick = false;
-                }
+                entry.ask_for_kicks(false);
+                let queue = &entry.queue;
                 let at_once = state
                     .streams
                     .get(usize::from(entry.stream))
@@ -1132,14 +1140,10 @@ impl Scheduler {
                 if q.waiting || q.asks_kick {
                     continue;
                 }
-                q.queue.set_needs_kick(true);
-                q.asks_kick = true;
+                q.ask_for_kicks(true);
                 match this.head(&q.queue) {
                     Head::Runnable => runnable = true,
-                    Head::Waiting => {
-                        q.queue.set_needs_kick(false);
-                        q.asks_kick = false;
-                    }
+                    Head::Waiting => q.ask_for_kicks(false),
                     Head::Empty => {}
                 }
             }
