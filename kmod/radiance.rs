@@ -21,6 +21,7 @@ mod host_mem;
 mod hw;
 mod ioctl;
 mod kcov;
+mod lazy_vec;
 mod misc_node;
 mod queue;
 mod raw;

@@ -46,6 +46,7 @@ use crate::{
     bo::Bo,
     gluon::Command,
     hw::HwDesc,
+    lazy_vec::LazyVec,
     queue::FileObjects,
     sg_table::Handover,
     staging::{
@@ -75,10 +76,10 @@ pub(crate) enum SemUpdate {
 /// What a packet holds until it completes, and what completing it does.
 pub(crate) struct Completion {
     /// BOs the commands use, alive while the device may touch them.
-    bos: KVec<Arc<Bo>>,
+    bos: LazyVec<Arc<Bo>>,
     /// Host ranges the device writes: `(BO, offset, length)`, handed back
     /// to the CPU when the packet completes.
-    written: KVec<(Arc<Bo>, u64, u64)>,
+    written: LazyVec<(Arc<Bo>, u64, u64)>,
     /// A staging page (launch block, fill pattern or bounce), the device's
     /// until the packet completes.
     staging: Option<Arc<Slot>>,
@@ -88,8 +89,8 @@ pub(crate) struct Completion {
 impl Completion {
     fn new() -> Self {
         Self {
-            bos: KVec::new(),
-            written: KVec::new(),
+            bos: LazyVec::new(),
+            written: LazyVec::new(),
             staging: None,
             update: None,
         }
@@ -118,7 +119,7 @@ pub(crate) enum Step {
 /// packet that only marks a point in its stream.
 pub(crate) struct Staged {
     pub(crate) packet: u64,
-    pub(crate) commands: KVec<Step>,
+    pub(crate) commands: LazyVec<Step>,
     /// The first command not yet pushed.
     pub(crate) next: usize,
     /// Goes with the packet's last command.
@@ -194,7 +195,7 @@ pub(crate) fn translate(
     let body = &packet.body;
     let mut out = Staged {
         packet: index,
-        commands: KVec::new(),
+        commands: LazyVec::new(),
         next: 0,
         completion: Completion::new(),
     };
