@@ -12,7 +12,18 @@ use rustix::{
     io::{read, write, Errno},
     ioctl::{ioctl, Opcode, Updater},
 };
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::{
+    cell::Cell,
+    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    time::{Duration, Instant},
+};
+
+/// How long after the kernel last said no reset was pending
+/// [`Control::reset_pending`] takes that answer as still true: asking again
+/// is a system call per command. A command that ends sooner is answered
+/// anyway, and the kernel refuses that answer if a reset came first
+/// ([`Control::respond`]), as it refuses one that ends just after a look.
+const RESET_LOOK: Duration = Duration::from_millis(1);
 
 /// Runs a control-node ioctl on `arg` (every one is `_IOWR`).
 macro_rules! control_ioctl {
@@ -49,6 +60,8 @@ impl Ready {
 pub struct Control {
     fd: OwnedFd,
     frame_size: usize,
+    /// When a poll last found no reset pending.
+    no_reset_at: Cell<Instant>,
 }
 
 impl Control {
@@ -56,7 +69,7 @@ impl Control {
     pub fn open(path: &str) -> Result<Self> {
         let fd = open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| Error::os(format!("open {path} (radiance.ko loaded? CAP_SYS_ADMIN?)"), e))?;
-        Ok(Self { fd, frame_size: 0 })
+        Ok(Self { fd, frame_size: 0, no_reset_at: Cell::new(Instant::now()) })
     }
 
     /// Declares the device; returns N of `/dev/radianceN`.
@@ -78,9 +91,23 @@ impl Control {
         let timeout = timeout_ms
             .map(|ms| rustix::time::Timespec { tv_sec: (ms / 1000).into(), tv_nsec: ((ms % 1000) * 1_000_000).into() });
         match poll(&mut fds, timeout.as_ref()) {
-            Ok(_) | Err(Errno::INTR) => Ok(Ready::from_revents(fds[0].revents())),
+            Ok(_) => {
+                let ready = Ready::from_revents(fds[0].revents());
+                if !ready.reset {
+                    self.no_reset_at.set(Instant::now());
+                }
+                Ok(ready)
+            }
+            Err(Errno::INTR) => Ok(Ready::from_revents(fds[0].revents())),
             Err(e) => Err(Error::os("poll the control file", e)),
         }
+    }
+
+    /// Whether the kernel reset the device, for a command that runs: asked
+    /// without waiting, unless a poll found none pending less than
+    /// [`RESET_LOOK`] ago.
+    pub fn reset_pending(&self) -> bool {
+        self.no_reset_at.get().elapsed() >= RESET_LOOK && self.wait(Some(0)).is_ok_and(|r| r.reset)
     }
 
     /// Frames that may be read now (none after a reset not yet

@@ -54,7 +54,7 @@ impl Host for Control {
     }
 
     fn reset_pending(&self) -> bool {
-        self.wait(Some(0)).is_ok_and(|r| r.reset)
+        Control::reset_pending(self)
     }
 }
 

@@ -316,11 +316,10 @@ impl<L: Link> Memory for SocMem<'_, L> {
         0
     }
 
-    /// Looks at the control file without waiting: a reset pending means the
-    /// running command was given up.
+    /// A reset pending means the running command was given up.
     fn aborted(&self) -> bool {
         if !self.aborted.get() {
-            self.aborted.set(self.control.wait(Some(0)).is_ok_and(|r| r.reset));
+            self.aborted.set(self.control.reset_pending());
         }
         self.aborted.get()
     }
