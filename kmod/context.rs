@@ -321,12 +321,14 @@ impl Context {
         }
         let count = args.count as usize;
         // Most waits have a few points: those are read onto the stack, with
-        // no allocation to make and free around a sleep.
+        // no allocation to make and free around a sleep. `many` is made
+        // only for more: even an empty KVec calls the allocator when dropped.
         let mut few = [uapi::SemWaitPoint::default(); 4];
-        let mut many = KVec::new();
+        let mut many;
         let points = match few.get_mut(..count) {
             Some(points) => points,
             None => {
+                many = KVec::new();
                 many.resize(count, uapi::SemWaitPoint::default(), GFP_KERNEL)?;
                 &mut many[..]
             }

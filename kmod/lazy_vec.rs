@@ -5,7 +5,8 @@
 //! never allocated: an out-of-line call to `krealloc` and `kfree` per
 //! drop. A packet's translation has three vectors that a semaphore packet
 //! leaves empty, and a scheduler pass makes and drops them for every
-//! packet it looks at, taken or blocked.
+//! packet it looks at, taken or blocked; a pass's list of other devices'
+//! schedulers to run after it is empty but across devices.
 
 use core::ops::Deref;
 use kernel::{
@@ -31,6 +32,10 @@ impl<T> LazyVec<T> {
             }
         }
     }
+
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        self.0.as_mut()?.pop()
+    }
 }
 
 impl<T> Deref for LazyVec<T> {
@@ -55,6 +60,10 @@ mod tests {
         assert_eq!(&v[..], &[1, 2]);
         assert_eq!(v.get(1).copied(), Some(2));
         assert_eq!(v.iter().sum::<u32>(), 3);
+        assert_eq!(v.pop(), Some(2));
+        assert_eq!(v.pop(), Some(1));
+        assert_eq!(v.pop(), None);
+        assert!(v.is_empty());
         Ok(())
     }
 }

@@ -87,6 +87,7 @@ use crate::{
         Gluon,
         Interrupt, //
     },
+    lazy_vec::LazyVec,
     queue::Queue,
     raw::{
         flush_delayed_work,
@@ -1046,7 +1047,7 @@ impl Scheduler {
 
     /// [`Scheduler::pass`], with its own lock already taken.
     fn pass_from(this: &Arc<Self>, state: Guard<'_, State, MutexBackend>) {
-        let mut woken = KVec::new();
+        let mut woken = LazyVec::new();
         Self::pass_once(this, state, &mut woken);
         let mut budget = PEER_PASSES;
         while let Some(peer) = woken.pop() {
@@ -1072,7 +1073,7 @@ impl Scheduler {
     fn pass_once(
         this: &Arc<Self>,
         mut state: Guard<'_, State, MutexBackend>,
-        woken: &mut KVec<Arc<Self>>,
+        woken: &mut LazyVec<Arc<Self>>,
     ) {
         if state.lost {
             return;
