@@ -105,13 +105,22 @@ pub(super) unsafe fn update(
 /// A dispatch command from a C launch description.
 ///
 /// # Safety
-/// `launch` is NULL or valid, and its params hold `params_length` bytes.
+/// As [`launch`].
 pub(super) unsafe fn dispatch(launch: *const LaunchDesc) -> Result<Command> {
+    // SAFETY: per this function's contract.
+    Command::dispatch(unsafe { self::launch(launch) }?)
+}
+
+/// A launch from a C launch description.
+///
+/// # Safety
+/// `launch` is NULL or valid, and its params hold `params_length` bytes.
+pub(super) unsafe fn launch(launch: *const LaunchDesc) -> Result<Launch> {
     // SAFETY: per this function's contract.
     let l = unsafe { get(launch, "launch")? };
     // SAFETY: per this function's contract.
     let params = unsafe { slice(l.params.cast::<u8>(), l.params_length, "launch params")? };
-    Command::dispatch(Launch {
+    Ok(Launch {
         start_pc: l.entry_pc,
         kernel_pc: l.kernel_pc,
         grid: l.grid,

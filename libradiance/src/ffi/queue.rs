@@ -115,8 +115,12 @@ pub extern "C" fn radiance_queue_dispatch(
     signals: SemaphoreList,
     launch: *const LaunchDesc,
 ) -> StatusPtr {
-    // SAFETY: the caller passes a valid launch description.
-    submit(queue, waits, signals, || unsafe { command::dispatch(launch) })
+    // Through `Queue::dispatch`: a launch with no waits and no signals goes
+    // straight to a backend that queues it at once (cuda), not as a command.
+    with_queue(queue, waits, signals, |queue, waits, signals| {
+        // SAFETY: the caller passes a valid launch description.
+        queue.dispatch(waits, signals, unsafe { command::launch(launch) }?)
+    })
 }
 
 /// `radiance_queue_barrier`: waits, then signals.

@@ -226,6 +226,51 @@ static void test_command_buffer(radiance_device_t *device)
 	radiance_buffer_release(buffer);
 }
 
+/* A dispatch with no waits and no signals (the backend may queue it at
+ * once, not as a command) still runs before what is queued after it; one
+ * with an empty dimension is refused. */
+static void test_lone_dispatch(radiance_device_t *device)
+{
+	const uint32_t usage = RADIANCE_BUFFER_USAGE_TRANSFER | RADIANCE_BUFFER_USAGE_DISPATCH |
+			       RADIANCE_BUFFER_USAGE_MAPPING;
+	radiance_buffer_t *buffer = allocate(device, 3 * 16, RADIANCE_MEMORY_HOST_VISIBLE, usage);
+	uint32_t base = (uint32_t)radiance_buffer_device_address(buffer);
+	uint32_t a[4] = { 5, 6, 7, 8 }, b[4] = { 50, 60, 70, 80 };
+	uint32_t params[4] = { base, base + 16, base + 32, 4 };
+	radiance_launch_t launch = {
+		.entry_pc = RADIANCE_BUILTIN_VECADD_U32,
+		.grid = { 1, 1, 1 },
+		.block = { 4, 1, 1 },
+		.params = params,
+		.params_length = sizeof(params),
+	};
+	radiance_queue_t *queue = NULL;
+	radiance_semaphore_t *sem = NULL;
+	OK(radiance_queue_create(device, &queue));
+	OK(radiance_semaphore_create(device, 0, &sem));
+	uint64_t v1 = 1;
+	OK(radiance_queue_update(queue, none, none, a, buffer, 0, sizeof(a)));
+	OK(radiance_queue_update(queue, none, none, b, buffer, 16, sizeof(b)));
+	OK(radiance_queue_dispatch(queue, none, none, &launch));
+	OK(radiance_queue_barrier(queue, none, one(&sem, &v1)));
+	OK(radiance_semaphore_wait(sem, 1, RADIANCE_TIMEOUT_INFINITE));
+	radiance_mapping_t mapping;
+	OK(radiance_buffer_map(buffer, 32, 16, &mapping));
+	const uint32_t *c = mapping.contents;
+	for (int i = 0; i < 4; i++)
+		CHECK(c[i] == a[i] + b[i], "lone dispatch: c[%d] = %u", i, c[i]);
+	OK(radiance_buffer_unmap(&mapping));
+
+	launch.grid[2] = 0;
+	expect(radiance_queue_dispatch(queue, none, none, &launch), RADIANCE_STATUS_INVALID_ARGUMENT,
+	       "an empty grid dimension");
+	expect(radiance_queue_dispatch(queue, none, none, NULL), RADIANCE_STATUS_INVALID_ARGUMENT, "a NULL launch");
+
+	radiance_semaphore_release(sem);
+	radiance_queue_release(queue);
+	radiance_buffer_release(buffer);
+}
+
 /* The IREE radiance HAL driver's sequence, through the transport seam. */
 static void test_transport(const char *uri)
 {
@@ -390,6 +435,7 @@ int main(int argc, char **argv)
 	test_fill_copy_signal_wait(device);
 	test_failure_propagation(device);
 	test_command_buffer(device);
+	test_lone_dispatch(device);
 	radiance_device_release(device);
 	test_transport(uri);
 	test_device_group(uri);
