@@ -173,3 +173,35 @@ fn updates_and_launches_stage_without_new_buffer_objects() {
     assert_eq!(u32::from_le_bytes(map[0..4].try_into().unwrap()), 199, "the last launch's fill");
     assert_eq!(u32::from_le_bytes(map[4..8].try_into().unwrap()), 199, "the last update");
 }
+
+/// Passes of kmod:0's scheduler so far (debugfs `mem`).
+fn scheduler_passes() -> u64 {
+    let mem = std::fs::read_to_string("/sys/kernel/debug/radiance/radiance0/mem").unwrap();
+    mem.lines().find_map(|l| l.strip_prefix("scheduler_passes ")?.trim().parse().ok()).unwrap()
+}
+
+#[test]
+#[ignore = "needs radiance.ko: runs in QEMU (tools/test.sh)"]
+fn a_flush_with_nothing_new_rings_no_doorbell() {
+    let dev = Device::open("kmod:0").unwrap();
+    let mut q = dev.create_queue(16).unwrap();
+    q.barrier().unwrap();
+    q.finish(None).unwrap();
+    // Idle now: the scheduler asks for kicks, and a flush of something new
+    // would ring the doorbell. Nothing is new.
+    let before = scheduler_passes();
+    q.flush().unwrap();
+    q.finish(None).unwrap();
+    assert_eq!(scheduler_passes(), before, "a doorbell with nothing published ran a pass");
+    // A doorbell rung on purpose runs one (in the call, or in a worker if
+    // a pass held the scheduler), and what is published next still runs.
+    q.kick().unwrap();
+    let rung = std::time::Instant::now();
+    while scheduler_passes() == before && rung.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(scheduler_passes(), before + 1);
+    q.barrier().unwrap();
+    q.finish(None).unwrap();
+    assert!(scheduler_passes() > before + 1);
+}
