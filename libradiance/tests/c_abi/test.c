@@ -176,22 +176,47 @@ static void test_failure_propagation(radiance_device_t *device)
 	radiance_buffer_release(buffer);
 }
 
-/* Record once (update, barrier, VECADD), execute three times. */
-static void test_command_buffer(radiance_device_t *device)
+/* A host-visible buffer of three 4-word vectors a, b and c, and a VECADD
+ * launch of c = a + b over it, whose params (which must outlive the
+ * launch) are `params`. */
+static radiance_buffer_t *vecadd(radiance_device_t *device, uint32_t params[4], radiance_launch_t *launch)
 {
 	const uint32_t usage = RADIANCE_BUFFER_USAGE_TRANSFER | RADIANCE_BUFFER_USAGE_DISPATCH |
 			       RADIANCE_BUFFER_USAGE_MAPPING;
 	radiance_buffer_t *buffer = allocate(device, 3 * 16, RADIANCE_MEMORY_HOST_VISIBLE, usage);
 	uint32_t base = (uint32_t)radiance_buffer_device_address(buffer);
-	uint32_t a[4] = { 1, 2, 3, 4 }, b[4] = { 10, 20, 30, 40 };
-	uint32_t params[4] = { base, base + 16, base + 32, 4 };
-	radiance_launch_t launch = {
+	params[0] = base;
+	params[1] = base + 16;
+	params[2] = base + 32;
+	params[3] = 4;
+	*launch = (radiance_launch_t){
 		.entry_pc = RADIANCE_BUILTIN_VECADD_U32,
 		.grid = { 1, 1, 1 },
 		.block = { 4, 1, 1 },
 		.params = params,
-		.params_length = sizeof(params),
+		.params_length = 4 * sizeof(uint32_t),
 	};
+	return buffer;
+}
+
+/* Checks that `buffer` (of `vecadd`) holds c = a + b. */
+static void check_vecadd(radiance_buffer_t *buffer, const uint32_t a[4], const uint32_t b[4], const char *what)
+{
+	radiance_mapping_t mapping;
+	OK(radiance_buffer_map(buffer, 32, 16, &mapping));
+	const uint32_t *c = mapping.contents;
+	for (int i = 0; i < 4; i++)
+		CHECK(c[i] == a[i] + b[i], "%s: c[%d] = %u", what, i, c[i]);
+	OK(radiance_buffer_unmap(&mapping));
+	expect(radiance_buffer_unmap(&mapping), RADIANCE_STATUS_INVALID_ARGUMENT, "unmap twice");
+}
+
+/* Record once (update, barrier, VECADD), execute three times. */
+static void test_command_buffer(radiance_device_t *device)
+{
+	uint32_t a[4] = { 1, 2, 3, 4 }, b[4] = { 10, 20, 30, 40 }, params[4];
+	radiance_launch_t launch;
+	radiance_buffer_t *buffer = vecadd(device, params, &launch);
 	radiance_command_buffer_t *cb = NULL;
 	OK(radiance_command_buffer_create(device, &cb));
 	OK(radiance_command_buffer_update(cb, a, buffer, 0, sizeof(a)));
@@ -212,13 +237,7 @@ static void test_command_buffer(radiance_device_t *device)
 		OK(radiance_queue_execute(queue, one(&sem, &wait), one(&sem, &signal), cb));
 	}
 	OK(radiance_semaphore_wait(sem, 3, RADIANCE_TIMEOUT_INFINITE));
-	radiance_mapping_t mapping;
-	OK(radiance_buffer_map(buffer, 32, 16, &mapping));
-	const uint32_t *c = mapping.contents;
-	for (int i = 0; i < 4; i++)
-		CHECK(c[i] == a[i] + b[i], "c[%d] = %u", i, c[i]);
-	OK(radiance_buffer_unmap(&mapping));
-	expect(radiance_buffer_unmap(&mapping), RADIANCE_STATUS_INVALID_ARGUMENT, "unmap twice");
+	check_vecadd(buffer, a, b, "replayed");
 
 	radiance_command_buffer_release(cb);
 	radiance_semaphore_release(sem);
@@ -231,19 +250,9 @@ static void test_command_buffer(radiance_device_t *device)
  * with an empty dimension is refused. */
 static void test_lone_dispatch(radiance_device_t *device)
 {
-	const uint32_t usage = RADIANCE_BUFFER_USAGE_TRANSFER | RADIANCE_BUFFER_USAGE_DISPATCH |
-			       RADIANCE_BUFFER_USAGE_MAPPING;
-	radiance_buffer_t *buffer = allocate(device, 3 * 16, RADIANCE_MEMORY_HOST_VISIBLE, usage);
-	uint32_t base = (uint32_t)radiance_buffer_device_address(buffer);
-	uint32_t a[4] = { 5, 6, 7, 8 }, b[4] = { 50, 60, 70, 80 };
-	uint32_t params[4] = { base, base + 16, base + 32, 4 };
-	radiance_launch_t launch = {
-		.entry_pc = RADIANCE_BUILTIN_VECADD_U32,
-		.grid = { 1, 1, 1 },
-		.block = { 4, 1, 1 },
-		.params = params,
-		.params_length = sizeof(params),
-	};
+	uint32_t a[4] = { 5, 6, 7, 8 }, b[4] = { 50, 60, 70, 80 }, params[4];
+	radiance_launch_t launch;
+	radiance_buffer_t *buffer = vecadd(device, params, &launch);
 	radiance_queue_t *queue = NULL;
 	radiance_semaphore_t *sem = NULL;
 	OK(radiance_queue_create(device, &queue));
@@ -254,12 +263,7 @@ static void test_lone_dispatch(radiance_device_t *device)
 	OK(radiance_queue_dispatch(queue, none, none, &launch));
 	OK(radiance_queue_barrier(queue, none, one(&sem, &v1)));
 	OK(radiance_semaphore_wait(sem, 1, RADIANCE_TIMEOUT_INFINITE));
-	radiance_mapping_t mapping;
-	OK(radiance_buffer_map(buffer, 32, 16, &mapping));
-	const uint32_t *c = mapping.contents;
-	for (int i = 0; i < 4; i++)
-		CHECK(c[i] == a[i] + b[i], "lone dispatch: c[%d] = %u", i, c[i]);
-	OK(radiance_buffer_unmap(&mapping));
+	check_vecadd(buffer, a, b, "lone dispatch");
 
 	launch.grid[2] = 0;
 	expect(radiance_queue_dispatch(queue, none, none, &launch), RADIANCE_STATUS_INVALID_ARGUMENT,
