@@ -454,20 +454,13 @@ TEST_F(q, a_signal_of_a_handle_that_names_nothing_faults_at_it)
 		.header = { .kind = RADIANCE_PACKET_SIGNAL_SEMAPHORE }, .handle = 999, .value = 1,
 	};
 	int v = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
-	struct queue q;
+	struct radiance_fill_packet f = {
+		.header = { .kind = RADIANCE_PACKET_FILL }, .dst = v, .pattern_size = 4, .size = 4096, .pattern = 1,
+	};
 
 	ASSERT_LT(0, v);
 	expect_fault(_metadata, self->fd, &sig, ENOENT, NULL);
-	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
-	fill(&q, v, 0, 4096, 1, 4);
-	queue_put(&q, &sig);
-	queue_nop(&q, 0);
-	queue_publish(&q);
-	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
-	EXPECT_EQ(ENOENT, q.ctl->error);
-	EXPECT_EQ(1, q.ctl->fault_index);
-	EXPECT_EQ(1, q.ctl->read_index) TH_LOG("the FILL before completed");
-	queue_close(&q);
+	expect_fault_after(_metadata, self->fd, &f, &sig, ENOENT, NULL);
 }
 
 TEST_F(q, a_bad_entry_pc_reports_err_pc)

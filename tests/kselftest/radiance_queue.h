@@ -177,16 +177,18 @@ static inline void queue_launch(struct queue *q, uint32_t blk_handle, uint8_t *b
 	queue_put(q, &p);
 }
 
-/* Submits `packet` alone on a fresh queue and returns the queue's fault. */
-static inline void expect_fault(struct __test_metadata *_metadata, int fd, const void *packet,
-				       uint32_t error, struct radiance_queue_query *out)
+/* Submits `before`, then `packet`, on a fresh queue, checks that the queue
+ * faults at `packet` with `error` once `before` completed, and returns the
+ * fault. */
+static inline void expect_fault_after(struct __test_metadata *_metadata, int fd, const void *before,
+				      const void *packet, uint32_t error, struct radiance_queue_query *out)
 {
 	struct radiance_queue_query query = { 0 };
 	struct queue q, other;
 
 	ASSERT_EQ(0, queue_open(fd, 16, &q));
 	ASSERT_EQ(0, queue_open(fd, 16, &other));
-	queue_nop(&q, 0);
+	queue_put(&q, before);
 	queue_put(&q, packet);
 	queue_nop(&q, 0);
 	queue_publish(&q);
@@ -208,6 +210,16 @@ static inline void expect_fault(struct __test_metadata *_metadata, int fd, const
 	EXPECT_EQ(1, other.ctl->read_index);
 	queue_close(&q);
 	queue_close(&other);
+}
+
+/* Submits `packet` alone (behind a NOP) on a fresh queue and returns the
+ * queue's fault. */
+static inline void expect_fault(struct __test_metadata *_metadata, int fd, const void *packet,
+				uint32_t error, struct radiance_queue_query *out)
+{
+	struct radiance_packet nop = { .header = { .kind = RADIANCE_PACKET_NOP } };
+
+	expect_fault_after(_metadata, fd, &nop, packet, error, out);
 }
 
 #endif
