@@ -176,8 +176,7 @@ fn updates_and_launches_stage_without_new_buffer_objects() {
 
 /// Passes of kmod:0's scheduler so far (debugfs `mem`).
 fn scheduler_passes() -> u64 {
-    let mem = std::fs::read_to_string("/sys/kernel/debug/radiance/radiance0/mem").unwrap();
-    mem.lines().find_map(|l| l.strip_prefix("scheduler_passes ")?.trim().parse().ok()).unwrap()
+    MemStats::read(0).unwrap().scheduler_passes.unwrap()
 }
 
 #[test]

@@ -21,6 +21,10 @@ pub struct MemStats {
     pub host_pinned: u64,
     pub host_pinned_limit: u64,
     pub open_files: u64,
+    /// Scheduler passes run since the device was created, and how many of
+    /// them woke a worker; `None` from a module that does not count them.
+    pub scheduler_passes: Option<u64>,
+    pub scheduler_wakeups: Option<u64>,
 }
 
 impl MemStats {
@@ -29,12 +33,12 @@ impl MemStats {
         Self::parse(&super::debugfs::read(index, "mem")?)
     }
 
-    /// Parses `key value` lines; every field must be there.
+    /// Parses `key value` lines; every field but the scheduler's counters
+    /// must be there.
     fn parse(text: &str) -> Result<Self> {
+        let find = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok());
         let get = |key: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok())
-                .ok_or_else(|| Error::InvalidArgument(format!("debugfs mem: no `{key}` (module too old?)")))
+            find(key).ok_or_else(|| Error::InvalidArgument(format!("debugfs mem: no `{key}` (module too old?)")))
         };
         Ok(Self {
             vram_total: get("vram_total")?,
@@ -46,6 +50,8 @@ impl MemStats {
             host_pinned: get("host_pinned")?,
             host_pinned_limit: get("host_pinned_limit")?,
             open_files: get("open_files")?,
+            scheduler_passes: find("scheduler_passes"),
+            scheduler_wakeups: find("scheduler_wakeups"),
         })
     }
 }
@@ -56,7 +62,7 @@ mod tests {
 
     const SAMPLE: &str = "vram_total 66994176\nvram_used 4096\nvram_free 66990080\n\
         vram_largest_free 66990080\nvram_free_blocks 1\nvram_bos 1\nhost_pinned 8192\n\
-        host_pinned_limit 536870912\nopen_files 2\n";
+        host_pinned_limit 536870912\nopen_files 2\nscheduler_passes 40\nscheduler_wakeups 3\n";
 
     #[test]
     fn parses_every_field() {
@@ -67,6 +73,15 @@ mod tests {
         assert_eq!(s.vram_free_blocks, 1);
         assert_eq!(s.host_pinned, 8192);
         assert_eq!(s.host_pinned_limit, 512 << 20);
+        assert_eq!(s.open_files, 2);
+        assert_eq!((s.scheduler_passes, s.scheduler_wakeups), (Some(40), Some(3)));
+    }
+
+    #[test]
+    fn the_scheduler_counters_may_be_missing() {
+        let text = SAMPLE.replace("scheduler_passes 40\nscheduler_wakeups 3\n", "");
+        let s = MemStats::parse(&text).unwrap();
+        assert_eq!((s.scheduler_passes, s.scheduler_wakeups), (None, None));
         assert_eq!(s.open_files, 2);
     }
 

@@ -38,13 +38,13 @@ struct PerEdge {
     latency: Duration,
     /// Scheduler passes the chain took, and workers woken for them, over
     /// both kmod devices (debugfs); zero elsewhere.
-    passes: (i64, i64),
+    passes: (u64, u64),
 }
 
 /// Passes and worker wake-ups so far of the kmod devices among `uris`, from
 /// debugfs `mem` (`scheduler_passes`, `scheduler_wakeups`); zero for other
 /// devices, or where debugfs cannot be read.
-fn activity(uris: &[&str]) -> (i64, i64) {
+fn activity(uris: &[&str]) -> (u64, u64) {
     let mut seen = Vec::new();
     let mut sum = (0, 0);
     for index in uris.iter().filter_map(|u| u.strip_prefix("kmod:")?.parse::<u32>().ok()) {
@@ -52,13 +52,11 @@ fn activity(uris: &[&str]) -> (i64, i64) {
             continue;
         }
         seen.push(index);
-        let Ok(text) = std::fs::read_to_string(format!("/sys/kernel/debug/radiance/radiance{index}/mem")) else {
+        let Ok(mem) = kmod::MemStats::read(index) else {
             continue;
         };
-        let get =
-            |key: &str| -> i64 { text.lines().find_map(|l| l.strip_prefix(key)?.trim().parse().ok()).unwrap_or(0) };
-        sum.0 += get("scheduler_passes ");
-        sum.1 += get("scheduler_wakeups ");
+        sum.0 += mem.scheduler_passes.unwrap_or(0);
+        sum.1 += mem.scheduler_wakeups.unwrap_or(0);
     }
     sum
 }
@@ -204,7 +202,7 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
     ];
     for (name, e) in rows {
         let e = median(e);
-        let per_edge = |n: i64| n as f64 / EDGES as f64;
+        let per_edge = |n: u64| n as f64 / EDGES as f64;
         println!(
             "  {name:<42} {:>7.1} us {:>9.1} us {:>6.2} ({:.2} woken)",
             us(e.submit),
