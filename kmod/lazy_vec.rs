@@ -36,6 +36,11 @@ impl<T> LazyVec<T> {
     pub(crate) fn pop(&mut self) -> Option<T> {
         self.0.as_mut()?.pop()
     }
+
+    /// Takes the first element out: a queue, for a short vector.
+    pub(crate) fn take_first(&mut self) -> Option<T> {
+        self.0.as_mut()?.remove(0).ok()
+    }
 }
 
 impl<T> Deref for LazyVec<T> {
@@ -64,6 +69,20 @@ mod tests {
         assert_eq!(v.pop(), Some(1));
         assert_eq!(v.pop(), None);
         assert!(v.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn takes_from_the_front() -> Result {
+        let mut v = LazyVec::new();
+        assert_eq!(v.take_first(), None::<u32>);
+        for i in 1..=3 {
+            v.push(i * 10, GFP_KERNEL)?;
+        }
+        assert_eq!(v.take_first(), Some(10));
+        v.push(40, GFP_KERNEL)?;
+        assert_eq!(&v[..], &[20, 30, 40]);
+        assert_eq!(v.take_first(), Some(20));
         Ok(())
     }
 }

@@ -1036,70 +1036,91 @@ impl WorkItem for Scheduler {
 impl Scheduler {
     /// One pass of the work item, then the passes of the other devices'
     /// schedulers it woke (a queue of theirs waits on a semaphore it
-    /// signalled, through an alias), in this worker, each once this pass
-    /// has dropped its lock: no scheduler lock is ever held while another
-    /// is taken. A scheduler whose lock is held (its own pass runs, or an
-    /// ioctl) is woken as before; so are those past [`PEER_PASSES`], which
-    /// keeps two devices signalling each other from holding one worker.
+    /// signalled, through an alias), in this worker, in the order they
+    /// were woken, each once the pass before has dropped its lock: no
+    /// scheduler lock is ever held while another is taken. A pass that
+    /// woke one hands over to it and passes again after it (see
+    /// [`Scheduler::pass_locked`]). A scheduler whose lock is held (its own
+    /// pass runs, or an ioctl) is woken as before; so are those past
+    /// [`PEER_PASSES`], which keeps two devices signalling each other from
+    /// holding one worker.
     fn pass(this: &Arc<Self>) {
         Self::pass_from(this, this.state.lock());
     }
 
     /// [`Scheduler::pass`], with its own lock already taken.
     fn pass_from(this: &Arc<Self>, state: Guard<'_, State, MutexBackend>) {
-        let mut woken = LazyVec::new();
-        Self::pass_once(this, state, &mut woken);
+        let mut next = LazyVec::new();
+        Self::pass_once(this, state, &mut next);
         let mut budget = PEER_PASSES;
-        while let Some(peer) = woken.pop() {
+        while let Some((peer, handed_over)) = next.take_first() {
             let state = if budget > 0 {
                 peer.state.try_lock()
             } else {
                 None
             };
             let Some(state) = state else {
-                Self::semaphore_changed(&peer);
+                // One that handed over passes again even if no queue of
+                // its waits: what it left is not looked at yet.
+                if handed_over {
+                    Self::kick(&peer);
+                } else {
+                    Self::semaphore_changed(&peer);
+                }
                 continue;
             };
             budget -= 1;
-            Self::pass_once(&peer, state, &mut woken);
+            Self::pass_once(&peer, state, &mut next);
         }
     }
 
     /// One pass under `state`; another is queued if a semaphore changed
     /// after it last looked (see `passing`). The other schedulers it woke
-    /// go on `woken`, once each, moved out of [`State::woken`], which
+    /// go on `next`, once each, moved out of [`State::woken`], which
     /// keeps its memory: a chain between two devices allocates nothing per
-    /// edge.
+    /// edge. If it handed over to them, it goes on `next` behind them,
+    /// marked so.
     fn pass_once(
         this: &Arc<Self>,
         mut state: Guard<'_, State, MutexBackend>,
-        woken: &mut LazyVec<Arc<Self>>,
+        next: &mut LazyVec<(Arc<Self>, bool)>,
     ) {
         if state.lost {
             return;
         }
         this.passes.add(1, Relaxed);
         this.passing.xchg(1, Full);
-        Self::pass_locked(this, &mut state);
+        let handed_over = Self::pass_locked(this, &mut state);
         this.passing.xchg(0, Full);
         let missed = this.missed.xchg(0, Full) != 0;
-        for next in state.woken.drain_all() {
+        for woken in state.woken.drain_all() {
             // Out of memory: woken through its work item instead.
-            if !woken.iter().any(|w| Arc::ptr_eq(w, &next))
-                && woken.push(next.clone(), GFP_KERNEL).is_err()
+            if !next.iter().any(|(w, _)| Arc::ptr_eq(w, &woken))
+                && next.push((woken.clone(), false), GFP_KERNEL).is_err()
             {
-                Self::semaphore_changed(&next);
+                Self::semaphore_changed(&woken);
             }
         }
         drop(state);
         this.hw.pass_done();
-        if missed {
+        // Handed over, it passes again after the others (out of memory, in
+        // its work item), and that pass sees what `missed` says.
+        let again = handed_over && next.push((this.clone(), true), GFP_KERNEL).is_ok();
+        if !again && (handed_over || missed) {
             Self::kick(this);
         }
     }
 
-    /// The pass itself, under the state lock.
-    fn pass_locked(this: &Arc<Self>, state: &mut State) {
+    /// The pass itself, under the state lock. True if it handed over: a
+    /// packet it completed woke another device's scheduler, and it ended
+    /// there, to pass again after that one.
+    ///
+    /// Across devices, a chain's queue waits for the other device's answer
+    /// right after the signal that asks for it: looked at now, that wait
+    /// would be blocked, and looked at again in the pass the answer brings.
+    /// Handed over, the next look is that pass's, and the chain takes two
+    /// looks per edge, as between two queues of one device.
+    fn pass_locked(this: &Arc<Self>, state: &mut State) -> bool {
         // Set again below by any queue still waiting on a semaphore.
         this.blocked.store(0, Relaxed);
         loop {
@@ -1117,13 +1138,18 @@ impl Scheduler {
                 this.missed.xchg(0, Full);
             }
             if this.submit(state) {
-                continue;
+                if state.woken.is_empty() {
+                    continue;
+                }
+                // The pass after the others sees to the rest, the
+                // watchdog included.
+                return true;
             }
             if state.sent > 0 {
                 // The interrupt brings the scheduler back; the watchdog
                 // makes sure it does.
                 Self::watchdog(this, state);
-                return;
+                return false;
             }
             // Idle: ask for kicks, then look once more (a packet published
             // before the flag was set is seen here). A queue stopped at a
@@ -1149,7 +1175,7 @@ impl Scheduler {
                 }
             }
             if !runnable {
-                return;
+                return false;
             }
         }
     }

@@ -223,6 +223,62 @@ TEST_F(alias, a_queue_of_device_1_waits_on_device_0s_queue)
 	queue_close(&qb);
 }
 
+/* Waits up to a second for `q`'s scheduler to ask for a kick (it does so
+ * when a pass goes idle); returns the flag. */
+static uint32_t kick_asked(struct queue *q)
+{
+	for (int i = 0; i < 10000 && !atomic_load((_Atomic uint32_t *)&q->ctl->needs_kick); i++)
+		usleep(100);
+	return atomic_load((_Atomic uint32_t *)&q->ctl->needs_kick);
+}
+
+TEST_F(alias, a_pass_that_wakes_the_other_device_goes_on_after_it)
+{
+	enum { SIGNALS = 100 };
+	struct queue qa, qb;
+	int s = radiance_sem_create(self->a, 0), x = import_handle(self->b, self->a, s, NULL);
+
+	ASSERT_LT(0, x);
+	ASSERT_EQ(0, queue_open(self->a, 128, &qa));
+	ASSERT_EQ(0, queue_open(self->b, 128, &qb));
+	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, 1, 0);
+	queue_nop(&qb, 0);
+	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, 2, 0);
+	queue_publish(&qb);
+	usleep(50000);
+	EXPECT_EQ(0, qb.ctl->read_index);
+	/* A's pass hands over to B at each signal: what follows the first
+	 * runs in the pass after B's, from this one doorbell. */
+	queue_sem(&qa, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 1, 0);
+	queue_nop(&qa, 0);
+	queue_nop(&qa, 0);
+	queue_sem(&qa, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, 2, 0);
+	EXPECT_EQ(1, queue_publish(&qa));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qa));
+	EXPECT_EQ(4, qa.ctl->read_index);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qb));
+	EXPECT_EQ(3, qb.ctl->read_index);
+	/* Both ended idle: each asks for a kick for what comes next. */
+	EXPECT_EQ(1, kick_asked(&qa));
+	EXPECT_EQ(1, kick_asked(&qb));
+
+	/* More hand-overs than one run of passes takes (64 passes): A, which
+	 * waits on nothing, goes on in its work item. */
+	for (int n = 3; n < 3 + SIGNALS; n++)
+		queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, n, 0);
+	queue_publish(&qb);
+	usleep(50000);
+	for (int n = 3; n < 3 + SIGNALS; n++)
+		queue_sem(&qa, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, s, n, 0);
+	EXPECT_EQ(1, queue_publish(&qa));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qa));
+	EXPECT_EQ(4 + SIGNALS, qa.ctl->read_index);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&qb));
+	EXPECT_EQ(3 + SIGNALS, qb.ctl->read_index);
+	queue_close(&qa);
+	queue_close(&qb);
+}
+
 TEST_F(alias, failure_crosses_to_device_1s_queue)
 {
 	uint64_t offset;
@@ -423,15 +479,6 @@ TEST_F(alias, a_signal_skipped_in_a_pass_fails_the_other_devices_waiter)
 	EXPECT_EQ(-EHOSTDOWN, radiance_sem_wait_for(self->b, t, 1));
 	queue_close(&qa);
 	queue_close(&qb);
-}
-
-/* Waits up to a second for `q`'s scheduler to ask for a kick (it does so
- * when a pass goes idle); returns the flag. */
-static uint32_t kick_asked(struct queue *q)
-{
-	for (int i = 0; i < 10000 && !atomic_load((_Atomic uint32_t *)&q->ctl->needs_kick); i++)
-		usleep(100);
-	return atomic_load((_Atomic uint32_t *)&q->ctl->needs_kick);
 }
 
 TEST_F(alias, a_queue_beside_one_stopped_at_an_alias_wait_is_still_kicked)
