@@ -51,6 +51,8 @@ const MAX_WRITE: usize = 4096;
 struct Served {
     user: Arc<User>,
     node: Pin<KBox<DeviceNode>>,
+    /// USER_DECLARE's `READ_WAITS`: read() waits for a frame.
+    read_waits: bool,
 }
 
 /// An open control file: a server, and the device it declared.
@@ -84,7 +86,11 @@ impl ControlFile {
             args.device_index,
             kernel::current!().tgid_nr_ns(None)
         );
-        *served = Some(Served { user, node });
+        *served = Some(Served {
+            user,
+            node,
+            read_waits: args.flags & uapi::user_declare_flags::READ_WAITS != 0,
+        });
         Ok(())
     }
 
@@ -94,6 +100,15 @@ impl ControlFile {
             .lock()
             .as_ref()
             .map(|s| s.user.clone())
+            .ok_or(ENXIO)
+    }
+
+    /// The backend, and whether its server's reads wait.
+    fn reader(&self) -> Result<(Arc<User>, bool)> {
+        self.served
+            .lock()
+            .as_ref()
+            .map(|s| (s.user.clone(), s.read_waits))
             .ok_or(ENXIO)
     }
 }
@@ -122,9 +137,12 @@ impl NodeFile for ControlFile {
         Err(ENODEV)
     }
 
-    /// Whole command frames; EAGAIN when none may be read now.
-    fn read(this: ArcBorrow<'_, Self>, out: &mut IovIterDest<'_>) -> Result<usize> {
-        let frames = this.user()?.read_frames(out.len())?;
+    /// Whole command frames; when none may be read now, EAGAIN, or waits
+    /// for one if the server declared `READ_WAITS` (and the file is not
+    /// O_NONBLOCK).
+    fn read(this: ArcBorrow<'_, Self>, out: &mut IovIterDest<'_>, nonblock: bool) -> Result<usize> {
+        let (user, read_waits) = this.reader()?;
+        let frames = user.read_frames(out.len(), read_waits && !nonblock)?;
         // Taken from the channel already: a server that hands a bad buffer
         // loses them, and the watchdog resets the device.
         match out.copy_to_iter(&frames) {

@@ -55,8 +55,13 @@ pub(crate) trait NodeFile: Sized + Send + Sync + 'static {
 
     fn mmap(this: ArcBorrow<'_, Self>, vma: &VmaNew) -> Result;
 
-    /// read(); EINVAL unless the file type reads.
-    fn read(_this: ArcBorrow<'_, Self>, _out: &mut IovIterDest<'_>) -> Result<usize> {
+    /// read(); EINVAL unless the file type reads. `nonblock`: the file is
+    /// O_NONBLOCK, so the read must not wait.
+    fn read(
+        _this: ArcBorrow<'_, Self>,
+        _out: &mut IovIterDest<'_>,
+        _nonblock: bool,
+    ) -> Result<usize> {
         Err(EINVAL)
     }
 
@@ -185,7 +190,8 @@ impl<F: NodeFile> MiscDevice for Files<F> {
 
     fn read_iter(kiocb: Kiocb<'_, Arc<F>>, out: &mut IovIterDest<'_>) -> Result<usize> {
         crate::kcov::note_caller();
-        F::read(kiocb.file(), out)
+        let nonblock = nonblocking(&kiocb);
+        F::read(kiocb.file(), out, nonblock)
     }
 
     fn write_iter(kiocb: Kiocb<'_, Arc<F>>, src: &mut IovIterSource<'_>) -> Result<usize> {
@@ -196,6 +202,17 @@ impl<F: NodeFile> MiscDevice for Files<F> {
     fn release(this: Arc<F>, _file: &File) {
         F::release(this);
     }
+}
+
+/// Whether the file `kiocb` reads or writes is O_NONBLOCK. (IOCB_NOWAIT
+/// never comes: these files do not set FMODE_NOWAIT, so io_uring and
+/// RWF_NOWAIT do not pass it.)
+fn nonblocking<F: NodeFile>(kiocb: &Kiocb<'_, Arc<F>>) -> bool {
+    // SAFETY: the kiocb is valid for the read or write it came with, and so is its `ki_filp`,
+    // which that call holds a reference to; the call's own `fdget_pos`, if any, is on this
+    // thread.
+    let file = unsafe { LocalFile::from_raw_file((*kiocb.as_raw()).ki_filp) };
+    file.flags() & kernel::fs::file::flags::O_NONBLOCK != 0
 }
 
 /// The misc file operations of [`Files<F>`] with `poll` added.

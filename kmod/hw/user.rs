@@ -335,7 +335,7 @@ pub(crate) fn describe(decl: &uapi::UserDeclare) -> Result<HwDesc> {
         | caps::VRAM_MAPPABLE;
     let builtins = (1u32 << uapi::builtin::ALL.len()) - 1;
     let page = PAGE_SIZE as u64;
-    if decl.flags != 0
+    if decl.flags & !uapi::user_declare_flags::ALL != 0
         || decl.pad != 0
         || decl.caps & !known_caps != 0
         || decl.builtins & !builtins != 0
@@ -438,19 +438,40 @@ impl User {
         }
     }
 
-    /// read(): as many whole frames as fit in `max` bytes, in order; EAGAIN
-    /// if none may be read now.
-    pub(crate) fn read_frames(&self, max: usize) -> Result<KVec<u8>> {
-        let dialect = self.desc.dialect;
-        let size = dialect.frame_size();
+    /// read(): as many whole frames as fit in `max` bytes, in order. If
+    /// none may be read now: EAGAIN, or with `wait`, sleeps until one may,
+    /// a reset is pending (ECONNRESET) or a signal comes (ERESTARTSYS).
+    pub(crate) fn read_frames(&self, max: usize, wait: bool) -> Result<KVec<u8>> {
         let mut out = KVec::new();
         let mut ch = self.channel.lock();
-        if ch.gone {
-            return Err(ENODEV);
+        loop {
+            if ch.gone {
+                return Err(ENODEV);
+            }
+            if ch.reset_pending {
+                return Err(ECONNRESET);
+            }
+            self.take_frames(&mut ch, max, &mut out)?;
+            if !out.is_empty() {
+                ch.progress = Instant::now();
+                return Ok(out);
+            }
+            if !wait {
+                return Err(EAGAIN);
+            }
+            // Every change that lets a frame be read notifies `ready` after
+            // making it under `channel`, which the wait drops only once it
+            // is on `ready`'s queue.
+            if self.ready.wait_interruptible(&mut ch) {
+                return Err(ERESTARTSYS);
+            }
         }
-        if ch.reset_pending {
-            return Err(ECONNRESET);
-        }
+    }
+
+    /// Moves to `out` as many whole frames as fit in `max` bytes.
+    fn take_frames(&self, ch: &mut Channel, max: usize, out: &mut KVec<u8>) -> Result {
+        let dialect = self.desc.dialect;
+        let size = dialect.frame_size();
         while out.len() + size <= max {
             let Some(next) = ch.next(dialect, self.depth()) else {
                 break;
@@ -521,11 +542,7 @@ impl User {
                 }
             }
         }
-        if out.is_empty() {
-            return Err(EAGAIN);
-        }
-        ch.progress = Instant::now();
-        Ok(out)
+        Ok(())
     }
 
     /// write(): takes whole responses, in order; how many bytes it took.

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,12 +49,14 @@ static struct radiance_user_declare declaration(void)
 	return d;
 }
 
-/* Opens the control node and declares the device; 0 or -errno. */
-static int server_start(struct server *s)
+/* Opens the control node and declares the device with `flags`
+ * (RADIANCE_USER_DECLARE_*); 0 or -errno. */
+static int server_start(struct server *s, uint32_t flags)
 {
 	struct radiance_user_declare d = declaration();
 	int ret;
 
+	d.flags = flags;
 	memset(s->vram, 0, sizeof(s->vram));
 	s->ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC);
 	if (s->ctl < 0)
@@ -163,7 +166,7 @@ FIXTURE_SETUP(user)
 {
 	self->s = calloc(1, sizeof(*self->s));
 	ASSERT_NE(NULL, self->s);
-	ASSERT_EQ(0, server_start(self->s));
+	ASSERT_EQ(0, server_start(self->s, 0));
 	EXPECT_EQ(RADIANCE_TEST_DEVICES, self->s->index) TH_LOG("the lowest free index");
 	self->fd = radiance_open(self->s->index);
 	ASSERT_LE(0, self->fd);
@@ -208,7 +211,7 @@ TEST_F(user, declarations_are_checked)
 	EXPECT_EQ(-ENXIO, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_HOST_READ, &a));
 	EXPECT_EQ(-1, read(ctl, buf, sizeof(buf)));
 	EXPECT_EQ(ENXIO, errno);
-	d.flags = 1;
+	d.flags = RADIANCE_USER_DECLARE_READ_WAITS << 1;
 	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
 	d = declaration();
 	d.streams = 5;
@@ -656,6 +659,95 @@ TEST_F(user, a_response_for_nothing_is_eproto)
 	EXPECT_EQ(POLLOUT, p.revents & (POLLIN | POLLPRI | POLLOUT));
 	EXPECT_EQ(-1, read(self->s->ctl, r, sizeof(r)));
 	EXPECT_EQ(EAGAIN, errno);
+}
+
+/* What a_read_waits_for_a_frame_a_reset_or_a_signal's helper thread does
+ * 50 ms after it starts: publishes `q`'s packets, or (no queue) signals
+ * `reader`. */
+struct later {
+	struct queue *q;
+	pthread_t reader;
+};
+
+static void *act_later(void *arg)
+{
+	struct later *l = arg;
+
+	usleep(50 * 1000);
+	if (l->q)
+		queue_publish(l->q);
+	else
+		pthread_kill(l->reader, SIGUSR1);
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+TEST_F(user, a_read_waits_for_a_frame_a_reset_or_a_signal)
+{
+	struct server *w = calloc(1, sizeof(*w));
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+	struct radiance_user_reset ack = { 0 };
+	struct later later = { .reader = pthread_self() };
+	int fd, vram, src, flags;
+	uint8_t frames[16 * 64];
+	pthread_t t;
+	struct queue q;
+
+	ASSERT_NE(NULL, w);
+	ASSERT_EQ(0, server_start(w, RADIANCE_USER_DECLARE_READ_WAITS));
+	fd = radiance_open(w->index);
+	ASSERT_LE(0, fd);
+	vram = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	src = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	ASSERT_EQ(0, queue_open(fd, 16, &q));
+
+	/* O_NONBLOCK: nothing to read is EAGAIN, as without the flag. */
+	flags = fcntl(w->ctl, F_GETFL);
+	ASSERT_EQ(0, fcntl(w->ctl, F_SETFL, flags | O_NONBLOCK));
+	EXPECT_EQ(-1, read(w->ctl, frames, sizeof(frames)));
+	EXPECT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, fcntl(w->ctl, F_SETFL, flags));
+
+	/* A signal ends the wait (no SA_RESTART: EINTR). */
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+	ASSERT_EQ(0, pthread_create(&t, NULL, act_later, &later));
+	EXPECT_EQ(-1, read(w->ctl, frames, sizeof(frames)));
+	EXPECT_EQ(EINTR, errno);
+	pthread_join(t, NULL);
+	sigaction(SIGUSR1, &old, NULL);
+
+	/* A frame published while the server sleeps in read() wakes it. */
+	copy(&q, src, vram, 4096);
+	later.q = &q;
+	ASSERT_EQ(0, pthread_create(&t, NULL, act_later, &later));
+	EXPECT_EQ(16, read(w->ctl, frames, sizeof(frames)));
+	pthread_join(t, NULL);
+	EXPECT_EQ(1, frames[1]) TH_LOG("a MEM COPY frame");
+	EXPECT_EQ(0, server_run(w, frames, 16, 1));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	EXPECT_EQ(1, q.ctl->read_index);
+
+	/* Left unanswered, the copy times out (500 ms): the reset wakes the
+	 * server's next read with ECONNRESET until it acknowledges. */
+	copy(&q, src, vram, 4096);
+	queue_publish(&q);
+	EXPECT_EQ(16, read(w->ctl, frames, sizeof(frames)));
+	EXPECT_EQ(-1, read(w->ctl, frames, sizeof(frames)));
+	EXPECT_EQ(ECONNRESET, errno);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(ETIMEDOUT, q.ctl->error);
+	EXPECT_EQ(0, radiance_ioctl(w->ctl, RADIANCE_IOCTL_USER_RESET, &ack));
+
+	queue_close(&q);
+	close(fd);
+	close(w->ctl);
+	free(w);
 }
 
 TEST_F(user, garbage_answering_a_command_faults_only_its_queue)

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 10
+#define RADIANCE_ABI_MINOR 11
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -454,15 +454,18 @@ struct radiance_launch_block {
 /*
  * The control node (1.9): a CAP_SYS_ADMIN process serves a Gluon. Its file
  * is the device: USER_DECLARE makes /dev/radianceN appear; closing the file
- * removes it. read() gives whole command frames (never blocks: EAGAIN, poll
- * POLLIN), write() takes whole 16-byte responses (EPROTO for a stream with
+ * removes it. read() gives whole command frames (EAGAIN when there are none,
+ * poll POLLIN when there are; with USER_DECLARE_READ_WAITS (1.11) it waits,
+ * unless O_NONBLOCK), write() takes whole 16-byte responses (EPROTO for a stream with
  * no command outstanding). After a kernel reset, poll reports POLLPRI and
  * read/write fail with ECONNRESET until USER_RESET acknowledges it.
  */
 #define RADIANCE_CONTROL_NODE "radiance-control"
 
+#define RADIANCE_USER_DECLARE_READ_WAITS (1u << 0)
+
 struct radiance_user_declare {
-	__u32 flags;		/* 0 */
+	__u32 flags;		/* RADIANCE_USER_DECLARE_* */
 	__u32 dialect;		/* RADIANCE_DIALECT_* */
 	__u32 streams;		/* 1 .. the dialect's */
 	__u32 stream_depth;	/* 1 .. 16 */

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 10;
+pub const ABI_MINOR: u16 = 11;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -613,9 +613,9 @@ pub struct QueueKick {
 ///
 /// Its file is the device: USER_DECLARE makes `/dev/radianceN` appear, and
 /// closing the file (or the process dying) removes it. The server reads
-/// command frames of the declared dialect with `read()` (whole frames only,
-/// never blocking: EAGAIN when there are none, `poll()` POLLIN when there
-/// are), reaches the host memory they name with USER_HOST_READ and
+/// command frames of the declared dialect with `read()` (whole frames only;
+/// EAGAIN when there are none, `poll()` POLLIN when there are, unless it
+/// declared [`user_declare_flags::READ_WAITS`]), reaches the host memory they name with USER_HOST_READ and
 /// USER_HOST_WRITE, and answers each with a 16-byte response by `write()`
 /// (whole responses only), in order per stream. A response on a stream with
 /// no command read and unanswered is EPROTO. When the kernel resets the
@@ -632,7 +632,7 @@ pub const CONTROL_NODE: &str = "radiance-control";
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UserDeclare {
-    /// In: no flags are defined yet; must be zero.
+    /// In: [`user_declare_flags`].
     pub flags: u32,
     /// In: one of [`dialect`].
     pub dialect: u32,
@@ -659,6 +659,18 @@ pub struct UserDeclare {
     pub device_index: u32,
     /// In: must be zero.
     pub pad: u32,
+}
+
+/// `UserDeclare::flags`.
+pub mod user_declare_flags {
+    /// ABI 1.11: `read()` on the control file waits, as read(2) does, until
+    /// a frame may be read, a reset waits to be acknowledged (ECONNRESET) or
+    /// a signal comes; a file opened O_NONBLOCK still gets EAGAIN. A server
+    /// with nothing else to wait for then needs no `poll()` before each
+    /// `read()`.
+    pub const READ_WAITS: u32 = 1 << 0;
+    /// Every flag ABI 1.11 knows; before it, none.
+    pub const ALL: u32 = READ_WAITS;
 }
 
 /// `RADIANCE_IOCTL_USER_HOST_READ` and `_WRITE`: the server reads or writes

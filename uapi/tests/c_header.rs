@@ -460,6 +460,10 @@ fn facts() -> Vec<Fact> {
             uapi::SEM_WAIT_MAX_POINTS as u64,
         ),
         ("RADIANCE_SEM_WAIT_ANY", uapi::sem_wait_flags::ANY as u64),
+        (
+            "RADIANCE_USER_DECLARE_READ_WAITS",
+            uapi::user_declare_flags::READ_WAITS as u64,
+        ),
         ("RADIANCE_IOCTL_BO_EXPORT", uapi::IOCTL_BO_EXPORT as u64),
         ("RADIANCE_IOCTL_BO_IMPORT", uapi::IOCTL_BO_IMPORT as u64),
         ("RADIANCE_PLACEMENT_HOST", uapi::placement::HOST as u64),

@@ -56,11 +56,21 @@ impl Ready {
     }
 }
 
+/// What [`Control::next`] found.
+pub enum Incoming {
+    /// Frames to run, each `frame_size` bytes (none after a signal).
+    Frames(Vec<Vec<u8>>),
+    /// The kernel reset the device: acknowledge with [`Control::ack_reset`].
+    Reset,
+}
+
 /// An open control file; the device it declared lives as long as it.
 pub struct Control {
     fd: OwnedFd,
     frame_size: usize,
-    /// When a poll last found no reset pending.
+    /// The kernel took `READ_WAITS`: read() waits for frames.
+    read_waits: bool,
+    /// When a poll or a read last found no reset pending.
     no_reset_at: Cell<Instant>,
 }
 
@@ -69,15 +79,24 @@ impl Control {
     pub fn open(path: &str) -> Result<Self> {
         let fd = open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| Error::os(format!("open {path} (radiance.ko loaded? CAP_SYS_ADMIN?)"), e))?;
-        Ok(Self { fd, frame_size: 0, no_reset_at: Cell::new(Instant::now()) })
+        Ok(Self { fd, frame_size: 0, read_waits: false, no_reset_at: Cell::new(Instant::now()) })
     }
 
-    /// Declares the device; returns N of `/dev/radianceN`.
+    /// Declares the device; returns N of `/dev/radianceN`. A module before
+    /// ABI 1.11 refuses `READ_WAITS` (EINVAL): declared again without it,
+    /// [`Control::next`] polls before it reads.
     pub fn declare(&mut self, decl: &mut uapi::UserDeclare) -> Result<u32> {
         let dialect = radiance_gluon::by_id(decl.dialect)
             .ok_or_else(|| Error::Usage(format!("dialect {} is not known", decl.dialect)))?;
-        declare_ioctl(self.fd.as_fd(), decl).map_err(|e| Error::os("USER_DECLARE", e))?;
+        let waits = uapi::user_declare_flags::READ_WAITS;
+        let mut declared = declare_ioctl(self.fd.as_fd(), decl);
+        if declared == Err(Errno::INVAL) && decl.flags & waits != 0 {
+            decl.flags &= !waits;
+            declared = declare_ioctl(self.fd.as_fd(), decl);
+        }
+        declared.map_err(|e| Error::os("USER_DECLARE", e))?;
         self.frame_size = dialect.frame_size();
+        self.read_waits = decl.flags & waits != 0;
         Ok(decl.device_index)
     }
 
@@ -110,15 +129,41 @@ impl Control {
         self.no_reset_at.get().elapsed() >= RESET_LOOK && self.wait(Some(0)).is_ok_and(|r| r.reset)
     }
 
+    /// Waits for frames or a reset: in read() itself where the kernel took
+    /// `READ_WAITS` (one system call), else in poll() first.
+    pub fn next(&self) -> Result<Incoming> {
+        if !self.read_waits {
+            if self.wait(None)?.reset {
+                return Ok(Incoming::Reset);
+            }
+            return self.read_frames().map(Incoming::Frames);
+        }
+        match self.read() {
+            Ok(frames) => {
+                self.no_reset_at.set(Instant::now());
+                Ok(Incoming::Frames(frames))
+            }
+            Err(Errno::CONNRESET) => Ok(Incoming::Reset),
+            Err(Errno::INTR) => Ok(Incoming::Frames(Vec::new())),
+            Err(e) => Err(Error::os("read frames", e)),
+        }
+    }
+
     /// Frames that may be read now (none after a reset not yet
-    /// acknowledged), each `frame_size` bytes.
+    /// acknowledged), each `frame_size` bytes; for a server that polls
+    /// (not `READ_WAITS`).
     pub fn read_frames(&self) -> Result<Vec<Vec<u8>>> {
-        let mut buf = vec![0u8; 64 * self.frame_size.max(1)];
-        match read(&self.fd, &mut buf) {
-            Ok(n) => Ok(buf[..n].chunks_exact(self.frame_size).map(<[u8]>::to_vec).collect()),
+        match self.read() {
+            Ok(frames) => Ok(frames),
             Err(Errno::AGAIN | Errno::CONNRESET) => Ok(Vec::new()),
             Err(e) => Err(Error::os("read frames", e)),
         }
+    }
+
+    fn read(&self) -> rustix::io::Result<Vec<Vec<u8>>> {
+        let mut buf = vec![0u8; 64 * self.frame_size.max(1)];
+        let n = read(&self.fd, &mut buf)?;
+        Ok(buf[..n].chunks_exact(self.frame_size).map(<[u8]>::to_vec).collect())
     }
 
     /// Answers the oldest command of the response's stream. A response the

@@ -5,7 +5,7 @@
 //! VRAM in this process and host memory reached through the control node.
 
 use crate::{
-    control::{declaration, Control},
+    control::{declaration, Control, Incoming},
     error::Result,
     vram::Vram,
 };
@@ -13,6 +13,7 @@ use radiance_gluon::{
     model::{self, MemError, Memory, Model},
     Dialect,
 };
+use radiance_uapi::user_declare_flags;
 use std::{
     cell::Cell,
     sync::atomic::{AtomicU64, Ordering},
@@ -154,6 +155,8 @@ pub fn declare(control: &mut Control, opts: &ModelOptions) -> Result<u32> {
     decl.builtins = model::BUILTINS;
     decl.vram_size = vram_size(opts);
     decl.caps = model::caps(opts.dialect, opts.gluon_sim);
+    // It waits on nothing else: read() may wait for the frames.
+    decl.flags = user_declare_flags::READ_WAITS;
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("the Gluon model speaking {}", opts.dialect.name()));
     Ok(index)
@@ -171,19 +174,20 @@ pub fn serve_declared(control: &Control, opts: &ModelOptions, ran: &AtomicU64) -
     let mut model = model(opts);
     let mem = Mem::new(control, vram_size(opts));
     loop {
-        let ready = control.wait(None)?;
-        if ready.reset || mem.aborted.get() {
-            control.ack_reset()?;
-            model.reset();
-            mem.aborted.set(false);
-            continue;
+        if !mem.aborted.get() {
+            if let Incoming::Frames(frames) = control.next()? {
+                for frame in frames {
+                    // None: a reset came while it ran; the frames after it
+                    // are gone too.
+                    let Some(response) = model.run(&mem, &frame) else { break };
+                    ran.fetch_add(1, Ordering::Relaxed);
+                    control.respond(&response)?;
+                }
+                continue;
+            }
         }
-        for frame in control.read_frames()? {
-            // None: a reset came while it ran; the frames after it are gone
-            // too.
-            let Some(response) = model.run(&mem, &frame) else { break };
-            ran.fetch_add(1, Ordering::Relaxed);
-            control.respond(&response)?;
-        }
+        control.ack_reset()?;
+        model.reset();
+        mem.aborted.set(false);
     }
 }

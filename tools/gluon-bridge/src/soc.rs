@@ -18,7 +18,7 @@
 //! A link that fails ends the bridge, and with it the device.
 
 use crate::{
-    control::{declaration, Control},
+    control::{declaration, Control, Incoming},
     error::{Error, Result},
     link::{self, Link, LinkError, LinkResult, MAX_ACCESS},
     soc_map::*,
@@ -28,7 +28,7 @@ use radiance_gluon::{
     sim16::Sim16,
     status, Command, Dialect, Response, RESPONSE_SIZE,
 };
-use radiance_uapi::{caps, gluon_err, PrintfRing};
+use radiance_uapi::{caps, gluon_err, user_declare_flags, PrintfRing};
 use std::{
     cell::{Cell, RefCell},
     fmt::Write as _,
@@ -389,35 +389,38 @@ pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
     decl.threads_per_warp = THREADS_PER_WARP;
     decl.vram_size = vram_size;
     decl.caps = CAPS;
+    // It waits on nothing else: read() may wait for the frames.
+    decl.flags = user_declare_flags::READ_WAITS;
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("a Radiance SoC over the {} link", opts.link));
 
     let mut model = Model::new(&Sim16, CAPS, STREAMS, vram_size);
     let mem = SocMem { control: &control, soc: &soc, vram_size, aborted: Cell::new(false) };
     loop {
-        let ready = control.wait(None)?;
-        if ready.reset || mem.aborted.get() {
-            soc.hold()?;
-            control.ack_reset()?;
-            model.reset();
-            mem.aborted.set(false);
-            continue;
-        }
-        for frame in control.read_frames()? {
-            let response = match Sim16.decode(&frame) {
-                Ok((stream, Command::Kernel { host_addr, size, .. })) if stream < STREAMS => {
-                    kernel(&mem, stream, host_addr, size)?
+        if !mem.aborted.get() {
+            if let Incoming::Frames(frames) = control.next()? {
+                for frame in frames {
+                    let response = match Sim16.decode(&frame) {
+                        Ok((stream, Command::Kernel { host_addr, size, .. })) if stream < STREAMS => {
+                            kernel(&mem, stream, host_addr, size)?
+                        }
+                        _ => model.run(&mem, &frame),
+                    };
+                    if let Some(e) = soc.failed.borrow_mut().take() {
+                        return Err(e.into());
+                    }
+                    // None: a reset came while it ran; the frames after it
+                    // are gone too.
+                    let Some(response) = response else { break };
+                    control.respond(&response)?;
                 }
-                _ => model.run(&mem, &frame),
-            };
-            if let Some(e) = soc.failed.borrow_mut().take() {
-                return Err(e.into());
+                continue;
             }
-            // None: a reset came while it ran; the frames after it are gone
-            // too.
-            let Some(response) = response else { break };
-            control.respond(&response)?;
         }
+        soc.hold()?;
+        control.ack_reset()?;
+        model.reset();
+        mem.aborted.set(false);
     }
 }
 
