@@ -116,10 +116,13 @@ use crate::{
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 /// Other devices' passes one pass runs after its own, at most (see
-/// [`Scheduler::pass`]): past it, one worker wake-up per this many edges
+/// [`Scheduler::pass`]): past it, one worker wake-up per this many passes
 /// of a chain between two devices (a pass of one device takes a chain
-/// between its own queues to its end with none).
-const PEER_PASSES: usize = 64;
+/// between its own queues to its end with none). Each of the two devices
+/// is woken then, and two workers run their passes at once, one spinning
+/// on the lock the other holds, until one runs out of work: at 64, a
+/// chain between two devices did so every 32 edges.
+const PEER_PASSES: usize = 1024;
 
 /// Entries one stream's FIFO holds at most: its commands in flight and the
 /// markers between them.

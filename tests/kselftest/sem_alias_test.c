@@ -234,13 +234,13 @@ static uint32_t kick_asked(struct queue *q)
 
 TEST_F(alias, a_pass_that_wakes_the_other_device_goes_on_after_it)
 {
-	enum { SIGNALS = 100 };
+	enum { SIGNALS = 600 };
 	struct queue qa, qb;
 	int s = radiance_sem_create(self->a, 0), x = import_handle(self->b, self->a, s, NULL);
 
 	ASSERT_LT(0, x);
-	ASSERT_EQ(0, queue_open(self->a, 128, &qa));
-	ASSERT_EQ(0, queue_open(self->b, 128, &qb));
+	ASSERT_EQ(0, queue_open(self->a, 1024, &qa));
+	ASSERT_EQ(0, queue_open(self->b, 1024, &qb));
 	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, 1, 0);
 	queue_nop(&qb, 0);
 	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, 2, 0);
@@ -262,8 +262,8 @@ TEST_F(alias, a_pass_that_wakes_the_other_device_goes_on_after_it)
 	EXPECT_EQ(1, kick_asked(&qa));
 	EXPECT_EQ(1, kick_asked(&qb));
 
-	/* More hand-overs than one run of passes takes (64 passes): A, which
-	 * waits on nothing, goes on in its work item. */
+	/* More hand-overs than one run of passes takes (1024 passes, two
+	 * per signal): A, which waits on nothing, goes on in its work item. */
 	for (int n = 3; n < 3 + SIGNALS; n++)
 		queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, n, 0);
 	queue_publish(&qb);
