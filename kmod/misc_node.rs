@@ -208,9 +208,7 @@ impl<F: NodeFile> MiscDevice for Files<F> {
 /// never comes: these files do not set FMODE_NOWAIT, so io_uring and
 /// RWF_NOWAIT do not pass it.)
 fn nonblocking<F: NodeFile>(kiocb: &Kiocb<'_, Arc<F>>) -> bool {
-    // SAFETY: the kiocb is valid for the read or write it came with, and so is its `ki_filp`,
-    // which that call holds a reference to; the call's own `fdget_pos`, if any, is on this
-    // thread.
+    // SAFETY: the kiocb and its file (`ki_filp`) outlive this call, whose `fdget_pos` is ours.
     let file = unsafe { LocalFile::from_raw_file((*kiocb.as_raw()).ki_filp) };
     file.flags() & kernel::fs::file::flags::O_NONBLOCK != 0
 }
