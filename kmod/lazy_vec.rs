@@ -33,10 +33,6 @@ impl<T> LazyVec<T> {
         }
     }
 
-    pub(crate) fn pop(&mut self) -> Option<T> {
-        self.0.as_mut()?.pop()
-    }
-
     /// Takes the first element out: a queue, for a short vector.
     pub(crate) fn take_first(&mut self) -> Option<T> {
         self.0.as_mut()?.remove(0).ok()
@@ -65,10 +61,6 @@ mod tests {
         assert_eq!(&v[..], &[1, 2]);
         assert_eq!(v.get(1).copied(), Some(2));
         assert_eq!(v.iter().sum::<u32>(), 3);
-        assert_eq!(v.pop(), Some(2));
-        assert_eq!(v.pop(), Some(1));
-        assert_eq!(v.pop(), None);
-        assert!(v.is_empty());
         Ok(())
     }
 
@@ -83,6 +75,10 @@ mod tests {
         v.push(40, GFP_KERNEL)?;
         assert_eq!(&v[..], &[20, 30, 40]);
         assert_eq!(v.take_first(), Some(20));
+        assert_eq!(v.take_first(), Some(30));
+        assert_eq!(v.take_first(), Some(40));
+        assert_eq!(v.take_first(), None);
+        assert!(v.is_empty());
         Ok(())
     }
 }
