@@ -12,7 +12,9 @@
 //! the stream's FIFO, completed by the scheduler once everything before it
 //! has: draining, where a FENCE would cost a round trip to the device. A
 //! stream takes as many commands at once as the device says (gluon-sim:
-//! one), and all streams at most [`MAX_IN_FLIGHT`].
+//! one), and all streams at most [`MAX_IN_FLIGHT`]. A queue's commands
+//! after a launch wait until the launch has completed: a device runs what
+//! it was given after a fault, and a queue stops at its fault.
 //!
 //! Queues on different streams are ordered by semaphores, drained here: a
 //! WAIT_SEMAPHORE holds its queue until the signal's command has completed
@@ -135,6 +137,12 @@ struct Scheduled {
     stream: u8,
     /// Its packet whose commands did not all fit in the device yet.
     staged: Option<Staged>,
+    /// The packet of its last launch given to the device, until a command
+    /// of a later packet finds it completed. A launch may fault, and the
+    /// device runs what it was given after a fault: so nothing of a later
+    /// packet goes to the device before the launch has completed, or the
+    /// queue would not stop at the fault.
+    launch: Option<u64>,
     /// The pass's last turn found its next packet a WAIT_SEMAPHORE not
     /// reached (with `blocked` set first, so the semaphore's change wakes
     /// the scheduler): an idle pass need not look at it again.
@@ -399,6 +407,7 @@ impl Scheduler {
                 queue,
                 stream,
                 staged: None,
+                launch: None,
                 waiting: false,
                 asks_kick: false,
             },
@@ -849,8 +858,20 @@ impl Scheduler {
             None => {}
         }
         if let Some(cmd) = cmd {
+            if let Some(launch) = entry.launch.filter(|&l| l != staged.packet) {
+                // Faulted there, this packet is dropped at the next turn.
+                if entry.queue.state().completed <= launch {
+                    return false;
+                }
+                entry.launch = None;
+            }
             match self.issue(entry.stream, stream, sent, &cmd) {
-                Ok(true) => staged.next += 1,
+                Ok(true) => {
+                    staged.next += 1;
+                    if matches!(cmd, Command::Kernel { .. }) {
+                        entry.launch = Some(staged.packet);
+                    }
+                }
                 Ok(false) => return false,
                 Err(e) => {
                     // Translation checked it could be said; if not, the

@@ -161,6 +161,57 @@ TEST_F(launch, printf_through_a_descriptor)
 	queue_close(&q);
 }
 
+TEST_F(launch, nothing_after_a_faulting_launch_runs)
+{
+	/* Long enough that the kernel has long taken the rest when it ends. */
+	enum { N = 65536 };
+	struct radiance_bo_create big, small;
+	struct radiance_launch_desc d[3] = {
+		desc(RADIANCE_BUILTIN_START, RADIANCE_BUILTIN_FILL_U32, 3, N / 256, 256),
+		desc(0x10000000, 0x10000000, 0, 1, 1),
+		desc(RADIANCE_BUILTIN_START, RADIANCE_BUILTIN_FILL_U32, 3, 1, 4),
+	};
+	uint32_t params[3][3] = { { 0, 5, N }, { 0 }, { 0, 7, 4 } }, first, last, after[4];
+	struct queue q;
+
+	RADIANCE_SKIP_ON_SOC();
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, N * 4, 0, &big));
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, sizeof(after), 0, &small));
+	params[0][0] = big.device_address;
+	params[2][0] = small.device_address;
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	/* The long fill, a launch that faults and a fill behind it, published
+	 * at once: the device is given them as the kernel takes them, and it
+	 * would run the last one after the fault. */
+	for (int i = 0; i < 3; i++) {
+		struct radiance_launch_packet p = {
+			.header = { .kind = RADIANCE_PACKET_LAUNCH_DESC }, .block = self->host,
+			.block_offset = 128 * i, .block_size = sizeof(d[i]),
+		};
+
+		d[i].params_offset = PARAMS + 64 * i;
+		memcpy(self->h + 128 * i, &d[i], sizeof(d[i]));
+		memcpy(self->h + PARAMS + 64 * i, params[i], sizeof(params[i]));
+		queue_put(&q, &p);
+	}
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(1, q.ctl->fault_index);
+	EXPECT_EQ(1, q.ctl->read_index) TH_LOG("the fill before the fault completed");
+	EXPECT_EQ(0x10000000u, q.ctl->err_pc);
+	queue_close(&q);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	ASSERT_EQ(0, queue_read_vram(&q, big.handle, 0, &first, 4));
+	ASSERT_EQ(0, queue_read_vram(&q, big.handle, 4 * (N - 1), &last, 4));
+	EXPECT_EQ(5, first);
+	EXPECT_EQ(5, last);
+	ASSERT_EQ(0, queue_read_vram(&q, small.handle, 0, after, sizeof(after)));
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(0, after[i]) TH_LOG("element %d: the launch after the fault ran", i);
+	}
+	queue_close(&q);
+}
+
 TEST_F(launch, every_field_is_checked)
 {
 	struct radiance_bo_create sc;
