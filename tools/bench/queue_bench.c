@@ -24,8 +24,13 @@
  *     about 2: printed as its floor, two NOPs taken in a pass / NOP round
  *     trip (well under 1 where each round trip rings the doorbell);
  *  5. VRAM scrub on free: a 4 KiB FILL round trip right after freeing a
- *     written 1 MiB BO, against the same FILL with nothing freed.
- * 2, 3, 4 and 5 run in interleaved rounds and print medians. Absolute
+ *     written 1 MiB BO, against the same FILL with nothing freed;
+ *  6. launches back to back: 64 one-thread FILL launches published at
+ *     once, per launch, against one launch's round trip. A queue's next
+ *     command waits until its launch has completed (a queue stops at its
+ *     fault), so on a device that takes more than one command per stream
+ *     this is about 1: what that rule costs.
+ * 2 to 6 run in interleaved rounds and print medians. Absolute
  * times under TCG are noise; the ratios within one run are not.
  */
 #define _GNU_SOURCE
@@ -160,13 +165,20 @@ static void fill(struct queue *q, uint32_t bo, uint64_t size, double *ns)
 
 int main(void)
 {
-	enum { PACKETS = 10000, NULLS = 10000, TRIPS = 50, EDGES = 256, ROUNDS = 7, BURST = 1024 };
+	enum { PACKETS = 10000, NULLS = 10000, TRIPS = 50, EDGES = 256, ROUNDS = 7, BURST = 1024, LAUNCHES = 64 };
 	struct radiance_queue_query query = { 0 };
 	struct queue q, a, b;
 	double t, submit, null, in_pass[ROUNDS], pass_ratio[ROUNDS], from_idle[ROUNDS], idle_ratio[ROUNDS], kicked[ROUNDS];
 	double trip[ROUNDS], copy_ns[ROUNDS], memcpy_ns[ROUNDS], copy_ratio[ROUNDS], edge[ROUNDS], edge_ratio[ROUNDS];
 	double edge_floor[ROUNDS];
 	double kcopy_ns[ROUNDS], kcopy_ratio[ROUNDS], per_mib[ROUNDS], fill_ns[ROUNDS], after_free_ns[ROUNDS], free_ns[ROUNDS], scrub_ratio[ROUNDS];
+	double launch_ns[ROUNDS], launches_ns[ROUNDS], launch_ratio[ROUNDS];
+	struct radiance_launch_packet launch = { .header = { .kind = RADIANCE_PACKET_LAUNCH_DESC } };
+	struct radiance_launch_desc desc = {
+		.start_pc = RADIANCE_BUILTIN_START, .kernel_pc = RADIANCE_BUILTIN_FILL_U32, .grid = { 1, 1, 1 },
+		.block = { 1, 1, 1 }, .regs_per_thread = 1, .params_size = 12,
+	};
+	uint32_t fill_params[3] = { 0, 7, 1 };
 	long burst_kicks;
 	const size_t size = 8 << 20, freed = 1 << 20;
 	struct radiance_bo_create hc, vc, small;
@@ -208,6 +220,13 @@ int main(void)
 		die("buffers");
 	memset(src, 1, size);
 	memset(dst, 2, size);
+	/* The launch's descriptor and params in the host BO's last page, which
+	 * the copies only read. */
+	fill_params[0] = small.device_address;
+	desc.params_offset = size - 4096 + sizeof(desc);
+	memcpy(src + size - 4096, &desc, sizeof(desc));
+	memcpy(src + size - 4096 + sizeof(desc), fill_params, sizeof(fill_params));
+	launch.block = hc.handle, launch.block_offset = size - 4096, launch.block_size = sizeof(desc);
 	memfd = memfd_create("kernel-copy", 0);
 	if (memfd < 0 || write(memfd, src, size) != (ssize_t)size)
 		die("memfd");
@@ -309,6 +328,16 @@ int main(void)
 		fill(&q, small.handle, 4096, &after_free_ns[r]);
 		after_free_ns[r] += free_ns[r];
 		scrub_ratio[r] = after_free_ns[r] / fill_ns[r];
+
+		/* 6. Launches back to back against one alone. */
+		launch_ns[r] = round_trip(&q, &launch);
+		for (int i = 0; i < LAUNCHES; i++)
+			put(&q, &launch);
+		t = now_ns();
+		publish(&q);
+		drain(&q);
+		launches_ns[r] = (now_ns() - t) / LAUNCHES;
+		launch_ratio[r] = launches_ns[r] / launch_ns[r];
 	}
 
 	printf("queue packets: %d NOPs in bursts of 64, %ld kicks\n", PACKETS, burst_kicks);
@@ -334,5 +363,7 @@ int main(void)
 	printf("4 KiB FILL after freeing %zu KiB: %.0f ns (free %.0f ns) vs %.0f ns alone (after free / alone = %.2f)\n",
 	       freed >> 10, median(after_free_ns, ROUNDS), median(free_ns, ROUNDS), median(fill_ns, ROUNDS),
 	       median(scrub_ratio, ROUNDS));
+	printf("FILL_U32 launch of 1 thread: %.0f ns alone; %d published at once: %.0f ns each (back to back / alone = %.2f)\n",
+	       median(launch_ns, ROUNDS), LAUNCHES, median(launches_ns, ROUNDS), median(launch_ratio, ROUNDS));
 	return 0;
 }
