@@ -154,6 +154,19 @@ static double round_trip(struct queue *q, const void *packet)
 	return now_ns() - t;
 }
 
+/* ns per packet of `n` copies of `packet` published at once, to drained. */
+static double burst(struct queue *q, const void *packet, int n)
+{
+	double t;
+
+	for (int i = 0; i < n; i++)
+		put(q, packet);
+	t = now_ns();
+	publish(q);
+	drain(q);
+	return (now_ns() - t) / n;
+}
+
 static void fill(struct queue *q, uint32_t bo, uint64_t size, double *ns)
 {
 	struct radiance_fill_packet p = {
@@ -245,12 +258,7 @@ int main(void)
 		int64_t before;
 
 		/* 2. NOPs taken in one pass: BURST published at once. */
-		for (int i = 0; i < BURST; i++)
-			put(&q, &nop_packet);
-		t = now_ns();
-		publish(&q);
-		drain(&q);
-		in_pass[r] = (now_ns() - t) / BURST;
+		in_pass[r] = burst(&q, &nop_packet, BURST);
 
 		/* NOP round trip, and the share that kicked. */
 		trip[r] = 0;
@@ -337,12 +345,7 @@ int main(void)
 		for (int i = 0; i < ALONE; i++)
 			alone[i] = round_trip(&q, &launch);
 		launch_ns[r] = median(alone, ALONE);
-		for (int i = 0; i < LAUNCHES; i++)
-			put(&q, &launch);
-		t = now_ns();
-		publish(&q);
-		drain(&q);
-		launches_ns[r] = (now_ns() - t) / LAUNCHES;
+		launches_ns[r] = burst(&q, &launch, LAUNCHES);
 		launch_ratio[r] = launches_ns[r] / launch_ns[r];
 	}
 
