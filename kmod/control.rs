@@ -94,22 +94,14 @@ impl ControlFile {
         Ok(())
     }
 
-    /// The backend of the declared device; ENXIO before USER_DECLARE.
-    pub(crate) fn user(&self) -> Result<Arc<User>> {
-        self.served
-            .lock()
-            .as_ref()
-            .map(|s| s.user.clone())
-            .ok_or(ENXIO)
+    /// `f` of the declared device; ENXIO before USER_DECLARE.
+    fn with_served<R>(&self, f: impl FnOnce(&Served) -> R) -> Result<R> {
+        self.served.lock().as_ref().map(f).ok_or(ENXIO)
     }
 
-    /// The backend, and whether its server's reads wait.
-    fn reader(&self) -> Result<(Arc<User>, bool)> {
-        self.served
-            .lock()
-            .as_ref()
-            .map(|s| (s.user.clone(), s.read_waits))
-            .ok_or(ENXIO)
+    /// The backend of the declared device; ENXIO before USER_DECLARE.
+    pub(crate) fn user(&self) -> Result<Arc<User>> {
+        self.with_served(|s| s.user.clone())
     }
 }
 
@@ -141,7 +133,7 @@ impl NodeFile for ControlFile {
     /// for one if the server declared `READ_WAITS` (and the file is not
     /// O_NONBLOCK).
     fn read(this: ArcBorrow<'_, Self>, out: &mut IovIterDest<'_>, nonblock: bool) -> Result<usize> {
-        let (user, read_waits) = this.reader()?;
+        let (user, read_waits) = this.with_served(|s| (s.user.clone(), s.read_waits))?;
         let frames = user.read_frames(out.len(), read_waits && !nonblock)?;
         // Taken from the channel already: a server that hands a bad buffer
         // loses them, and the watchdog resets the device.
