@@ -16,6 +16,11 @@ use kernel::{
 
 pub(crate) struct LazyVec<T>(Option<KVec<T>>);
 
+/// Room the first push makes: a packet holds a few BOs (a launch up to
+/// five), which then go in with no `krealloc` (a `KVec` grows by one at
+/// first).
+const FIRST: usize = 4;
+
 impl<T> LazyVec<T> {
     pub(crate) const fn new() -> Self {
         Self(None)
@@ -25,7 +30,7 @@ impl<T> LazyVec<T> {
         match &mut self.0 {
             Some(v) => v.push(value, flags),
             None => {
-                let mut v = KVec::new();
+                let mut v = KVec::with_capacity(FIRST, flags)?;
                 v.push(value, flags)?;
                 self.0 = Some(v);
                 Ok(())
@@ -57,8 +62,11 @@ mod tests {
         assert!(v.is_empty());
         assert!(v.0.is_none());
         v.push(1u32, GFP_KERNEL)?;
+        let first = v.as_ptr();
         v.push(2, GFP_KERNEL)?;
         assert_eq!(&v[..], &[1, 2]);
+        // The room made at the first push took the second.
+        assert_eq!(v.as_ptr(), first);
         assert_eq!(v.get(1).copied(), Some(2));
         assert_eq!(v.iter().sum::<u32>(), 3);
         Ok(())

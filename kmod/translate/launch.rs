@@ -105,9 +105,9 @@ pub(super) fn launch(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> R
         ..Default::default()
     };
     let parts = [
-        old.get(params..ring).ok_or(EINVAL)?,
-        old.get(binary..params).ok_or(EINVAL)?,
-        tail,
+        Piece::Bytes(old.get(params..ring).ok_or(EINVAL)?),
+        Piece::Bytes(old.get(binary..params).ok_or(EINVAL)?),
+        Piece::Bytes(tail),
     ];
     stage_launch(t, out, slot, &header, &parts)?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
@@ -145,10 +145,9 @@ pub(super) fn launch_desc(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged)
     } else {
         t.objects.bo(d.params)?
     };
-    let mut params = KVec::from_elem(0u8, usize::try_from(d.params_size)?, GFP_KERNEL)?;
+    let params_len = usize::try_from(d.params_size)?;
     if d.params_size != 0 {
         params_bo.check_range(d.params_offset, d.params_size.into())?;
-        params_bo.read_host(d.params_offset, &mut params)?;
     }
     // Stacks grow down: the block names the last word.
     let stack_base = match vram_range(t, out, d.stack, d.stack_offset, d.stack_size)? {
@@ -159,17 +158,16 @@ pub(super) fn launch_desc(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged)
     // The ring takes what room the page has after the header and params,
     // up to what the printf buffer holds.
     let room = PAGE_SIZE
-        .checked_sub(t.hw.dialect.launch_header_size() + params.len())
+        .checked_sub(t.hw.dialect.launch_header_size() + params_len)
         .ok_or(EINVAL)?;
-    let mut ring = KVec::new();
-    let printf_host_addr = if printf == 0 {
-        if printf_offset != 0 || printf_size != 0 {
-            return Err(EINVAL);
-        }
-        0
-    } else {
-        ring = new_printf_ring(room, printf_size)?;
-        printf_buffer(t, out, printf, printf_offset, printf_size)?
+    let ring = match printf {
+        0 if printf_offset != 0 || printf_size != 0 => return Err(EINVAL),
+        0 => None,
+        _ => Some(new_printf_ring(room, printf_size)?),
+    };
+    let printf_host_addr = match ring {
+        Some(_) => printf_buffer(t, out, printf, printf_offset, printf_size)?,
+        None => 0,
     };
     let Some(slot) = t.slot()? else {
         return Ok(false);
@@ -188,7 +186,16 @@ pub(super) fn launch_desc(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged)
         shmem_per_block: d.shmem_per_block,
         flags: d.flags,
     };
-    stage_launch(t, out, slot, &header, &[&params, &ring])?;
+    let (ring, text) = match &ring {
+        Some((head, text)) => (&head[..], *text),
+        None => (&[][..], 0),
+    };
+    let parts = [
+        Piece::Host(&params_bo, d.params_offset, params_len),
+        Piece::Bytes(ring),
+        Piece::Zeros(text),
+    ];
+    stage_launch(t, out, slot, &header, &parts)?;
     out.completion.bos.push(bo, GFP_KERNEL)?;
     out.completion.bos.push(params_bo, GFP_KERNEL)?;
     Ok(true)
@@ -243,38 +250,71 @@ fn printf_buffer(
     Ok(addr)
 }
 
+/// A piece of a launch block after its header.
+enum Piece<'a> {
+    Bytes(&'a [u8]),
+    /// `len` bytes at `offset` of a host BO, read straight into the slot.
+    Host(&'a Bo, u64, usize),
+    Zeros(usize),
+}
+
+impl Piece<'_> {
+    fn len(&self) -> usize {
+        match *self {
+            Piece::Bytes(bytes) => bytes.len(),
+            Piece::Host(_, _, len) | Piece::Zeros(len) => len,
+        }
+    }
+}
+
+/// What a launch block passes through the stack in at a time, on its way
+/// into its slot: a launch allocates nothing for its block.
+const STAGED_AT_ONCE: usize = 256;
+const _: () = assert!(crate::gluon::LAUNCH_HEADER_SIZE <= STAGED_AT_ONCE);
+
 /// Builds the launch block, `header` in the device's dialect and then
-/// `parts`, padded to whole words, in `slot`, and pushes the command that
-/// runs it.
+/// `parts`, zero-padded to whole words, in `slot`, and pushes the command
+/// that runs it.
 fn stage_launch(
     t: &Translator<'_>,
     out: &mut Staged,
     slot: Arc<Slot>,
     header: &Launch,
-    parts: &[&[u8]],
+    parts: &[Piece<'_>],
 ) -> Result {
     let dialect = t.hw.dialect;
     let head = dialect.launch_header_size();
-    let len = parts
-        .iter()
-        .fold(head, |n, p| n + p.len())
-        .next_multiple_of(4);
+    let end = parts.iter().fold(head, |n, p| n + p.len());
+    let len = end.next_multiple_of(4);
     if len > PAGE_SIZE {
         return Err(EINVAL);
     }
-    let mut block = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-    dialect
-        .encode_launch(header, &mut block)
-        .map_err(|_| EINVAL)?;
+    let mut buf = [0u8; STAGED_AT_ONCE];
+    let encoded = buf.get_mut(..head).ok_or(EINVAL)?;
+    dialect.encode_launch(header, encoded).map_err(|_| EINVAL)?;
+    slot.write(0, encoded)?;
     let mut at = head;
-    for part in parts {
-        block
-            .get_mut(at..at + part.len())
-            .ok_or(EINVAL)?
-            .copy_from_slice(part);
-        at += part.len();
+    for part in Iterator::chain(parts.iter(), [&Piece::Zeros(len - end)]) {
+        if let Piece::Bytes(bytes) = *part {
+            if !bytes.is_empty() {
+                slot.write(at, bytes)?;
+            }
+            at += bytes.len();
+            continue;
+        }
+        let mut done = 0;
+        while done < part.len() {
+            let n = (part.len() - done).min(STAGED_AT_ONCE);
+            let piece = buf.get_mut(..n).ok_or(EINVAL)?;
+            match *part {
+                Piece::Host(bo, offset, _) => bo.read_host(offset + done as u64, piece)?,
+                _ => piece.fill(0),
+            }
+            slot.write(at + done, piece)?;
+            done += n;
+        }
+        at += done;
     }
-    slot.write(0, &block)?;
     let host_addr = slot.dma_address().into();
     out.push(Command::Kernel {
         host_addr,
@@ -285,19 +325,19 @@ fn stage_launch(
     Ok(())
 }
 
-/// An empty printf ring (its header, then `limit` bytes of text) for a
-/// printf buffer of `size` bytes, in the `room` a launch block has left:
-/// `limit` is the most both take, in whole words (the buffer starts with
-/// the 4-byte count the device drains).
-fn new_printf_ring(room: usize, size: u64) -> Result<KVec<u8>> {
-    let header = size_of::<uapi::PrintfRing>();
-    let most = room.checked_sub(header + 4).ok_or(EINVAL)?;
+/// An empty printf ring for a printf buffer of `size` bytes, in the
+/// `room` a launch block has left: its header, and how many bytes of text
+/// (zeros) follow it, `limit`: the most both take, in whole words (the
+/// buffer starts with the 4-byte count the device drains).
+fn new_printf_ring(room: usize, size: u64) -> Result<([u8; size_of::<uapi::PrintfRing>()], usize)> {
+    let mut header = [0u8; size_of::<uapi::PrintfRing>()];
+    let most = room.checked_sub(header.len() + 4).ok_or(EINVAL)?;
     let limit = (size.checked_sub(4).ok_or(EINVAL)? as usize).min(most) & !3;
-    let mut ring = KVec::from_elem(0u8, header + limit, GFP_KERNEL)?;
-    ring.get_mut(RING_LIMIT)
+    header
+        .get_mut(RING_LIMIT)
         .ok_or(EINVAL)?
         .copy_from_slice(&(limit as u32).to_le_bytes());
-    Ok(ring)
+    Ok((header, limit))
 }
 
 /// The `limit` of a printf ring at the start of `ring` (the ring's header,
