@@ -42,6 +42,7 @@ use kernel::{
         delay::fsleep,
         ClockSource,
         Delta,
+        Instant,
         Monotonic, //
     },
     workqueue::{
@@ -55,6 +56,7 @@ use kernel::{
 use super::{
     dma_device::DmaDevice,
     host_map::HostMap,
+    stream_of,
     Gluon,
     HwDesc,
     Interrupt, //
@@ -98,12 +100,16 @@ const DEPTH: u8 = 16;
 struct Fifos {
     commands: Fifo<Frame>,
     responses: Fifo<[u8; RESPONSE_SIZE]>,
+    /// The stream whose command runs, and since when: the commands of the
+    /// other streams wait behind it (see [`Gluon::ages_from`]).
+    running: Option<(u8, Instant<Monotonic>)>,
 }
 
 /// The command processor and its memory.
 #[pin_data]
 struct Engine {
     vram_size: u64,
+    dialect: &'static dyn Dialect,
     /// What the commands do. Lock order: `model` before `vram` (the model
     /// reaches VRAM through the engine).
     #[pin]
@@ -163,12 +169,14 @@ impl Emu {
         let fifos = Fifos {
             commands: Fifo::with_capacity(FIFO_DEPTH)?,
             responses: Fifo::with_capacity(FIFO_DEPTH)?,
+            running: None,
         };
         let streams = STREAMS.min(dialect.max_streams());
         let model = Model::new(dialect, caps, streams, vram_size);
         let engine = Arc::pin_init(
             pin_init!(Engine {
                 vram_size,
+                dialect,
                 model <- new_mutex!(model, "Emu::model"),
                 vram <- new_mutex!(vram, "Emu::vram"),
                 fifos <- new_mutex!(fifos, "Emu::fifos"),
@@ -225,9 +233,12 @@ impl Engine {
         Ok(())
     }
 
-    /// The next command frame, if any.
+    /// The next command frame, if any, which runs from now.
     fn next_command(&self) -> Option<Frame> {
-        self.fifos.lock().commands.pop()
+        let mut f = self.fifos.lock();
+        let frame = f.commands.pop()?;
+        f.running = Some((stream_of(self.dialect, &frame), Instant::now()));
+        Some(frame)
     }
 
     fn post(&self, response: [u8; RESPONSE_SIZE]) {
@@ -236,6 +247,7 @@ impl Engine {
             // The driver keeps at most FIFO_DEPTH commands in flight, so
             // this never grows past the capacity reserved in `new`.
             let _ = f.responses.push(response);
+            f.running = None;
         }
         if let Some(irq) = &*self.irq.lock() {
             irq.raise();
@@ -387,6 +399,17 @@ impl Gluon for Emu {
         self.engine.fifos.lock().responses.pop()
     }
 
+    /// One command runs at a time, over all streams: the running one ages
+    /// from when it started, and one that waits behind it does not age (a
+    /// long command on one stream must not time out a queue of another).
+    fn ages_from(&self, stream: u8) -> Option<Instant<Monotonic>> {
+        match self.engine.fifos.lock().running {
+            Some((running, since)) if running == stream => Some(since),
+            Some(_) => Some(Instant::now()),
+            None => None,
+        }
+    }
+
     fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>) {
         *self.engine.irq.lock() = irq;
     }
@@ -399,6 +422,7 @@ impl Gluon for Emu {
             let mut f = engine.fifos.lock();
             f.commands.clear();
             f.responses.clear();
+            f.running = None;
         }
         engine.model.lock().reset();
         engine.abort.store(0, Release);

@@ -41,10 +41,16 @@ use self::host_windows::{
 use crate::{
     gluon::{
         Dialect,
+        Frame,
         RESPONSE_SIZE, //
     },
     uapi,
 };
+
+/// The stream a frame the scheduler encoded names.
+fn stream_of(dialect: &dyn Dialect, frame: &Frame) -> u8 {
+    dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s)
+}
 
 /// What a backend says about the hardware behind it (GET_INFO reports it).
 pub(crate) struct HwDesc {
@@ -123,11 +129,12 @@ pub(crate) trait Gluon: Send + Sync {
     fn reset(&self);
 
     /// Where the device may hold a command back behind its own work (a
-    /// user device's scrubs): the instant from which `stream`'s oldest
-    /// command ages, if later than when it became the oldest. While it
-    /// waits, when the device last took or answered anything (it ages only
-    /// while the device stands still); once the device took it, then.
-    /// `None`: the device takes commands as they come.
+    /// user device's scrubs, the emulated device's one command at a time):
+    /// the instant from which `stream`'s oldest command ages, if later than
+    /// when it became the oldest. While it waits, when the device last took
+    /// or answered anything (it ages only while the device stands still);
+    /// once the device took it, then. `None`: the device takes commands as
+    /// they come.
     fn ages_from(&self, _stream: u8) -> Option<Instant<Monotonic>> {
         None
     }

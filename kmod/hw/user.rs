@@ -75,6 +75,7 @@ use super::{
         HostWindows,
         Window, //
     },
+    stream_of,
     Gluon,
     HwDesc,
     Interrupt, //
@@ -180,11 +181,6 @@ struct Channel {
     reset_pending: bool,
     /// The server is gone.
     gone: bool,
-}
-
-/// The stream a frame the scheduler encoded names.
-fn stream_of(dialect: &dyn Dialect, frame: &Frame) -> u8 {
-    dialect.decode(frame.as_bytes()).map_or(0, |(s, _)| s)
 }
 
 /// The stream of `frame` if its command may run beside a scrub of

@@ -519,6 +519,54 @@ TEST_F(q, a_spinning_launch_times_out_resets_the_device_and_others_go_on)
 	queue_close(&b);
 }
 
+/*
+ * The emulated device runs one command at a time over all streams. A's long
+ * copy runs with A's spinning launch behind it, and B's fill is queued behind
+ * both while the copy runs: when the watchdog fires, B's fill has waited
+ * longer than the launch has spun, but the launch is what hangs, and it alone
+ * is reset.
+ */
+TEST_F(q, a_command_waiting_behind_another_streams_never_times_out)
+{
+	const uint64_t big = 16 << 20;
+	struct radiance_bo_create kc;
+	struct queue a, b;
+	uint32_t word;
+	uint8_t *blk;
+	int64_t resets = radiance_mem_stat("device_resets");
+	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, big, 0, NULL);
+	int dst = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, big, 0, NULL);
+	int bo = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+
+	RADIANCE_SKIP_ON_SOC();
+	if (radiance_served_by_bridge())
+		SKIP(return, "a served device's server may run several streams at once: the kernel cannot tell "
+			     "which command runs, and a command ages from when the server read it");
+	ASSERT_LT(0, hk);
+	ASSERT_LT(0, src);
+	ASSERT_LT(0, dst);
+	ASSERT_LT(0, bo);
+	blk = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, kc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, blk);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &a));
+	ASSERT_EQ(0, queue_open(self->fd, 16, &b));
+	copy(&a, src, 0, dst, 0, big);
+	queue_launch(&a, hk, blk, RADIANCE_BUILTIN_SPIN, NULL, 0, 1, 1);
+	queue_publish(&a);
+	fill(&b, bo, 0, 4, 0x600d, 4);
+	queue_publish(&b);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&a));
+	EXPECT_EQ(ETIMEDOUT, a.ctl->error);
+	EXPECT_EQ(1, a.ctl->fault_index) TH_LOG("the launch, not the copy");
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
+	ASSERT_EQ(0, queue_read_vram(&b, bo, 0, &word, 4));
+	EXPECT_EQ(0x600du, word);
+	EXPECT_EQ(resets + 1, radiance_mem_stat("device_resets"));
+	queue_close(&a);
+	queue_close(&b);
+}
+
 TEST_F(q, radctl_queues_shows_every_queue_and_its_fault)
 {
 	struct radiance_packet bad = { 0 };
