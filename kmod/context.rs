@@ -468,6 +468,7 @@ impl Context {
             return Err(EINVAL);
         }
         let queue = self.queue(args.queue_id)?;
+        queue.ring_doorbell();
         // A few packets (one submission: its waits, command and signals) run
         // right in this call, which saves waking the worker; a burst goes
         // to the worker, which takes it while the process writes more.

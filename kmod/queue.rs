@@ -23,7 +23,9 @@ use kernel::{
     sync::{
         atomic::{
             Acquire,
+            Atomic,
             Full,
+            Relaxed,
             Release, //
         },
         barrier::smp_mb,
@@ -91,6 +93,9 @@ pub(crate) struct Queue {
     ring: KVec<Page>,
     ring_packets: u32,
     control: Page,
+    /// 1 once the process rang the doorbell (QUEUE_KICK), until the
+    /// scheduler looks (see [`Queue::take_doorbell`]).
+    doorbell: Atomic<i32>,
     /// Innermost lock: see the scheduler.
     #[pin]
     state: Mutex<QueueState>,
@@ -118,6 +123,7 @@ impl Queue {
                 ring,
                 ring_packets,
                 control,
+                doorbell: Atomic::new(0),
                 state <- new_mutex!(QueueState::default(), "Queue::state"),
             }),
             GFP_KERNEL,
@@ -291,6 +297,20 @@ impl Queue {
     /// QUEUE_DESTROY: the scheduler stops taking packets.
     pub(crate) fn destroy(&self) {
         self.state.lock().destroyed = true;
+    }
+
+    /// QUEUE_KICK: the process published packets while the queue asked
+    /// for kicks. After its store of the write index, so the scheduler that
+    /// takes the doorbell sees them.
+    pub(crate) fn ring_doorbell(&self) {
+        self.doorbell.store(1, Release);
+    }
+
+    /// Whether the doorbell rang since the last call: a queue that asks
+    /// for kicks is looked at only then (see `Scheduler::submit`).
+    pub(crate) fn take_doorbell(&self) -> bool {
+        // Most turns find it clear: no locked instruction then.
+        self.doorbell.load(Relaxed) != 0 && self.doorbell.xchg(0, Full) != 0
     }
 
     /// Sets or clears `needs_kick`; the scheduler calls it only to change

@@ -32,8 +32,10 @@
 //! when a pass takes packets from it (the process need not kick while it
 //! is served). When nothing moves and nothing is in flight, the pass sets
 //! it again on those not stopped at a semaphore wait (a semaphore's change
-//! wakes it), looks at each once more, and sleeps; a queue it took nothing
-//! from asked for kicks all along and costs the pass no look.
+//! wakes it), looks at each once more, and sleeps. A queue that asks for
+//! kicks is looked at only once its doorbell rang (its process kicks for
+//! what it publishes): an idle queue costs the passes that serve the
+//! others nothing.
 //!
 //! A watchdog (a delayed work item) watches the command at the head of each
 //! stream: one that has not completed within the launch timeout resets the
@@ -149,8 +151,8 @@ struct Scheduled {
     waiting: bool,
     /// Its control block's `needs_kick`, which only passes write (under
     /// `State`'s lock): set, the process rings the doorbell for what it
-    /// publishes. Kept here so that a pass writes the page only to change
-    /// it.
+    /// publishes, and a pass looks at the queue only once it has. Kept here
+    /// so that a pass writes the page only to change it.
     asks_kick: bool,
 }
 
@@ -942,6 +944,12 @@ impl Scheduler {
             };
             entry.waiting = false;
             let fresh = entry.staged.is_none();
+            // Asking for kicks, it is looked at only once its doorbell
+            // rang: its process kicks for what it publishes, and an idle
+            // queue costs a pass's turns nothing.
+            if fresh && entry.asks_kick && !entry.queue.take_doorbell() {
+                continue;
+            }
             if fresh {
                 let Some((index, skip)) = entry.queue.pending() else {
                     continue;
@@ -1193,7 +1201,13 @@ impl Scheduler {
                 }
                 q.ask_for_kicks(true);
                 match this.head(&q.queue) {
-                    Head::Runnable => runnable = true,
+                    // Published before the flag was set: the process may
+                    // not kick for it, and a queue that asks for kicks is
+                    // looked at only when it does.
+                    Head::Runnable => {
+                        runnable = true;
+                        q.ask_for_kicks(false);
+                    }
                     Head::Waiting => q.ask_for_kicks(false),
                     Head::Empty => {}
                 }

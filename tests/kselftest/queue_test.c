@@ -77,6 +77,43 @@ TEST_F(q, nops_complete_and_the_idle_scheduler_asks_for_a_kick)
 	queue_close(&q);
 }
 
+/*
+ * A queue whose control block asks for the doorbell is looked at only once
+ * it rings: the passes that serve other queues skip it (an idle queue costs
+ * them nothing). A packet published there without the kick waits for it.
+ */
+TEST_F(q, a_queue_asking_for_kicks_is_looked_at_only_once_its_doorbell_rings)
+{
+	struct radiance_queue_kick kick;
+	struct queue idle, busy;
+	int i;
+
+	ASSERT_EQ(0, queue_open(self->fd, 16, &idle));
+	ASSERT_EQ(0, queue_open(self->fd, 64, &busy));
+	queue_nop(&idle, 0);
+	queue_publish(&idle);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&idle));
+	for (i = 0; i < 10000 && !idle.ctl->needs_kick; i++)
+		usleep(100);
+	ASSERT_EQ(1, idle.ctl->needs_kick) TH_LOG("the scheduler went idle");
+	queue_nop(&idle, 0);
+	atomic_store_explicit((_Atomic uint64_t *)&idle.ctl->write_index, idle.written, memory_order_seq_cst);
+	for (int round = 0; round < 10; round++) {
+		for (i = 0; i < 20; i++)
+			queue_nop(&busy, 0);
+		queue_publish(&busy);
+		ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&busy));
+	}
+	EXPECT_EQ(idle.written - 1, idle.ctl->read_index) TH_LOG("taken without its kick");
+	EXPECT_EQ(1, idle.ctl->needs_kick);
+	kick = (struct radiance_queue_kick){ .queue_id = idle.id };
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_QUEUE_KICK, &kick));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&idle));
+	EXPECT_EQ(idle.written, idle.ctl->read_index);
+	queue_close(&idle);
+	queue_close(&busy);
+}
+
 TEST_F(q, fills_are_byte_exact)
 {
 	struct queue q;
