@@ -993,7 +993,15 @@ impl Scheduler {
             }
             progressed |= self.push_staged(state, i, fresh);
         }
-        state.cursor = if n == 0 { 0 } else { (state.cursor + 1) % n };
+        // The next turn starts at the next queue that may have work: one
+        // that asks for kicks is skipped as a start, so the queues at work
+        // take turns going first as they would alone on the device (a
+        // chain between two queues keeps the phase in which neither finds
+        // the other's signal missing, whatever idle queues are beside).
+        state.cursor = (1..=n)
+            .map(|k| (state.cursor + k) % n)
+            .find(|&c| state.queues.get(c).is_some_and(|q| !q.asks_kick))
+            .unwrap_or(0);
         progressed
     }
 
