@@ -519,11 +519,31 @@ TEST_F(q, a_bad_entry_pc_reports_err_pc)
 	EXPECT_EQ(0x1234, query.err_pc);
 }
 
+/*
+ * After a spinning launch at packet `spin` of `a` and a fill of 0x600d into
+ * word 0 of VRAM BO `bo` on `b`: `a` faulted there with ETIMEDOUT, `b` went
+ * on, and the device was reset once since `resets`. Closes both queues.
+ */
+static void expect_spin_reset(struct __test_metadata *_metadata, struct queue *a, uint64_t spin, struct queue *b,
+			      uint32_t bo, int64_t resets)
+{
+	uint32_t word;
+
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(a));
+	EXPECT_EQ(ETIMEDOUT, a->ctl->error);
+	EXPECT_EQ(spin, a->ctl->fault_index);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(b));
+	EXPECT_EQ(0, queue_read_vram(b, bo, 0, &word, 4));
+	EXPECT_EQ(0x600du, word);
+	EXPECT_EQ(resets + 1, radiance_mem_stat("device_resets"));
+	queue_close(a);
+	queue_close(b);
+}
+
 TEST_F(q, a_spinning_launch_times_out_resets_the_device_and_others_go_on)
 {
 	struct radiance_bo_create kc;
 	struct queue a, b;
-	uint32_t word;
 	uint8_t *blk;
 	int64_t resets = radiance_mem_stat("device_resets");
 	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
@@ -545,15 +565,7 @@ TEST_F(q, a_spinning_launch_times_out_resets_the_device_and_others_go_on)
 	/* Queued behind the spinning kernel on the one device. */
 	fill(&b, bo, 0, 4, 0x600d, 4);
 	queue_publish(&b);
-	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&a));
-	EXPECT_EQ(ETIMEDOUT, a.ctl->error);
-	EXPECT_EQ(0, a.ctl->fault_index);
-	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
-	ASSERT_EQ(0, queue_read_vram(&b, bo, 0, &word, 4));
-	EXPECT_EQ(0x600du, word);
-	EXPECT_EQ(resets + 1, radiance_mem_stat("device_resets"));
-	queue_close(&a);
-	queue_close(&b);
+	expect_spin_reset(_metadata, &a, 0, &b, bo, resets);
 }
 
 /*
@@ -568,7 +580,6 @@ TEST_F(q, a_command_waiting_behind_another_streams_never_times_out)
 	const uint64_t big = 16 << 20;
 	struct radiance_bo_create kc;
 	struct queue a, b;
-	uint32_t word;
 	uint8_t *blk;
 	int64_t resets = radiance_mem_stat("device_resets");
 	int hk = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &kc);
@@ -593,15 +604,7 @@ TEST_F(q, a_command_waiting_behind_another_streams_never_times_out)
 	queue_publish(&a);
 	fill(&b, bo, 0, 4, 0x600d, 4);
 	queue_publish(&b);
-	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&a));
-	EXPECT_EQ(ETIMEDOUT, a.ctl->error);
-	EXPECT_EQ(1, a.ctl->fault_index) TH_LOG("the launch, not the copy");
-	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&b));
-	ASSERT_EQ(0, queue_read_vram(&b, bo, 0, &word, 4));
-	EXPECT_EQ(0x600du, word);
-	EXPECT_EQ(resets + 1, radiance_mem_stat("device_resets"));
-	queue_close(&a);
-	queue_close(&b);
+	expect_spin_reset(_metadata, &a, 1, &b, bo, resets);
 }
 
 TEST_F(q, radctl_queues_shows_every_queue_and_its_fault)
