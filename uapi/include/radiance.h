@@ -235,9 +235,10 @@ struct radiance_sem_import_handle {
 /*
  * User-mode queues: a ring of 64-byte packets and a control block, both
  * mapped read-write. The process writes packets, then publishes write_index
- * (release); if needs_kick is then 1 it calls RADIANCE_IOCTL_QUEUE_KICK.
- * The idle scheduler leaves needs_kick 0 on a queue stopped at a
- * WAIT_SEMAPHORE (1.7): the semaphore's change wakes it.
+ * (release); if needs_kick is then 1 it calls RADIANCE_IOCTL_QUEUE_KICK:
+ * until then the scheduler does not look at the queue. The idle scheduler
+ * leaves needs_kick 0 on a queue stopped at a WAIT_SEMAPHORE (1.7): the
+ * semaphore's change wakes it.
  */
 #define RADIANCE_QUEUE_MIN_PACKETS 16
 #define RADIANCE_QUEUE_MAX_PACKETS 65536

@@ -542,10 +542,11 @@ pub struct QueueControl {
     pub write_index: u64,
     /// Kernel: packets completed so far.
     pub read_index: u64,
-    /// Kernel: 1 when the scheduler sleeps (and, since ABI 1.7, this
-    /// queue is not stopped at a WAIT_SEMAPHORE, whose semaphore wakes
-    /// it); after publishing `write_index`, a process that sees 1 here
-    /// calls QUEUE_KICK once.
+    /// Kernel: 1 while the scheduler looks at this queue only once it is
+    /// kicked: it sleeps, or serves other queues only (since ABI 1.7,
+    /// never 1 on a queue stopped at a WAIT_SEMAPHORE, whose semaphore
+    /// wakes it); after publishing `write_index`, a process that sees 1
+    /// here calls QUEUE_KICK once.
     pub needs_kick: u32,
     /// Kernel: one of [`queue_status`].
     pub status: u32,
