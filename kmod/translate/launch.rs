@@ -295,25 +295,24 @@ fn stage_launch(
     slot.write(0, encoded)?;
     let mut at = head;
     for part in Iterator::chain(parts.iter(), [&Piece::Zeros(len - end)]) {
-        if let Piece::Bytes(bytes) = *part {
-            if !bytes.is_empty() {
-                slot.write(at, bytes)?;
+        match *part {
+            Piece::Bytes(bytes) if !bytes.is_empty() => slot.write(at, bytes)?,
+            Piece::Bytes(_) => {}
+            // Through `buf`, a piece at a time.
+            Piece::Host(..) | Piece::Zeros(_) => {
+                for done in (0..part.len()).step_by(STAGED_AT_ONCE) {
+                    let piece = buf
+                        .get_mut(..(part.len() - done).min(STAGED_AT_ONCE))
+                        .ok_or(EINVAL)?;
+                    match *part {
+                        Piece::Host(bo, offset, _) => bo.read_host(offset + done as u64, piece)?,
+                        _ => piece.fill(0),
+                    }
+                    slot.write(at + done, piece)?;
+                }
             }
-            at += bytes.len();
-            continue;
         }
-        let mut done = 0;
-        while done < part.len() {
-            let n = (part.len() - done).min(STAGED_AT_ONCE);
-            let piece = buf.get_mut(..n).ok_or(EINVAL)?;
-            match *part {
-                Piece::Host(bo, offset, _) => bo.read_host(offset + done as u64, piece)?,
-                _ => piece.fill(0),
-            }
-            slot.write(at + done, piece)?;
-            done += n;
-        }
-        at += done;
+        at += part.len();
     }
     let host_addr = slot.dma_address().into();
     out.push(Command::Kernel {
