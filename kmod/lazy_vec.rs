@@ -5,8 +5,7 @@
 //! never allocated: an out-of-line call to `krealloc` and `kfree` per
 //! drop. A packet's translation has three vectors that a semaphore packet
 //! leaves empty, and a scheduler pass makes and drops them for every
-//! packet it looks at, taken or blocked; a pass's list of other devices'
-//! schedulers to run after it is empty but across devices.
+//! packet it looks at, taken or blocked.
 
 use core::ops::Deref;
 use kernel::{
@@ -37,11 +36,6 @@ impl<T> LazyVec<T> {
             }
         }
     }
-
-    /// Takes the first element out: a queue, for a short vector.
-    pub(crate) fn take_first(&mut self) -> Option<T> {
-        self.0.as_mut()?.remove(0).ok()
-    }
 }
 
 impl<T> Deref for LazyVec<T> {
@@ -69,24 +63,6 @@ mod tests {
         assert_eq!(v.as_ptr(), first);
         assert_eq!(v.get(1).copied(), Some(2));
         assert_eq!(v.iter().sum::<u32>(), 3);
-        Ok(())
-    }
-
-    #[test]
-    fn takes_from_the_front() -> Result {
-        let mut v = LazyVec::new();
-        assert_eq!(v.take_first(), None::<u32>);
-        for i in 1..=3 {
-            v.push(i * 10, GFP_KERNEL)?;
-        }
-        assert_eq!(v.take_first(), Some(10));
-        v.push(40, GFP_KERNEL)?;
-        assert_eq!(&v[..], &[20, 30, 40]);
-        assert_eq!(v.take_first(), Some(20));
-        assert_eq!(v.take_first(), Some(30));
-        assert_eq!(v.take_first(), Some(40));
-        assert_eq!(v.take_first(), None);
-        assert!(v.is_empty());
         Ok(())
     }
 }

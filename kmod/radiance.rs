@@ -25,6 +25,7 @@ mod lazy_vec;
 mod misc_node;
 mod queue;
 mod raw;
+mod ring;
 mod scheduler;
 mod sem_import;
 mod semaphore;

@@ -91,12 +91,12 @@ use crate::{
         Gluon,
         Interrupt, //
     },
-    lazy_vec::LazyVec,
     queue::Queue,
     raw::{
         flush_delayed_work,
         flush_work, //
     },
+    ring::Ring,
     semaphore::Wake,
     staging::{
         Slot,
@@ -127,6 +127,12 @@ pub(crate) const MAX_IN_FLIGHT: usize = 64;
 /// on the lock the other holds, until one runs out of work: at 64, a
 /// chain between two devices did so every 32 edges.
 const PEER_PASSES: usize = 1024;
+
+/// The other devices' schedulers a pass runs after its own (see
+/// [`Scheduler::pass`]), each marked if it handed over. Each is there once
+/// at most (one woken again while there is not added again): room for
+/// eight devices; past that, the rest are woken through their work items.
+type Peers = Ring<(Arc<Scheduler>, bool), 8>;
 
 /// Entries one stream's FIFO holds at most: its commands in flight and the
 /// markers between them.
@@ -1090,16 +1096,17 @@ impl Scheduler {
 
     /// [`Scheduler::pass`], with its own lock already taken.
     fn pass_from(this: &Arc<Self>, state: Guard<'_, State, MutexBackend>) {
-        let mut next = LazyVec::new();
-        Self::pass_once(this, state, &mut next);
+        let mut next = Ring::new();
+        if Self::pass_once(this, state, &mut next) {
+            Self::pass_again(this.clone(), &mut next);
+        }
         let mut budget = PEER_PASSES;
-        while let Some((peer, handed_over)) = next.take_first() {
-            let state = if budget > 0 {
+        while let Some((peer, handed_over)) = next.pop() {
+            let Some(state) = (if budget > 0 {
                 peer.state.try_lock()
             } else {
                 None
-            };
-            let Some(state) = state else {
+            }) else {
                 // One that handed over passes again even if no queue of
                 // its waits: what it left is not looked at yet.
                 if handed_over {
@@ -1110,7 +1117,17 @@ impl Scheduler {
                 continue;
             };
             budget -= 1;
-            Self::pass_once(&peer, state, &mut next);
+            if Self::pass_once(&peer, state, &mut next) {
+                Self::pass_again(peer, &mut next);
+            }
+        }
+    }
+
+    /// One that handed over passes again after the others; with no room
+    /// left on `next`, in its work item.
+    fn pass_again(this: Arc<Self>, next: &mut Peers) {
+        if let Err((this, _)) = next.push((this, true)) {
+            Self::kick(&this);
         }
     }
 
@@ -1118,37 +1135,39 @@ impl Scheduler {
     /// after it last looked (see `passing`). The other schedulers it woke
     /// go on `next`, once each, moved out of [`State::woken`], which
     /// keeps its memory: a chain between two devices allocates nothing per
-    /// edge. If it handed over to them, it goes on `next` behind them,
-    /// marked so.
+    /// edge. True if it handed over to them: it is to pass again after
+    /// them (see [`Scheduler::pass_again`]), and that pass sees what
+    /// `missed` says.
     fn pass_once(
         this: &Arc<Self>,
         mut state: Guard<'_, State, MutexBackend>,
-        next: &mut LazyVec<(Arc<Self>, bool)>,
-    ) {
+        next: &mut Peers,
+    ) -> bool {
         if state.lost {
-            return;
+            return false;
         }
         this.passes.add(1, Relaxed);
         this.passing.xchg(1, Full);
         let handed_over = Self::pass_locked(this, &mut state);
         this.passing.xchg(0, Full);
-        let missed = this.missed.xchg(0, Full) != 0;
+        // The full barrier above orders this load after the store (see
+        // [`Scheduler::semaphore_changed`]); most passes find it clear.
+        let missed = this.missed.load(Relaxed) != 0 && this.missed.xchg(0, Full) != 0;
         for woken in state.woken.drain_all() {
-            // Out of memory: woken through its work item instead.
-            if !next.iter().any(|(w, _)| Arc::ptr_eq(w, &woken))
-                && next.push((woken.clone(), false), GFP_KERNEL).is_err()
-            {
+            if next.iter().any(|(w, _)| Arc::ptr_eq(w, &woken)) {
+                continue;
+            }
+            // No room left: woken through its work item instead.
+            if let Err((woken, _)) = next.push((woken, false)) {
                 Self::semaphore_changed(&woken);
             }
         }
         drop(state);
         this.hw.pass_done();
-        // Handed over, it passes again after the others (out of memory, in
-        // its work item), and that pass sees what `missed` says.
-        let again = handed_over && next.push((this.clone(), true), GFP_KERNEL).is_ok();
-        if !again && (handed_over || missed) {
+        if missed && !handed_over {
             Self::kick(this);
         }
+        handed_over
     }
 
     /// The pass itself, under the state lock. True if it handed over: a
