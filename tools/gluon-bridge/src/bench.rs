@@ -8,27 +8,28 @@
 use crate::{
     control::Control,
     error::{Error, Result},
-    model::{self, ModelOptions},
+    model::{self, ModelOptions, Served},
 };
 use radiance::kmod;
 use std::{
-    sync::{atomic::AtomicU64, Arc},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 /// Declares the model device, serves it on a thread, and opens it as a
-/// client; and the count of commands the thread ran.
-pub fn serve_and_open(mut control: Control, opts: ModelOptions) -> Result<(kmod::Device, Arc<AtomicU64>)> {
+/// client; and what the thread tells of its serving, timed from its
+/// `epoch`.
+pub fn serve_and_open(mut control: Control, opts: ModelOptions) -> Result<(kmod::Device, Arc<Served>)> {
     let index = model::declare(&mut control, &opts)?;
-    let ran = Arc::new(AtomicU64::new(0));
-    let counting = ran.clone();
+    let served = Arc::new(Served { epoch: Some(Instant::now()), ..Default::default() });
+    let telling = served.clone();
     std::thread::spawn(move || {
-        if let Err(e) = model::serve_declared(&control, &opts, &counting) {
+        if let Err(e) = model::serve_declared(&control, &opts, &telling) {
             eprintln!("gluon-bridge: serving: {e}");
         }
     });
     let device = kmod::Device::open(&format!("kmod:{index}")).map_err(client_error)?;
-    Ok((device, ran))
+    Ok((device, served))
 }
 
 pub fn client_error(e: radiance::Error) -> Error {
@@ -49,18 +50,40 @@ pub fn round_trip(
     queue: &mut kmod::Queue,
     put: impl FnOnce(&mut kmod::Queue) -> radiance::Result<()>,
 ) -> Result<Duration> {
-    let t = Instant::now();
+    let trip = timed_trip(queue, put, Instant::now())?;
+    Ok(Duration::from_nanos(trip.seen - trip.start))
+}
+
+/// A [`round_trip`]'s moments, in ns since an epoch.
+pub struct Trip {
+    pub start: u64,
+    /// Its packets published, and the doorbell rung if the queue asked
+    /// for it (QUEUE_KICK returned).
+    pub flushed: u64,
+    /// Seen complete.
+    pub seen: u64,
+}
+
+/// [`round_trip`], timed from `epoch`.
+pub fn timed_trip(
+    queue: &mut kmod::Queue,
+    put: impl FnOnce(&mut kmod::Queue) -> radiance::Result<()>,
+    epoch: Instant,
+) -> Result<Trip> {
+    let ns = || epoch.elapsed().as_nanos() as u64;
+    let start = ns();
     put(queue).map_err(client_error)?;
     queue.flush().map_err(client_error)?;
+    let flushed = ns();
     while queue.completed() < queue.written() {
         if let Some(f) = queue.fault() {
             return Err(Error::Usage(format!("the bench's queue faulted: {f:?}")));
         }
         std::thread::yield_now();
     }
-    let took = t.elapsed();
+    let seen = ns();
     queue.finish(None).map_err(client_error)?;
-    Ok(took)
+    Ok(Trip { start, flushed, seen })
 }
 
 /// The median over `n` runs of `f`, in ns: a few wake-ups that take a tick

@@ -16,13 +16,17 @@
 //!   in memory of this process.
 //!
 //! The device side cannot come near the straight one: between them is at
-//! least the wake-up of the bridge's serving thread, asleep in poll(), and
-//! its answer (and the scheduler's work items besides). That floor is
-//! measured in the same rounds: a byte sent to a thread asleep in read()
-//! and sent back, spun on as the client spins on its queue.
+//! least the wake-up of the bridge's serving thread, asleep in read(), and
+//! its answer. That floor is measured in the same rounds: a byte sent to a
+//! thread asleep in read() and sent back, spun on as the client spins on
+//! its queue.
 //!
-//! Prints medians of interleaved rounds and their ratios; times under TCG
-//! are noise, the ratios within one run are not.
+//! Prints medians of interleaved rounds and their ratios (times under TCG
+//! are noise, the ratios within one run are not), then where a launch
+//! through the device spends its time: the moments, from its start, at
+//! which its doorbell returned, the server's read() returned, the server
+//! began to answer and the client saw it complete (the serving thread
+//! stamps its two on the same clock).
 
 use crate::{
     bench,
@@ -36,6 +40,7 @@ use radiance_uapi::builtin;
 use std::{
     io::{Read, Write},
     os::unix::net::UnixStream,
+    sync::atomic::{AtomicU64, Ordering},
     time::{Duration, Instant},
 };
 
@@ -79,7 +84,7 @@ fn fill_params(dst: u32) -> Vec<u8> {
 /// Declares and serves the model device, then measures.
 pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let served = opts.model;
-    let (device, _) = bench::serve_and_open(control, served)?;
+    let (device, serving) = bench::serve_and_open(control, served)?;
     let bo = device.create_bo(4096, kmod::Placement::Vram, false).map_err(bench::client_error)?;
     let dst = u32::try_from(bo.device_address()).map_err(|_| Error::Usage("VRAM above 4 GiB".into()))?;
     let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
@@ -91,7 +96,23 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         params: fill_params(dst),
         ..Default::default()
     };
-    let mut through_device = || bench::round_trip(&mut queue, |q| q.launch(&device, &launch, kmod::Frame::default()));
+    // Each launch's moments from its start: published and kicked, read by
+    // the server, answered, seen complete.
+    let epoch = serving.epoch.unwrap_or_else(Instant::now);
+    let mut moments: Vec<[f64; 4]> = Vec::new();
+    let mut through_device = || -> Result<Duration> {
+        let trip = bench::timed_trip(&mut queue, |q| q.launch(&device, &launch, kmod::Frame::default()), epoch)?;
+        // Stamped by the server before it answered, which came before the
+        // completion this saw.
+        let since = |at: &AtomicU64| at.load(Ordering::Acquire).saturating_sub(trip.start) as f64;
+        moments.push([
+            (trip.flushed - trip.start) as f64,
+            since(&serving.read_ns),
+            since(&serving.answering_ns),
+            (trip.seen - trip.start) as f64,
+        ]);
+        Ok(Duration::from_nanos(trip.seen - trip.start))
+    };
 
     // The launch block the kernel builds: the header, then the params.
     let dialect = served.dialect;
@@ -177,5 +198,11 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         bench::median(&mut floor)
     );
     println!("  device / (straight + wake-up)    {:>10.2}", bench::median(&mut over_floor));
+    let moment = |i: usize| bench::median(&mut moments.iter().map(|m| m[i]).collect::<Vec<_>>());
+    println!("a launch through the device, from its start (medians over every launch):");
+    println!("  published, QUEUE_KICK returned (its pass built the block, queued the frame) {:>8.0} ns", moment(0));
+    println!("  the server's read() returned with the frame                                {:>8.0} ns", moment(1));
+    println!("  it began to write the answer (USER_HOST_READ of the block, the model run)  {:>8.0} ns", moment(2));
+    println!("  seen complete (the write's pass)                                           {:>8.0} ns", moment(3));
     Ok(())
 }

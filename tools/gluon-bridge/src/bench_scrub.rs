@@ -43,8 +43,8 @@ pub struct BenchOptions {
 
 /// Declares and serves the model device, then measures.
 pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
-    let (device, ran) = bench::serve_and_open(control, opts.model)?;
-    let ran = || ran.load(Ordering::Relaxed);
+    let (device, served) = bench::serve_and_open(control, opts.model)?;
+    let ran = || served.ran.load(Ordering::Relaxed);
     let freed = opts.freed_kib << 10;
     let vram = |size| device.create_bo(size, kmod::Placement::Vram, false).map_err(bench::client_error);
     let small = vram(4096)?;

@@ -17,6 +17,7 @@ use radiance_uapi::user_declare_flags;
 use std::{
     cell::Cell,
     sync::atomic::{AtomicU64, Ordering},
+    time::Instant,
 };
 
 /// The compute shape the model reports, the emulated device's.
@@ -162,25 +163,46 @@ pub fn declare(control: &mut Control, opts: &ModelOptions) -> Result<u32> {
     Ok(index)
 }
 
+/// What the serving loop tells the bridge's benchmarks: the commands it
+/// ran and, if it keeps time (`epoch`), when it last returned from reading
+/// frames and last began to write an answer, in ns since `epoch`.
+#[derive(Default)]
+pub struct Served {
+    pub ran: AtomicU64,
+    pub epoch: Option<Instant>,
+    pub read_ns: AtomicU64,
+    pub answering_ns: AtomicU64,
+}
+
+impl Served {
+    fn stamp(&self, at: &AtomicU64) {
+        if let Some(epoch) = self.epoch {
+            at.store(epoch.elapsed().as_nanos() as u64, Ordering::Release);
+        }
+    }
+}
+
 /// Declares the model's device and serves it until the control file fails.
 pub fn serve(mut control: Control, opts: &ModelOptions) -> Result<()> {
     declare(&mut control, opts)?;
-    serve_declared(&control, opts, &AtomicU64::new(0))
+    serve_declared(&control, opts, &Served::default())
 }
 
 /// Serves the device `control` declared ([`declare`]) until the control
-/// file fails, counting the commands it ran in `ran`.
-pub fn serve_declared(control: &Control, opts: &ModelOptions, ran: &AtomicU64) -> Result<()> {
+/// file fails, telling `served` what it did.
+pub fn serve_declared(control: &Control, opts: &ModelOptions, served: &Served) -> Result<()> {
     let mut model = model(opts);
     let mem = Mem::new(control, vram_size(opts));
     loop {
         if !mem.aborted.get() {
             if let Incoming::Frames(frames) = control.next()? {
+                served.stamp(&served.read_ns);
                 for frame in frames {
                     // None: a reset came while it ran; the frames after it
                     // are gone too.
                     let Some(response) = model.run(&mem, &frame) else { break };
-                    ran.fetch_add(1, Ordering::Relaxed);
+                    served.ran.fetch_add(1, Ordering::Relaxed);
+                    served.stamp(&served.answering_ns);
                     control.respond(&response)?;
                 }
                 continue;
