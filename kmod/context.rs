@@ -576,7 +576,7 @@ impl NodeFile for Context {
 
     fn ioctl(ctx: ArcBorrow<'_, Self>, cmd: u32, arg: usize) -> Result<isize> {
         ctx.device.check_present()?;
-        ioctl::dispatch(&ctx.into(), cmd, arg)
+        ioctl::dispatch(ctx, cmd, arg)
     }
 
     fn mmap(ctx: ArcBorrow<'_, Self>, vma: &VmaNew) -> Result {

@@ -12,7 +12,10 @@
 
 use kernel::{
     prelude::*,
-    sync::Arc,
+    sync::{
+        Arc,
+        ArcBorrow, //
+    },
     transmute::{
         AsBytes,
         FromBytes, //
@@ -98,7 +101,7 @@ unsafe impl FromBytes for uapi::LaunchDesc {}
 unsafe impl FromBytes for uapi::LaunchBlock {}
 
 /// Routes an ioctl on a device file.
-pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize> {
+pub(crate) fn dispatch(ctx: ArcBorrow<'_, Context>, cmd: u32, arg: usize) -> Result<isize> {
     let cmd = IoctlCmd::decode(cmd);
     if cmd.ty != uapi::IOCTL_TYPE {
         return Err(ENOTTY);
@@ -119,7 +122,9 @@ pub(crate) fn dispatch(ctx: &Arc<Context>, cmd: u32, arg: usize) -> Result<isize
         uapi::nr::SEM_EXPORT_SYNC_FILE => call(cmd, arg, |a| ctx.sem_export_sync_file(a)),
         uapi::nr::SEM_IMPORT_SYNC_FILE => call(cmd, arg, |a| ctx.sem_import_sync_file(a)),
         uapi::nr::SEM_IMPORT_HANDLE => call(cmd, arg, |a| ctx.sem_import_handle(a)),
-        uapi::nr::QUEUE_CREATE => call(cmd, arg, |a| ctx.queue_create(a)),
+        // The one that keeps a reference to the file's context (in its
+        // queue): the others borrow it, and cost no refcount atomics.
+        uapi::nr::QUEUE_CREATE => call(cmd, arg, |a| Arc::from(ctx).queue_create(a)),
         uapi::nr::QUEUE_DESTROY => call(cmd, arg, |a| ctx.queue_destroy(a)),
         uapi::nr::QUEUE_QUERY => call(cmd, arg, |a| ctx.queue_query(a)),
         uapi::nr::QUEUE_KICK => call(cmd, arg, |a| ctx.queue_kick(a)),
