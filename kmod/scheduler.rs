@@ -1004,8 +1004,10 @@ impl Scheduler {
         // take turns going first as they would alone on the device (a
         // chain between two queues keeps the phase in which neither finds
         // the other's signal missing, whatever idle queues are beside).
+        // `checked_rem`: no division-by-zero panic path, though with no
+        // queue (`n` zero) the range is empty.
         state.cursor = (1..=n)
-            .map(|k| (state.cursor + k) % n)
+            .filter_map(|k| (state.cursor + k).checked_rem(n))
             .find(|&c| state.queues.get(c).is_some_and(|q| !q.asks_kick))
             .unwrap_or(0);
         progressed
