@@ -22,7 +22,13 @@ if [[ -f $TOP/modules.order ]]; then
 	make -s -C "$kdir" M="$TOP" clean >&2
 fi
 log "module: building radiance.ko for the $RADIANCE_KERNEL kernel"
-make -s -C "$kdir" M="$TOP" MO="$mod_out" LLVM=$LLVM_SUFFIX -j"$JOBS" modules >&2
+# Silent (-s) when clean: whatever it prints is a warning (rustc's, or
+# objtool's about a panic path), and fails the build rather than scroll by.
+if ! warnings=$(make -s -C "$kdir" M="$TOP" MO="$mod_out" LLVM=$LLVM_SUFFIX -j"$JOBS" modules 2>&1 >/dev/null); then
+	printf '%s\n' "$warnings" >&2
+	die "radiance.ko did not build"
+fi
+[[ -z $warnings ]] || { printf '%s\n' "$warnings" >&2; die "radiance.ko built with warnings (above)"; }
 cp "$mod_out/kmod/radiance.ko" "$stage/"
 
 if [[ $RADIANCE_KERNEL == debug ]]; then
