@@ -160,14 +160,13 @@ pub(super) fn launch_desc(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged)
     let room = PAGE_SIZE
         .checked_sub(t.hw.dialect.launch_header_size() + params_len)
         .ok_or(EINVAL)?;
-    let ring = match printf {
+    let (ring, printf_host_addr) = match printf {
         0 if printf_offset != 0 || printf_size != 0 => return Err(EINVAL),
-        0 => None,
-        _ => Some(new_printf_ring(room, printf_size)?),
-    };
-    let printf_host_addr = match ring {
-        Some(_) => printf_buffer(t, out, printf, printf_offset, printf_size)?,
-        None => 0,
+        0 => (None, 0),
+        _ => (
+            Some(new_printf_ring(room, printf_size)?),
+            printf_buffer(t, out, printf, printf_offset, printf_size)?,
+        ),
     };
     let Some(slot) = t.slot()? else {
         return Ok(false);
@@ -186,10 +185,9 @@ pub(super) fn launch_desc(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged)
         shmem_per_block: d.shmem_per_block,
         flags: d.flags,
     };
-    let (ring, text) = match &ring {
-        Some((head, text)) => (&head[..], *text),
-        None => (&[][..], 0),
-    };
+    let (ring, text) = ring
+        .as_ref()
+        .map_or((&[][..], 0), |(head, text)| (&head[..], *text));
     let parts = [
         Piece::Host(&params_bo, d.params_offset, params_len),
         Piece::Bytes(ring),
