@@ -472,11 +472,8 @@ impl Context {
         // A few packets (one submission: its waits, command and signals) run
         // right in this call, which saves waking the worker; a burst goes
         // to the worker, which takes it while the process writes more.
-        if queue.backlog() <= KICK_RUNS_PACKETS {
-            Scheduler::run_or_kick(self.device.scheduler());
-        } else {
-            Scheduler::kick(self.device.scheduler());
-        }
+        let burst = queue.backlog() > KICK_RUNS_PACKETS;
+        Scheduler::doorbell(self.device.scheduler(), burst);
         Ok(())
     }
 

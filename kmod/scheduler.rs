@@ -25,7 +25,9 @@
 //! It runs as a work item, woken by a doorbell (QUEUE_KICK), a new queue or
 //! the device's interrupt; a doorbell, and a server's answers through the
 //! control node, run the pass right in their system call when no other
-//! holds the scheduler (no worker to wake). Each pass takes responses
+//! holds the scheduler (no worker to wake). A device served by a process
+//! that takes doorbells runs a doorbell's pass in its server's read() or
+//! write() instead (see [`Scheduler::doorbell`]). Each pass takes responses
 //! first (completing packets in order), then visits the queues
 //! round-robin, translating at
 //! most one packet per queue per turn. A queue's `needs_kick` is cleared
@@ -331,6 +333,21 @@ impl Scheduler {
             .is_ok()
         {
             this.wakeups.add(1, Relaxed);
+        }
+    }
+
+    /// A doorbell (QUEUE_KICK): left to the device if it takes it, which
+    /// saves the ringing process a wake-up of the device's thread (the
+    /// pass would push frames to a server that fell asleep meanwhile); else
+    /// as [`Scheduler::run_or_kick`] or, for a burst, [`Scheduler::kick`].
+    pub(crate) fn doorbell(this: &Arc<Self>, burst: bool) {
+        if this.hw.take_doorbell() {
+            return;
+        }
+        if burst {
+            Self::kick(this);
+        } else {
+            Self::run_or_kick(this);
         }
     }
 

@@ -118,6 +118,14 @@ pub(crate) trait Gluon: Send + Sync {
     /// until then.
     fn pass_done(&self) {}
 
+    /// A doorbell rang: true if the device took it, to run the pass in its
+    /// own thread (a user device whose server is in, or on its way back
+    /// to, `read()`: [`uapi::user_declare_flags::TAKES_DOORBELLS`]); false
+    /// if the caller runs it.
+    fn take_doorbell(&self) -> bool {
+        false
+    }
+
     /// Routes the device's interrupt (responses ready) to `irq`; `None`
     /// disconnects it, which also breaks the reference cycle between the
     /// device and its handler.

@@ -181,6 +181,14 @@ struct Channel {
     reset_pending: bool,
     /// The server is gone.
     gone: bool,
+    /// Server threads asleep in read(); in write() past taking answers.
+    reading: u32,
+    answering: u32,
+    /// The server answered everything it read and has not read since:
+    /// one that takes doorbells is on its way back to read().
+    returning: bool,
+    /// A doorbell the server took and has not run the pass for.
+    doorbell: bool,
 }
 
 /// The stream of `frame` if its command may run beside a scrub of
@@ -309,6 +317,8 @@ pub(crate) struct User {
     dev: DmaDevice,
     windows: Arc<HostWindows>,
     zeros: Zeros,
+    /// USER_DECLARE's `TAKES_DOORBELLS`.
+    takes_doorbells: bool,
     #[pin]
     channel: Mutex<Channel>,
     /// Woken when the server may read, or has a reset to acknowledge.
@@ -366,9 +376,10 @@ pub(crate) fn describe(decl: &uapi::UserDeclare) -> Result<HwDesc> {
 }
 
 impl User {
-    /// A device served by a process, described by `desc`; its `struct
-    /// device` is `radiance-user<id>`.
-    pub(crate) fn new(desc: HwDesc, id: u32) -> Result<Arc<Self>> {
+    /// A device served by a process, described by `desc`, that takes
+    /// doorbells if the server said so; its `struct device` is
+    /// `radiance-user<id>`.
+    pub(crate) fn new(desc: HwDesc, takes_doorbells: bool, id: u32) -> Result<Arc<Self>> {
         let name = CString::try_from_fmt(fmt!("radiance-user{id}"))?;
         let dev = DmaDevice::new(&name)?;
         let windows = HostWindows::new()?;
@@ -391,6 +402,10 @@ impl User {
             progress: Instant::now(),
             reset_pending: false,
             gone: false,
+            reading: 0,
+            answering: 0,
+            returning: false,
+            doorbell: false,
         };
         Arc::pin_init(
             try_pin_init!(Self {
@@ -398,6 +413,7 @@ impl User {
                 dev,
                 windows,
                 zeros,
+                takes_doorbells,
                 channel <- new_mutex!(channel, "User::channel"),
                 ready <- new_poll_condvar!("User::ready"),
                 irq <- new_mutex!(None, "User::irq"),
@@ -437,9 +453,12 @@ impl User {
     /// read(): as many whole frames as fit in `max` bytes, in order. If
     /// none may be read now: EAGAIN, or with `wait`, sleeps until one may,
     /// a reset is pending (ECONNRESET) or a signal comes (ERESTARTSYS).
+    /// Runs the pass of a doorbell the device took first, which may give
+    /// it frames.
     pub(crate) fn read_frames(&self, max: usize, wait: bool) -> Result<KVec<u8>> {
         let mut out = KVec::new();
         let mut ch = self.channel.lock();
+        ch.returning = false;
         loop {
             if ch.gone {
                 return Err(ENODEV);
@@ -452,13 +471,22 @@ impl User {
                 ch.progress = Instant::now();
                 return Ok(out);
             }
+            if core::mem::take(&mut ch.doorbell) {
+                drop(ch);
+                self.raise();
+                ch = self.channel.lock();
+                continue;
+            }
             if !wait {
                 return Err(EAGAIN);
             }
-            // Every change that lets a frame be read notifies `ready` after
-            // making it under `channel`, which the wait drops only once it
-            // is on `ready`'s queue.
-            if self.ready.wait_interruptible(&mut ch) {
+            // Every change that lets a frame be read, and every doorbell
+            // taken, notifies `ready` after making it under `channel`, which
+            // the wait drops only once it is on `ready`'s queue.
+            ch.reading += 1;
+            let interrupted = self.ready.wait_interruptible(&mut ch);
+            ch.reading -= 1;
+            if interrupted {
                 return Err(ERESTARTSYS);
             }
         }
@@ -594,10 +622,12 @@ impl User {
             if taken > 0 {
                 ch.progress = Instant::now();
             }
+            ch.answering += 1;
         }
         if raise {
             self.raise();
         }
+        self.run_doorbells();
         // An answered scrub lets frames behind it be read.
         self.ready.notify_all();
         if taken == 0 {
@@ -662,14 +692,15 @@ impl User {
         self.ready.notify_all();
     }
 
-    /// poll(): POLLIN when a frame may be read, POLLPRI while a reset waits
-    /// to be acknowledged; writes never block.
+    /// poll(): POLLIN when a frame may be read or a doorbell waits for
+    /// read() to run its pass, POLLPRI while a reset waits to be
+    /// acknowledged; writes never block.
     pub(crate) fn poll_mask(&self) -> u32 {
         let ch = self.channel.lock();
         let mut mask = kernel::bindings::POLLOUT | kernel::bindings::POLLWRNORM;
         if ch.reset_pending {
             mask |= kernel::bindings::POLLPRI;
-        } else if ch.next(self.desc.dialect, self.depth()).is_some() {
+        } else if ch.doorbell || ch.next(self.desc.dialect, self.depth()).is_some() {
             mask |= kernel::bindings::POLLIN | kernel::bindings::POLLRDNORM;
         }
         mask
@@ -746,6 +777,22 @@ impl User {
         Ok(())
     }
 
+    /// The end of a write(): runs the passes of doorbells the device took
+    /// while it answered, which come before the server is back in read().
+    fn run_doorbells(&self) {
+        loop {
+            let mut ch = self.channel.lock();
+            if !core::mem::take(&mut ch.doorbell) {
+                ch.answering -= 1;
+                let idle = |counts: &KVec<u32>| counts.iter().all(|&n| n == 0);
+                ch.returning = idle(&ch.outstanding) && idle(&ch.scrubbing);
+                return;
+            }
+            drop(ch);
+            self.raise();
+        }
+    }
+
     /// Called from the server's own system calls once no lock is held: the
     /// scheduler may take the answers right in them (see
     /// [`Interrupt::raise_here`]), outside `irq`'s lock.
@@ -801,6 +848,32 @@ impl Gluon for User {
         }
         self.ready.notify_all();
         Ok(())
+    }
+
+    /// Taken while the server is asleep in read(), in write() past its
+    /// answers, or has answered all it read: it declared it comes back to
+    /// read() then. Not while a reset waits. Outside write(), `ready` is
+    /// notified: the server may be asleep in read() or poll() (on its way
+    /// back, nobody is on the queue yet, and the notification costs little).
+    fn take_doorbell(&self) -> bool {
+        if !self.takes_doorbells {
+            return false;
+        }
+        let in_write = {
+            let mut ch = self.channel.lock();
+            if ch.gone
+                || ch.reset_pending
+                || (ch.reading == 0 && ch.answering == 0 && !ch.returning)
+            {
+                return false;
+            }
+            ch.doorbell = true;
+            ch.answering > 0
+        };
+        if !in_write {
+            self.ready.notify_all();
+        }
+        true
     }
 
     fn pop_response(&self) -> Option<[u8; RESPONSE_SIZE]> {

@@ -211,7 +211,7 @@ TEST_F(user, declarations_are_checked)
 	EXPECT_EQ(-ENXIO, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_HOST_READ, &a));
 	EXPECT_EQ(-1, read(ctl, buf, sizeof(buf)));
 	EXPECT_EQ(ENXIO, errno);
-	d.flags = RADIANCE_USER_DECLARE_READ_WAITS << 1;
+	d.flags = RADIANCE_USER_DECLARE_TAKES_DOORBELLS << 1;
 	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
 	d = declaration();
 	d.streams = 5;
@@ -744,6 +744,84 @@ TEST_F(user, a_read_waits_for_a_frame_a_reset_or_a_signal)
 	EXPECT_EQ(ETIMEDOUT, q.ctl->error);
 	EXPECT_EQ(0, radiance_ioctl(w->ctl, RADIANCE_IOCTL_USER_RESET, &ack));
 
+	queue_close(&q);
+	close(fd);
+	close(w->ctl);
+	free(w);
+}
+
+TEST_F(user, a_server_that_takes_doorbells_runs_their_passes_in_its_read)
+{
+	struct server *w = calloc(1, sizeof(*w));
+	struct later later = { 0 };
+	int fd, vram, src, flags;
+	uint8_t frames[16 * 64];
+	struct pollfd pfd;
+	pthread_t t;
+	struct queue q, plain;
+
+	ASSERT_NE(NULL, w);
+	ASSERT_EQ(0, server_start(w, RADIANCE_USER_DECLARE_READ_WAITS | RADIANCE_USER_DECLARE_TAKES_DOORBELLS));
+	fd = radiance_open(w->index);
+	ASSERT_LE(0, fd);
+	vram = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	src = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	ASSERT_EQ(0, queue_open(fd, 16, &q));
+
+	/* The server has read nothing yet: the doorbell's pass runs without it. */
+	copy(&q, src, vram, 4096);
+	queue_publish(&q);
+	ASSERT_EQ(16, read(w->ctl, frames, sizeof(frames)));
+	ASSERT_EQ(0, server_run(w, frames, 16, 1));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+
+	/* It answered all it read: a doorbell now waits for its next read(),
+	 * which poll reports; a read with no frame to give runs the pass. */
+	queue_nop(&q, 0);
+	EXPECT_EQ(1, queue_publish(&q)) TH_LOG("the idle queue asks for its doorbell");
+	usleep(20 * 1000);
+	EXPECT_EQ(1, atomic_load((_Atomic uint64_t *)&q.ctl->read_index)) TH_LOG("the NOP waits for the server");
+	pfd = (struct pollfd){ .fd = w->ctl, .events = POLLIN };
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_TRUE(pfd.revents & POLLIN);
+	flags = fcntl(w->ctl, F_GETFL);
+	ASSERT_EQ(0, fcntl(w->ctl, F_SETFL, flags | O_NONBLOCK));
+	EXPECT_EQ(-1, read(w->ctl, frames, sizeof(frames)));
+	EXPECT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, fcntl(w->ctl, F_SETFL, flags));
+	EXPECT_EQ(2, atomic_load((_Atomic uint64_t *)&q.ctl->read_index)) TH_LOG("that read ran the NOP");
+	pfd.revents = 0;
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+
+	/* Rung while it sleeps in read(): the read wakes, runs the pass and
+	 * returns the frame it pushed. */
+	copy(&q, src, vram, 4096);
+	later.q = &q;
+	ASSERT_EQ(0, pthread_create(&t, NULL, act_later, &later));
+	EXPECT_EQ(16, read(w->ctl, frames, sizeof(frames)));
+	pthread_join(t, NULL);
+	EXPECT_EQ(1, frames[1]) TH_LOG("a MEM COPY frame");
+	EXPECT_EQ(0, server_run(w, frames, 16, 1));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	EXPECT_EQ(3, q.ctl->read_index);
+
+	/* A server that did not declare it: the doorbell's pass runs at once. */
+	ASSERT_EQ(0, queue_open(self->fd, 16, &plain));
+	vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	copy(&plain, src, vram, 4096);
+	queue_publish(&plain);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &plain));
+	queue_nop(&plain, 0);
+	queue_publish(&plain);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&plain));
+	EXPECT_EQ(2, plain.ctl->read_index);
+
+	queue_close(&plain);
 	queue_close(&q);
 	close(fd);
 	close(w->ctl);

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 11
+#define RADIANCE_ABI_MINOR 12
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -464,6 +464,14 @@ struct radiance_launch_block {
 #define RADIANCE_CONTROL_NODE "radiance-control"
 
 #define RADIANCE_USER_DECLARE_READ_WAITS (1u << 0)
+/*
+ * 1.12: the server comes back to read() once it answered every frame it
+ * read; a doorbell rung while it sleeps in read(), is in write() past its
+ * answers or is on its way back is left to it (its read() or write() runs
+ * the pass; poll reports POLLIN for it). One that does not come back holds
+ * up its own device's queues.
+ */
+#define RADIANCE_USER_DECLARE_TAKES_DOORBELLS (1u << 1)
 
 struct radiance_user_declare {
 	__u32 flags;		/* RADIANCE_USER_DECLARE_* */

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 11;
+pub const ABI_MINOR: u16 = 12;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -670,8 +670,17 @@ pub mod user_declare_flags {
     /// with nothing else to wait for then needs no `poll()` before each
     /// `read()`.
     pub const READ_WAITS: u32 = 1 << 0;
-    /// Every flag ABI 1.11 knows; before it, none.
-    pub const ALL: u32 = READ_WAITS;
+    /// ABI 1.12: the server comes back to `read()` once it has answered
+    /// every frame it read. A doorbell (QUEUE_KICK) rung while it is asleep
+    /// in `read()`, in `write()` past its answers, or on its way back is
+    /// then left to it: that `read()` (or `write()`) runs the scheduler's
+    /// pass, which pushes the frames it reads, and `poll()` reports POLLIN
+    /// for it. The ringing process neither runs the pass nor wakes a
+    /// server that fell asleep meanwhile. A server that does not come back
+    /// holds up its own device's queues, as one that stops answering does.
+    pub const TAKES_DOORBELLS: u32 = 1 << 1;
+    /// Every flag ABI 1.12 knows; 1.11 knew `READ_WAITS`; before it, none.
+    pub const ALL: u32 = READ_WAITS | TAKES_DOORBELLS;
 }
 
 /// `RADIANCE_IOCTL_USER_HOST_READ` and `_WRITE`: the server reads or writes

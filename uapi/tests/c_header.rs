@@ -464,6 +464,10 @@ fn facts() -> Vec<Fact> {
             "RADIANCE_USER_DECLARE_READ_WAITS",
             uapi::user_declare_flags::READ_WAITS as u64,
         ),
+        (
+            "RADIANCE_USER_DECLARE_TAKES_DOORBELLS",
+            uapi::user_declare_flags::TAKES_DOORBELLS as u64,
+        ),
         ("RADIANCE_IOCTL_BO_EXPORT", uapi::IOCTL_BO_EXPORT as u64),
         ("RADIANCE_IOCTL_BO_IMPORT", uapi::IOCTL_BO_IMPORT as u64),
         ("RADIANCE_PLACEMENT_HOST", uapi::placement::HOST as u64),

@@ -82,21 +82,25 @@ impl Control {
         Ok(Self { fd, frame_size: 0, read_waits: false, no_reset_at: Cell::new(Instant::now()) })
     }
 
-    /// Declares the device; returns N of `/dev/radianceN`. A module before
-    /// ABI 1.11 refuses `READ_WAITS` (EINVAL): declared again without it,
-    /// [`Control::next`] polls before it reads.
+    /// Declares the device; returns N of `/dev/radianceN`. A module that
+    /// refuses a flag (EINVAL: `TAKES_DOORBELLS` before ABI 1.12,
+    /// `READ_WAITS` before 1.11) is asked again without the newest one it
+    /// was given; without `READ_WAITS`, [`Control::next`] polls before it
+    /// reads.
     pub fn declare(&mut self, decl: &mut uapi::UserDeclare) -> Result<u32> {
+        use uapi::user_declare_flags::{READ_WAITS, TAKES_DOORBELLS};
         let dialect = radiance_gluon::by_id(decl.dialect)
             .ok_or_else(|| Error::Usage(format!("dialect {} is not known", decl.dialect)))?;
-        let waits = uapi::user_declare_flags::READ_WAITS;
         let mut declared = declare_ioctl(self.fd.as_fd(), decl);
-        if declared == Err(Errno::INVAL) && decl.flags & waits != 0 {
-            decl.flags &= !waits;
-            declared = declare_ioctl(self.fd.as_fd(), decl);
+        for newest in [TAKES_DOORBELLS, READ_WAITS] {
+            if declared == Err(Errno::INVAL) && decl.flags & newest != 0 {
+                decl.flags &= !newest;
+                declared = declare_ioctl(self.fd.as_fd(), decl);
+            }
         }
         declared.map_err(|e| Error::os("USER_DECLARE", e))?;
         self.frame_size = dialect.frame_size();
-        self.read_waits = decl.flags & waits != 0;
+        self.read_waits = decl.flags & READ_WAITS != 0;
         Ok(decl.device_index)
     }
 

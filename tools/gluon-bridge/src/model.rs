@@ -156,8 +156,10 @@ pub fn declare(control: &mut Control, opts: &ModelOptions) -> Result<u32> {
     decl.builtins = model::BUILTINS;
     decl.vram_size = vram_size(opts);
     decl.caps = model::caps(opts.dialect, opts.gluon_sim);
-    // It waits on nothing else: read() may wait for the frames.
-    decl.flags = user_declare_flags::READ_WAITS;
+    // It waits on nothing else: read() may wait for the frames; and it
+    // reads again once it answered what it read: doorbells may wait for
+    // that read().
+    decl.flags = user_declare_flags::READ_WAITS | user_declare_flags::TAKES_DOORBELLS;
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("the Gluon model speaking {}", opts.dialect.name()));
     Ok(index)

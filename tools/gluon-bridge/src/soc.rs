@@ -389,8 +389,10 @@ pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
     decl.threads_per_warp = THREADS_PER_WARP;
     decl.vram_size = vram_size;
     decl.caps = CAPS;
-    // It waits on nothing else: read() may wait for the frames.
-    decl.flags = user_declare_flags::READ_WAITS;
+    // It waits on nothing else: read() may wait for the frames; and it
+    // reads again once it answered what it read: doorbells may wait for
+    // that read().
+    decl.flags = user_declare_flags::READ_WAITS | user_declare_flags::TAKES_DOORBELLS;
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("a Radiance SoC over the {} link", opts.link));
 
