@@ -795,8 +795,8 @@ TEST_F(user, a_server_that_takes_doorbells_runs_their_passes_in_its_read)
 	pfd.revents = 0;
 	EXPECT_EQ(0, poll(&pfd, 1, 0));
 
-	/* Rung while it sleeps in read(): the read wakes, runs the pass and
-	 * returns the frame it pushed. */
+	/* Rung while it sleeps in read(): the ringer runs the pass, and the
+	 * frame wakes the read. */
 	copy(&q, src, vram, 4096);
 	later.q = &q;
 	ASSERT_EQ(0, pthread_create(&t, NULL, act_later, &later));

@@ -466,10 +466,10 @@ struct radiance_launch_block {
 #define RADIANCE_USER_DECLARE_READ_WAITS (1u << 0)
 /*
  * 1.12: the server comes back to read() once it answered every frame it
- * read; a doorbell rung while it sleeps in read(), is in write() past its
- * answers or is on its way back is left to it (its read() or write() runs
- * the pass; poll reports POLLIN for it). One that does not come back holds
- * up its own device's queues.
+ * read; a doorbell rung while it is in write() past its answers or on its
+ * way back is left to it (its write() or read() runs the pass; poll reports
+ * POLLIN for it). One that does not come back holds up its own device's
+ * queues.
  */
 #define RADIANCE_USER_DECLARE_TAKES_DOORBELLS (1u << 1)
 

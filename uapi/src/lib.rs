@@ -671,13 +671,13 @@ pub mod user_declare_flags {
     /// `read()`.
     pub const READ_WAITS: u32 = 1 << 0;
     /// ABI 1.12: the server comes back to `read()` once it has answered
-    /// every frame it read. A doorbell (QUEUE_KICK) rung while it is asleep
-    /// in `read()`, in `write()` past its answers, or on its way back is
-    /// then left to it: that `read()` (or `write()`) runs the scheduler's
-    /// pass, which pushes the frames it reads, and `poll()` reports POLLIN
-    /// for it. The ringing process neither runs the pass nor wakes a
-    /// server that fell asleep meanwhile. A server that does not come back
-    /// holds up its own device's queues, as one that stops answering does.
+    /// every frame it read. A doorbell (QUEUE_KICK) rung while it is in
+    /// `write()` past its answers, or on its way back, is then left to it:
+    /// that `write()` (or `read()`) runs the scheduler's pass, which
+    /// pushes the frames it reads, and `poll()` reports POLLIN for it. The
+    /// ringing process neither runs the pass nor wakes a server that would
+    /// have fallen asleep meanwhile. A server that does not come back holds
+    /// up its own device's queues, as one that stops answering does.
     pub const TAKES_DOORBELLS: u32 = 1 << 1;
     /// Every flag ABI 1.12 knows; 1.11 knew `READ_WAITS`; before it, none.
     pub const ALL: u32 = READ_WAITS | TAKES_DOORBELLS;
