@@ -15,11 +15,13 @@
 //! - straight: `Model::run` of the KERNEL frame over the same launch block,
 //!   in memory of this process.
 //!
-//! The device side cannot come near the straight one: between them is at
-//! least the wake-up of the bridge's serving thread, asleep in read(), and
-//! its answer. That floor is measured in the same rounds: a byte sent to a
-//! thread asleep in read() and sent back, spun on as the client spins on
-//! its queue.
+//! The device side cannot come near the straight one: between them is a
+//! hand-off to the bridge's serving thread, on its way back to read() or
+//! asleep in it, and its answer. That floor is measured in the same
+//! rounds: a byte sent to a thread that reads it and sends it back, spun on
+//! as the client spins on its queue. Both are measured twice: back to back,
+//! and each after an idle gap in which the serving thread and the floor's
+//! fall asleep in read(), so that every trip pays a wake-up.
 //!
 //! Prints medians of interleaved rounds and their ratios (times under TCG
 //! are noise, the ratios within one run are not), then where a launch
@@ -51,6 +53,18 @@ pub struct BenchOptions {
     pub rounds: usize,
     /// Launches per round on each side.
     pub launches: usize,
+}
+
+/// The idle gap before each trip of the second measurement: long enough
+/// for a thread to be asleep, and its CPU idle, when the trip begins.
+const IDLE_GAP: Duration = Duration::from_micros(200);
+
+/// Spins (yielding) for `gap`, as the client spins on its queue.
+fn idle(gap: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < gap {
+        std::thread::yield_now();
+    }
 }
 
 /// Host memory of this process, from address 0: the straight side's
@@ -100,7 +114,8 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     // the server, answered, seen complete.
     let epoch = serving.epoch.unwrap_or_else(Instant::now);
     let mut moments: Vec<[f64; 4]> = Vec::new();
-    let mut through_device = || -> Result<Duration> {
+    let mut through_device = |gap: Duration, moments: &mut Vec<[f64; 4]>| -> Result<Duration> {
+        idle(gap);
         let trip = bench::timed_trip(&mut queue, |q| q.launch(&device, &launch, kmod::Frame::default()), epoch)?;
         // Stamped by the server before it answered, which came before the
         // completion this saw.
@@ -152,7 +167,8 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         let mut b = [0u8; 1];
         while far.read_exact(&mut b).is_ok() && far.write_all(&b).is_ok() {}
     });
-    let mut wake = || -> Result<Duration> {
+    let mut wake = |gap: Duration| -> Result<Duration> {
+        idle(gap);
         let mut b = [0u8; 1];
         let t = Instant::now();
         near.write_all(&b).map_err(|e| Error::Usage(format!("wake: {e}")))?;
@@ -167,16 +183,23 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
 
     let (mut device_ns, mut straight_ns, mut wake_ns) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ratio, mut floor, mut over_floor) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut idle_device_ns, mut idle_wake_ns, mut idle_over_floor) = (Vec::new(), Vec::new(), Vec::new());
+    let mut idle_moments = Vec::new();
     for _ in 0..opts.rounds {
-        let a = bench::median_of(opts.launches, &mut through_device)?;
+        let a = bench::median_of(opts.launches, || through_device(Duration::ZERO, &mut moments))?;
         let b = bench::median_of(opts.launches, &mut straight)?;
-        let w = bench::median_of(opts.launches, &mut wake)?;
+        let w = bench::median_of(opts.launches, || wake(Duration::ZERO))?;
+        let ia = bench::median_of(opts.launches, || through_device(IDLE_GAP, &mut idle_moments))?;
+        let iw = bench::median_of(opts.launches, || wake(IDLE_GAP))?;
         device_ns.push(a);
         straight_ns.push(b);
         wake_ns.push(w);
         ratio.push(a / b);
         floor.push((b + w) / b);
         over_floor.push(a / (b + w));
+        idle_device_ns.push(ia);
+        idle_wake_ns.push(iw);
+        idle_over_floor.push(ia / (b + iw));
     }
     // The straight launches filled the word, as the device's did.
     let mut word = [0u8; 4];
@@ -189,20 +212,30 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         "launch round trip (FILL_U32, 1 thread), medians of {} interleaved rounds of {} (each its median):",
         opts.rounds, opts.launches
     );
+    println!("back to back (each begins once the last is seen complete):");
     println!("  through the bridge-served device {:>10.0} ns", bench::median(&mut device_ns));
     println!("  straight to the bridge's model   {:>10.0} ns", bench::median(&mut straight_ns));
-    println!("  wake-up round trip (the floor)   {:>10.0} ns", bench::median(&mut wake_ns));
+    println!("  hand-off round trip (the floor)  {:>10.0} ns", bench::median(&mut wake_ns));
     println!("  device / straight                {:>10.2}", bench::median(&mut ratio));
     println!(
-        "  (straight + wake-up) / straight  {:>10.2}  (the floor of device / straight)",
+        "  (straight + hand-off) / straight {:>10.2}  (the floor of device / straight)",
         bench::median(&mut floor)
     );
-    println!("  device / (straight + wake-up)    {:>10.2}", bench::median(&mut over_floor));
-    let moment = |i: usize| bench::median(&mut moments.iter().map(|m| m[i]).collect::<Vec<_>>());
-    println!("a launch through the device, from its start (medians over every launch):");
-    println!("  published, QUEUE_KICK returned (its pass built the block, queued the frame) {:>8.0} ns", moment(0));
-    println!("  the server's read() returned with the frame                                {:>8.0} ns", moment(1));
-    println!("  it began to write the answer (USER_HOST_READ of the block, the model run)  {:>8.0} ns", moment(2));
-    println!("  seen complete (the write's pass)                                           {:>8.0} ns", moment(3));
+    println!("  device / (straight + hand-off)   {:>10.2}", bench::median(&mut over_floor));
+    println!("each after {} µs idle (the serving thread and the floor's asleep in read()):", IDLE_GAP.as_micros());
+    println!("  through the bridge-served device {:>10.0} ns", bench::median(&mut idle_device_ns));
+    println!("  wake-up round trip (the floor)   {:>10.0} ns", bench::median(&mut idle_wake_ns));
+    println!("  device / (straight + wake-up)    {:>10.2}", bench::median(&mut idle_over_floor));
+    for (when, moments) in [("back to back", &moments), ("after the idle gap", &idle_moments)] {
+        let moment = |i: usize| bench::median(&mut moments.iter().map(|m| m[i]).collect::<Vec<_>>());
+        println!("a launch through the device, {when}, from its start (medians over every launch):");
+        println!("  published, QUEUE_KICK returned                  {:>8.0} ns", moment(0));
+        println!("  the server's read() returned with the frame     {:>8.0} ns", moment(1));
+        println!(
+            "  it began to write the answer (after USER_HOST_READ of the block, the model run) {:>8.0} ns",
+            moment(2)
+        );
+        println!("  seen complete (the write's pass)                {:>8.0} ns", moment(3));
+    }
     Ok(())
 }
