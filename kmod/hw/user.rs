@@ -42,6 +42,9 @@
 //!   POLLPRI), reads and writes fail with ECONNRESET, so no answer to a
 //!   command from before the reset can complete one from after it. Scrubs
 //!   survive a reset and start again.
+//! - A server that takes doorbells (USER_DECLARE's `TAKES_DOORBELLS`) is
+//!   left one rung while it answers or is on its way back to read(): its
+//!   write() or read() runs the pass ([`Gluon::take_doorbell`]).
 //! - When the server goes, everything fails with ENODEV.
 
 use kernel::{
@@ -847,29 +850,32 @@ impl Gluon for User {
 
     /// Taken while the server is in write() past its answers, or has
     /// answered all it read and not read since: it declared it comes back
-    /// to read() then. Not while a reset waits, nor once the server sleeps
-    /// in read(): the ringer runs the pass and the frame wakes the server,
-    /// whose CPU, just woken, would run it slower (under QEMU, 25 to 28 µs
-    /// after a 200 µs idle, against 5 to 10 in the ringer). Outside
-    /// write(), `ready` is notified for a server asleep in poll() (one on
-    /// its way back to read() is not on the queue yet, and the
-    /// notification costs little).
+    /// to read() then. Not while a reset waits, nor while the server
+    /// sleeps in read(): the ringer's CPU runs the pass faster than the
+    /// server's, just woken, would (under QEMU, 5 to 10 µs against 25 to 28
+    /// after a 200 µs idle). Outside write(), `ready` is notified at once,
+    /// taken or not: a server asleep in read() or poll() wakes while the
+    /// ringer builds its frame rather than after it (a CPU idle for long
+    /// takes tens of µs to run again), at the cost of going back to sleep
+    /// if the frame is not there yet or the pass makes none; one on its
+    /// way back to read() is not on the queue yet.
     fn take_doorbell(&self) -> bool {
         if !self.takes_doorbells {
             return false;
         }
-        let in_write = {
+        let (taken, in_write) = {
             let mut ch = self.channel.lock();
-            if ch.gone || ch.reset_pending || (ch.answering == 0 && !ch.returning) {
+            if ch.gone || ch.reset_pending {
                 return false;
             }
-            ch.doorbell = true;
-            ch.answering > 0
+            let taken = ch.answering > 0 || ch.returning;
+            ch.doorbell |= taken;
+            (taken, ch.answering > 0)
         };
         if !in_write {
             self.ready.notify_all();
         }
-        true
+        taken
     }
 
     fn pop_response(&self) -> Option<[u8; RESPONSE_SIZE]> {
