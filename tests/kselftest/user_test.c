@@ -686,146 +686,174 @@ static void on_usr1(int sig)
 	(void)sig;
 }
 
+/* A copy published 50 ms after the server went to sleep in read(): that
+ * read returns its frame, which the server answers. 0, or -errno. */
+static int serve_copy_published_while_asleep(struct server *w, struct queue *q, int src, int vram)
+{
+	struct later later = { .q = q };
+	uint8_t frames[16 * 64];
+	pthread_t t;
+	ssize_t n;
+
+	copy(q, src, vram, 4096);
+	if (pthread_create(&t, NULL, act_later, &later))
+		return -EAGAIN;
+	n = read(w->ctl, frames, sizeof(frames));
+	pthread_join(t, NULL);
+	if (n != 16 || frames[1] != 1)
+		return n < 0 ? -errno : -EPROTO;
+	return server_run(w, frames, 16, 1);
+}
+
+/* A server of the test's own, declared with `flags`, and as its client a
+ * queue, a page of VRAM and a mappable page of host memory. */
+struct own {
+	struct server *w;
+	int fd, vram, src;
+	struct queue q;
+};
+
+/* 0 or -errno; `own_close` it either way. */
+static int own_open(struct own *o, uint32_t flags)
+{
+	int ret;
+
+	o->fd = -1;
+	o->q.fd = -1;
+	o->w = calloc(1, sizeof(*o->w));
+	if (!o->w)
+		return -ENOMEM;
+	ret = server_start(o->w, flags);
+	if (ret)
+		return ret;
+	o->fd = radiance_open(o->w->index);
+	if (o->fd < 0)
+		return o->fd;
+	o->vram = radiance_bo_create(o->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	o->src = radiance_bo_create(o->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	if (o->vram < 0 || o->src < 0)
+		return o->vram < 0 ? o->vram : o->src;
+	return queue_open(o->fd, 16, &o->q);
+}
+
+static void own_close(struct own *o)
+{
+	if (o->q.fd >= 0)
+		queue_close(&o->q);
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->w && o->w->ctl >= 0)
+		close(o->w->ctl);
+	free(o->w);
+}
+
 TEST_F(user, a_read_waits_for_a_frame_a_reset_or_a_signal)
 {
-	struct server *w = calloc(1, sizeof(*w));
 	struct sigaction sa = { .sa_handler = on_usr1 }, old;
 	struct radiance_user_reset ack = { 0 };
 	struct later later = { .reader = pthread_self() };
-	int fd, vram, src, flags;
 	uint8_t frames[16 * 64];
+	struct own o;
 	pthread_t t;
-	struct queue q;
+	int flags;
 
-	ASSERT_NE(NULL, w);
-	ASSERT_EQ(0, server_start(w, RADIANCE_USER_DECLARE_READ_WAITS));
-	fd = radiance_open(w->index);
-	ASSERT_LE(0, fd);
-	vram = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
-	src = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
-	ASSERT_LE(0, vram);
-	ASSERT_LE(0, src);
-	ASSERT_EQ(0, queue_open(fd, 16, &q));
+	ASSERT_EQ(0, own_open(&o, RADIANCE_USER_DECLARE_READ_WAITS));
 
 	/* O_NONBLOCK: nothing to read is EAGAIN, as without the flag. */
-	flags = fcntl(w->ctl, F_GETFL);
-	ASSERT_EQ(0, fcntl(w->ctl, F_SETFL, flags | O_NONBLOCK));
-	EXPECT_EQ(-1, read(w->ctl, frames, sizeof(frames)));
+	flags = fcntl(o.w->ctl, F_GETFL);
+	ASSERT_EQ(0, fcntl(o.w->ctl, F_SETFL, flags | O_NONBLOCK));
+	EXPECT_EQ(-1, read(o.w->ctl, frames, sizeof(frames)));
 	EXPECT_EQ(EAGAIN, errno);
-	ASSERT_EQ(0, fcntl(w->ctl, F_SETFL, flags));
+	ASSERT_EQ(0, fcntl(o.w->ctl, F_SETFL, flags));
 
 	/* A signal ends the wait (no SA_RESTART: EINTR). */
 	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
 	ASSERT_EQ(0, pthread_create(&t, NULL, act_later, &later));
-	EXPECT_EQ(-1, read(w->ctl, frames, sizeof(frames)));
+	EXPECT_EQ(-1, read(o.w->ctl, frames, sizeof(frames)));
 	EXPECT_EQ(EINTR, errno);
 	pthread_join(t, NULL);
 	sigaction(SIGUSR1, &old, NULL);
 
 	/* A frame published while the server sleeps in read() wakes it. */
-	copy(&q, src, vram, 4096);
-	later.q = &q;
-	ASSERT_EQ(0, pthread_create(&t, NULL, act_later, &later));
-	EXPECT_EQ(16, read(w->ctl, frames, sizeof(frames)));
-	pthread_join(t, NULL);
-	EXPECT_EQ(1, frames[1]) TH_LOG("a MEM COPY frame");
-	EXPECT_EQ(0, server_run(w, frames, 16, 1));
-	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
-	EXPECT_EQ(1, q.ctl->read_index);
+	EXPECT_EQ(0, serve_copy_published_while_asleep(o.w, &o.q, o.src, o.vram));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&o.q));
+	EXPECT_EQ(1, o.q.ctl->read_index);
 
 	/* Left unanswered, the copy times out (500 ms): the reset wakes the
 	 * server's next read with ECONNRESET until it acknowledges. */
-	copy(&q, src, vram, 4096);
-	queue_publish(&q);
-	EXPECT_EQ(16, read(w->ctl, frames, sizeof(frames)));
-	EXPECT_EQ(-1, read(w->ctl, frames, sizeof(frames)));
+	copy(&o.q, o.src, o.vram, 4096);
+	queue_publish(&o.q);
+	EXPECT_EQ(16, read(o.w->ctl, frames, sizeof(frames)));
+	EXPECT_EQ(-1, read(o.w->ctl, frames, sizeof(frames)));
 	EXPECT_EQ(ECONNRESET, errno);
-	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
-	EXPECT_EQ(ETIMEDOUT, q.ctl->error);
-	EXPECT_EQ(0, radiance_ioctl(w->ctl, RADIANCE_IOCTL_USER_RESET, &ack));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&o.q));
+	EXPECT_EQ(ETIMEDOUT, o.q.ctl->error);
+	EXPECT_EQ(0, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_RESET, &ack));
+	own_close(&o);
+}
 
-	queue_close(&q);
-	close(fd);
-	close(w->ctl);
-	free(w);
+/* A copy published when the server is not reading, which its next read()
+ * returns and it answers: 0 or -errno. */
+static int serve_copy(struct own *o)
+{
+	uint8_t frames[16 * 64];
+	ssize_t n;
+
+	copy(&o->q, o->src, o->vram, 4096);
+	queue_publish(&o->q);
+	n = read(o->w->ctl, frames, sizeof(frames));
+	if (n != 16)
+		return n < 0 ? -errno : -EPROTO;
+	return server_run(o->w, frames, 16, 1);
 }
 
 TEST_F(user, a_server_that_takes_doorbells_runs_their_passes_in_its_read)
 {
-	struct server *w = calloc(1, sizeof(*w));
-	struct later later = { 0 };
-	int fd, vram, src, flags;
 	uint8_t frames[16 * 64];
+	struct own o, plain;
 	struct pollfd pfd;
-	pthread_t t;
-	struct queue q, plain;
+	int flags;
 
-	ASSERT_NE(NULL, w);
-	ASSERT_EQ(0, server_start(w, RADIANCE_USER_DECLARE_READ_WAITS | RADIANCE_USER_DECLARE_TAKES_DOORBELLS));
-	fd = radiance_open(w->index);
-	ASSERT_LE(0, fd);
-	vram = radiance_bo_create(fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
-	src = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
-	ASSERT_LE(0, vram);
-	ASSERT_LE(0, src);
-	ASSERT_EQ(0, queue_open(fd, 16, &q));
+	ASSERT_EQ(0, own_open(&o, RADIANCE_USER_DECLARE_READ_WAITS | RADIANCE_USER_DECLARE_TAKES_DOORBELLS));
 
 	/* The server has read nothing yet: the doorbell's pass runs without it. */
-	copy(&q, src, vram, 4096);
-	queue_publish(&q);
-	ASSERT_EQ(16, read(w->ctl, frames, sizeof(frames)));
-	ASSERT_EQ(0, server_run(w, frames, 16, 1));
-	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	ASSERT_EQ(0, serve_copy(&o));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&o.q));
 
 	/* It answered all it read: a doorbell now waits for its next read(),
 	 * which poll reports; a read with no frame to give runs the pass. */
-	queue_nop(&q, 0);
-	EXPECT_EQ(1, queue_publish(&q)) TH_LOG("the idle queue asks for its doorbell");
+	queue_nop(&o.q, 0);
+	EXPECT_EQ(1, queue_publish(&o.q)) TH_LOG("the idle queue asks for its doorbell");
 	usleep(20 * 1000);
-	EXPECT_EQ(1, atomic_load((_Atomic uint64_t *)&q.ctl->read_index)) TH_LOG("the NOP waits for the server");
-	pfd = (struct pollfd){ .fd = w->ctl, .events = POLLIN };
+	EXPECT_EQ(1, atomic_load((_Atomic uint64_t *)&o.q.ctl->read_index)) TH_LOG("the NOP waits for the server");
+	pfd = (struct pollfd){ .fd = o.w->ctl, .events = POLLIN };
 	EXPECT_EQ(1, poll(&pfd, 1, 0));
 	EXPECT_TRUE(pfd.revents & POLLIN);
-	flags = fcntl(w->ctl, F_GETFL);
-	ASSERT_EQ(0, fcntl(w->ctl, F_SETFL, flags | O_NONBLOCK));
-	EXPECT_EQ(-1, read(w->ctl, frames, sizeof(frames)));
+	flags = fcntl(o.w->ctl, F_GETFL);
+	ASSERT_EQ(0, fcntl(o.w->ctl, F_SETFL, flags | O_NONBLOCK));
+	EXPECT_EQ(-1, read(o.w->ctl, frames, sizeof(frames)));
 	EXPECT_EQ(EAGAIN, errno);
-	ASSERT_EQ(0, fcntl(w->ctl, F_SETFL, flags));
-	EXPECT_EQ(2, atomic_load((_Atomic uint64_t *)&q.ctl->read_index)) TH_LOG("that read ran the NOP");
+	ASSERT_EQ(0, fcntl(o.w->ctl, F_SETFL, flags));
+	EXPECT_EQ(2, atomic_load((_Atomic uint64_t *)&o.q.ctl->read_index)) TH_LOG("that read ran the NOP");
 	pfd.revents = 0;
 	EXPECT_EQ(0, poll(&pfd, 1, 0));
 
 	/* Rung while it sleeps in read(): the ringer runs the pass, and the
 	 * frame wakes the read. */
-	copy(&q, src, vram, 4096);
-	later.q = &q;
-	ASSERT_EQ(0, pthread_create(&t, NULL, act_later, &later));
-	EXPECT_EQ(16, read(w->ctl, frames, sizeof(frames)));
-	pthread_join(t, NULL);
-	EXPECT_EQ(1, frames[1]) TH_LOG("a MEM COPY frame");
-	EXPECT_EQ(0, server_run(w, frames, 16, 1));
-	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
-	EXPECT_EQ(3, q.ctl->read_index);
+	EXPECT_EQ(0, serve_copy_published_while_asleep(o.w, &o.q, o.src, o.vram));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&o.q));
+	EXPECT_EQ(3, o.q.ctl->read_index);
+	own_close(&o);
 
 	/* A server that did not declare it: the doorbell's pass runs at once. */
-	ASSERT_EQ(0, queue_open(self->fd, 16, &plain));
-	vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
-	src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
-	ASSERT_LE(0, vram);
-	ASSERT_LE(0, src);
-	copy(&plain, src, vram, 4096);
-	queue_publish(&plain);
-	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &plain));
-	queue_nop(&plain, 0);
-	queue_publish(&plain);
-	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&plain));
-	EXPECT_EQ(2, plain.ctl->read_index);
-
-	queue_close(&plain);
-	queue_close(&q);
-	close(fd);
-	close(w->ctl);
-	free(w);
+	ASSERT_EQ(0, own_open(&plain, RADIANCE_USER_DECLARE_READ_WAITS));
+	ASSERT_EQ(0, serve_copy(&plain));
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&plain.q));
+	queue_nop(&plain.q, 0);
+	queue_publish(&plain.q);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&plain.q));
+	EXPECT_EQ(2, plain.q.ctl->read_index);
+	own_close(&plain);
 }
 
 TEST_F(user, garbage_answering_a_command_faults_only_its_queue)
