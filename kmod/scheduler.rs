@@ -26,13 +26,13 @@
 //! the device's interrupt; a doorbell, and a server's answers through the
 //! control node, run the pass right in their system call when no other
 //! holds the scheduler (no worker to wake). A device served by a process
-//! that takes doorbells runs a doorbell's pass in its server's read() or
-//! write() instead (see [`Scheduler::doorbell`]). Each pass takes responses
-//! first (completing packets in order), then visits the queues
-//! round-robin, translating at
-//! most one packet per queue per turn. A queue's `needs_kick` is cleared
-//! when a pass takes packets from it (the process need not kick while it
-//! is served). When nothing moves and nothing is in flight, the pass sets
+//! that takes doorbells may have a doorbell's pass run in its server's
+//! write() or read() instead (see [`Scheduler::doorbell`]). Each pass takes
+//! responses first (completing packets in order), then visits the queues
+//! round-robin, translating at most one packet per queue per turn. A
+//! queue's `needs_kick` is cleared when a pass takes packets from it (the
+//! process need not kick while it is served). When nothing moves and
+//! nothing is in flight, the pass sets
 //! it again on those not stopped at a semaphore wait (a semaphore's change
 //! wakes it), looks at each once more, and sleeps. A queue that asks for
 //! kicks is looked at only once its doorbell rang (its process kicks for

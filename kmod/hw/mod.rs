@@ -119,9 +119,10 @@ pub(crate) trait Gluon: Send + Sync {
     fn pass_done(&self) {}
 
     /// A doorbell rang: true if the device took it, to run the pass in its
-    /// own thread (a user device whose server is in, or on its way back
-    /// to, `read()`: [`uapi::user_declare_flags::TAKES_DOORBELLS`]); false
-    /// if the caller runs it.
+    /// own thread (a user device whose server is in `write()` past its
+    /// answers or on its way back to `read()`:
+    /// [`uapi::user_declare_flags::TAKES_DOORBELLS`]); false if the caller
+    /// runs it.
     fn take_doorbell(&self) -> bool {
         false
     }
