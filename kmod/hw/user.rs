@@ -782,8 +782,7 @@ impl User {
             let mut ch = self.channel.lock();
             if !core::mem::take(&mut ch.doorbell) {
                 ch.answering -= 1;
-                let idle = |counts: &KVec<u32>| counts.iter().all(|&n| n == 0);
-                ch.returning = idle(&ch.outstanding) && idle(&ch.scrubbing);
+                ch.returning = !Channel::busy(&ch.outstanding) && !Channel::busy(&ch.scrubbing);
                 return;
             }
             drop(ch);
@@ -868,9 +867,10 @@ impl Gluon for User {
             if ch.gone || ch.reset_pending {
                 return false;
             }
-            let taken = ch.answering > 0 || ch.returning;
+            let in_write = ch.answering > 0;
+            let taken = in_write || ch.returning;
             ch.doorbell |= taken;
-            (taken, ch.answering > 0)
+            (taken, in_write)
         };
         if !in_write {
             self.ready.notify_all();
