@@ -25,6 +25,11 @@ use std::{
 /// ([`Control::respond`]), as it refuses one that ends just after a look.
 const RESET_LOOK: Duration = Duration::from_millis(1);
 
+/// USER_DECLARE's flags for a server that waits on nothing but the control
+/// file and reads again once it answered what it read (model and soc
+/// modes): read() may wait for the frames, and doorbells for that read().
+pub const READ_LOOP: u32 = uapi::user_declare_flags::READ_WAITS | uapi::user_declare_flags::TAKES_DOORBELLS;
+
 /// Runs a control-node ioctl on `arg` (every one is `_IOWR`).
 macro_rules! control_ioctl {
     ($name:ident, $opcode:expr, $ty:ty) => {

@@ -5,7 +5,7 @@
 //! VRAM in this process and host memory reached through the control node.
 
 use crate::{
-    control::{declaration, Control, Incoming},
+    control::{self, declaration, Control, Incoming},
     error::Result,
     vram::Vram,
 };
@@ -13,7 +13,6 @@ use radiance_gluon::{
     model::{self, MemError, Memory, Model},
     Dialect,
 };
-use radiance_uapi::user_declare_flags;
 use std::{
     cell::Cell,
     sync::atomic::{AtomicU64, Ordering},
@@ -156,10 +155,7 @@ pub fn declare(control: &mut Control, opts: &ModelOptions) -> Result<u32> {
     decl.builtins = model::BUILTINS;
     decl.vram_size = vram_size(opts);
     decl.caps = model::caps(opts.dialect, opts.gluon_sim);
-    // It waits on nothing else: read() may wait for the frames; and it
-    // reads again once it answered what it read: doorbells may wait for
-    // that read().
-    decl.flags = user_declare_flags::READ_WAITS | user_declare_flags::TAKES_DOORBELLS;
+    decl.flags = control::READ_LOOP;
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("the Gluon model speaking {}", opts.dialect.name()));
     Ok(index)

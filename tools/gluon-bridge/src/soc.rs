@@ -18,7 +18,7 @@
 //! A link that fails ends the bridge, and with it the device.
 
 use crate::{
-    control::{declaration, Control, Incoming},
+    control::{self, declaration, Control, Incoming},
     error::{Error, Result},
     link::{self, Link, LinkError, LinkResult, MAX_ACCESS},
     soc_map::*,
@@ -28,7 +28,7 @@ use radiance_gluon::{
     sim16::Sim16,
     status, Command, Dialect, Response, RESPONSE_SIZE,
 };
-use radiance_uapi::{caps, gluon_err, user_declare_flags, PrintfRing};
+use radiance_uapi::{caps, gluon_err, PrintfRing};
 use std::{
     cell::{Cell, RefCell},
     fmt::Write as _,
@@ -389,10 +389,7 @@ pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
     decl.threads_per_warp = THREADS_PER_WARP;
     decl.vram_size = vram_size;
     decl.caps = CAPS;
-    // It waits on nothing else: read() may wait for the frames; and it
-    // reads again once it answered what it read: doorbells may wait for
-    // that read().
-    decl.flags = user_declare_flags::READ_WAITS | user_declare_flags::TAKES_DOORBELLS;
+    decl.flags = control::READ_LOOP;
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("a Radiance SoC over the {} link", opts.link));
 
