@@ -73,8 +73,7 @@ impl ControlFile {
         }
         let mut made = None;
         let node = Registry::create(&self.registry, |serial| {
-            let takes_doorbells = args.flags & uapi::user_declare_flags::TAKES_DOORBELLS != 0;
-            let user = User::new(desc, takes_doorbells, serial)?;
+            let user = User::new(desc, args.flags, serial)?;
             made = Some(user.clone());
             Ok(user as Arc<dyn Gluon>)
         })?;

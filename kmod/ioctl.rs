@@ -99,6 +99,10 @@ unsafe impl FromBytes for uapi::LaunchDesc {}
 // SAFETY: `repr(C)`, integer fields, explicit padding (checked by the uapi
 // layout test): every bit pattern is valid.
 unsafe impl FromBytes for uapi::LaunchBlock {}
+// Written to the server's read() buffer as plain bytes.
+// SAFETY: `repr(C)` with integer fields only and explicit padding (checked by
+// the uapi layout test): no byte is uninitialised, no interior mutability.
+unsafe impl AsBytes for uapi::UserInlineBlock {}
 
 /// Routes an ioctl on a device file.
 pub(crate) fn dispatch(ctx: ArcBorrow<'_, Context>, cmd: u32, arg: usize) -> Result<isize> {

@@ -45,6 +45,10 @@
 //! - A server that takes doorbells (USER_DECLARE's `TAKES_DOORBELLS`) is
 //!   left one rung while it answers or is on its way back to read(): its
 //!   write() or read() runs the pass ([`Gluon::take_doorbell`]).
+//! - A server that declared `INLINE_BLOCKS` reads each KERNEL frame's
+//!   launch block right after it ([`User::inline_block`]): a launch then
+//!   costs it no USER_HOST_READ, a system call as dear as the rest of its
+//!   round trip to the kernel.
 //! - When the server goes, everything fails with ENODEV.
 
 use kernel::{
@@ -65,6 +69,7 @@ use kernel::{
         Instant,
         Monotonic, //
     },
+    transmute::AsBytes,
     uaccess::{
         UserPtr,
         UserSlice, //
@@ -117,6 +122,30 @@ const ZEROS: usize = SCRUB as usize;
 /// sub-word ends) to go whole, few enough that neither side starves the
 /// other.
 const BESIDE_SCRUB: u32 = 16;
+
+/// The header before an inline block in read() (`INLINE_BLOCKS`).
+const INLINE_HEADER: usize = core::mem::size_of::<uapi::UserInlineBlock>();
+
+/// `len` bytes of an inline block with the zeros after it: the next frame
+/// begins 8-aligned.
+fn padded(len: usize) -> usize {
+    len.next_multiple_of(8)
+}
+
+/// An inline block: `len` bytes of host memory at DMA address `addr` (0:
+/// only the header goes).
+struct Block {
+    addr: u64,
+    len: u32,
+}
+
+/// Whether a frame goes into a read() ([`User::block_of`]).
+enum Fit {
+    /// It waits for the next read().
+    Waits,
+    /// It goes, with the block to put after it, if any.
+    Goes(Option<Block>),
+}
 
 /// Most commands one stream may take at once.
 const MAX_STREAM_DEPTH: u32 = 16;
@@ -321,12 +350,15 @@ pub(crate) struct User {
     zeros: Zeros,
     /// USER_DECLARE's `TAKES_DOORBELLS`.
     takes_doorbells: bool,
+    /// USER_DECLARE's `INLINE_BLOCKS`.
+    inline_blocks: bool,
     #[pin]
     channel: Mutex<Channel>,
     /// Woken when the server may read, or has a reset to acknowledge.
     #[pin]
     ready: PollCondVar,
-    /// Lock order: after `channel`, never held while taking it.
+    /// Lock order: after `channel`, never held while taking it (as the
+    /// windows' lock, taken under `channel` to read an inline block).
     #[pin]
     irq: Mutex<Option<Arc<dyn Interrupt>>>,
 }
@@ -378,10 +410,10 @@ pub(crate) fn describe(decl: &uapi::UserDeclare) -> Result<HwDesc> {
 }
 
 impl User {
-    /// A device served by a process, described by `desc`, that takes
-    /// doorbells if the server said so; its `struct device` is
+    /// A device served by a process, described by `desc`, with the
+    /// USER_DECLARE `flags` [`describe`] checked; its `struct device` is
     /// `radiance-user<id>`.
-    pub(crate) fn new(desc: HwDesc, takes_doorbells: bool, id: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(desc: HwDesc, flags: u32, id: u32) -> Result<Arc<Self>> {
         let name = CString::try_from_fmt(fmt!("radiance-user{id}"))?;
         let dev = DmaDevice::new(&name)?;
         let windows = HostWindows::new()?;
@@ -414,7 +446,8 @@ impl User {
                 dev,
                 windows,
                 zeros,
-                takes_doorbells,
+                takes_doorbells: flags & uapi::user_declare_flags::TAKES_DOORBELLS != 0,
+                inline_blocks: flags & uapi::user_declare_flags::INLINE_BLOCKS != 0,
                 channel <- new_mutex!(channel, "User::channel"),
                 ready <- new_poll_condvar!("User::ready"),
                 irq <- new_mutex!(None, "User::irq"),
@@ -451,12 +484,17 @@ impl User {
         }
     }
 
-    /// read(): as many whole frames as fit in `max` bytes, in order. If
-    /// none may be read now: EAGAIN, or with `wait`, sleeps until one may,
-    /// a reset is pending (ECONNRESET) or a signal comes (ERESTARTSYS).
-    /// Runs the pass of a doorbell the device took first, which may give
-    /// it frames.
+    /// read(): as many whole frames as fit in `max` bytes, in order (with
+    /// `INLINE_BLOCKS`, each KERNEL frame followed by its block). EINVAL if
+    /// not even one fits. If none may be read now: EAGAIN, or with `wait`,
+    /// sleeps until one may, a reset is pending (ECONNRESET) or a signal
+    /// comes (ERESTARTSYS). Runs the pass of a doorbell the device took
+    /// first, which may give it frames.
     pub(crate) fn read_frames(&self, max: usize, wait: bool) -> Result<KVec<u8>> {
+        let header = if self.inline_blocks { INLINE_HEADER } else { 0 };
+        if max < self.desc.dialect.frame_size() + header {
+            return Err(EINVAL);
+        }
         let mut out = KVec::new();
         let mut ch = self.channel.lock();
         ch.returning = false;
@@ -490,7 +528,8 @@ impl User {
         }
     }
 
-    /// Moves to `out` as many whole frames as fit in `max` bytes.
+    /// Moves to `out` as many whole frames as fit in `max` bytes, each
+    /// KERNEL frame with its block if the server declared `INLINE_BLOCKS`.
     fn take_frames(&self, ch: &mut Channel, max: usize, out: &mut KVec<u8>) -> Result {
         let dialect = self.desc.dialect;
         let size = dialect.frame_size();
@@ -505,6 +544,19 @@ impl User {
                 scrubbing,
                 ..
             } = &mut *ch;
+            // A frame the scheduler pushed, and what follows it.
+            let queued = match next {
+                Next::Frame(_) => pending.front(),
+                Next::BesideScrub(_) => pending.second(),
+                Next::ScrubCommand | Next::ScrubDone => None,
+            };
+            let block = match queued {
+                Some(Pending::Frame(frame)) => match self.block_of(frame, max, out.len()) {
+                    Fit::Waits => break,
+                    Fit::Goes(block) => block,
+                },
+                _ => None,
+            };
             let frame = match next {
                 Next::Frame(stream) => {
                     let frame = match pending.front() {
@@ -553,6 +605,9 @@ impl User {
             // The scheduler encoded it: it names a stream we have.
             if let Some((stream, frame)) = frame {
                 out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                if let Some(block) = block {
+                    self.inline_block(out, block)?;
+                }
                 let s = usize::from(stream);
                 if let Some(n) = outstanding.get_mut(s) {
                     if *n == 0 {
@@ -563,6 +618,78 @@ impl User {
                     *n += 1;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// How `frame` goes into a read() of `max` bytes with `used` of them
+    /// filled: with `INLINE_BLOCKS`, a KERNEL frame takes its block after
+    /// it, whole where it fits; one that would fit an empty read waits for
+    /// the next read rather than go without it.
+    fn block_of(&self, frame: &Frame, max: usize, used: usize) -> Fit {
+        if !self.inline_blocks {
+            return Fit::Goes(None);
+        }
+        let Ok((_, cmd)) = self.desc.dialect.decode(frame.as_bytes()) else {
+            return Fit::Goes(None);
+        };
+        let Command::Kernel {
+            host_addr, size, ..
+        } = cmd
+        else {
+            return Fit::Goes(None);
+        };
+        let head = self.desc.dialect.frame_size() + INLINE_HEADER;
+        let len = padded(size as usize);
+        let inline = size <= uapi::USER_INLINE_BLOCK_MAX && head + len <= max;
+        if used + head + if inline { len } else { 0 } > max {
+            return Fit::Waits;
+        }
+        Fit::Goes(Some(Block {
+            addr: host_addr,
+            len: if inline { size } else { 0 },
+        }))
+    }
+
+    /// Appends what follows a KERNEL frame (`INLINE_BLOCKS`): the header,
+    /// then `block.len` bytes of host memory and zeros up to 8 bytes; the
+    /// header alone, saying 0, where no window holds the block (the server
+    /// then gets USER_HOST_READ's EFAULT, as without the flag).
+    fn inline_block(&self, out: &mut KVec<u8>, block: Block) -> Result {
+        let at = out.len();
+        let body = at + INLINE_HEADER;
+        let len = block.len as usize;
+        out.resize(body + padded(len), 0, GFP_KERNEL)?;
+        let read = match out.get_mut(body..body + len) {
+            Some(dst) => self.read_host(block.addr, dst),
+            None => Err(EINVAL),
+        };
+        let header = uapi::UserInlineBlock {
+            len: if read.is_ok() { block.len } else { 0 },
+            pad: 0,
+        };
+        if read.is_err() {
+            out.truncate(body);
+        }
+        if let Some(h) = out.get_mut(at..body) {
+            h.copy_from_slice(header.as_bytes());
+        }
+        Ok(())
+    }
+
+    /// Reads host memory at DMA address `addr` into `dst`, run by run of
+    /// the windows that hold it; EFAULT where none does.
+    fn read_host(&self, addr: u64, dst: &mut [u8]) -> Result {
+        let mut done = 0;
+        while done < dst.len() {
+            let at = addr.checked_add(done as u64).ok_or(EFAULT)?;
+            let rest = dst.get_mut(done..).ok_or(EINVAL)?;
+            done += self.windows.with_run(at, rest.len() as u64, |n| {
+                // At most the block's length.
+                let chunk = rest.get_mut(..n as usize).ok_or(EINVAL)?;
+                HostMap::new(at, u32::try_from(n)?)?.read(0, chunk)?;
+                Ok(chunk.len())
+            })?;
         }
         Ok(())
     }

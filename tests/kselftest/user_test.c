@@ -211,7 +211,7 @@ TEST_F(user, declarations_are_checked)
 	EXPECT_EQ(-ENXIO, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_HOST_READ, &a));
 	EXPECT_EQ(-1, read(ctl, buf, sizeof(buf)));
 	EXPECT_EQ(ENXIO, errno);
-	d.flags = RADIANCE_USER_DECLARE_TAKES_DOORBELLS << 1;
+	d.flags = RADIANCE_USER_DECLARE_INLINE_BLOCKS << 1;
 	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
 	d = declaration();
 	d.streams = 5;
@@ -853,6 +853,124 @@ TEST_F(user, a_server_that_takes_doorbells_runs_their_passes_in_its_read)
 	queue_publish(&plain.q);
 	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&plain.q));
 	EXPECT_EQ(2, plain.q.ctl->read_index);
+	own_close(&plain);
+}
+
+/* Publishes on `q` a LAUNCH (of no built-in: the test's server answers it
+ * without running it) with `n` u32 params counting up from `first`, its
+ * block at the start of mapped HOST BO `h` (at `blk`); the doorbell's pass
+ * stages it at once (the server does not take doorbells). */
+static void launch_counting(struct queue *q, int h, uint8_t *blk, uint32_t first, uint32_t n)
+{
+	uint32_t params[64];
+
+	for (uint32_t i = 0; i < n; i++)
+		params[i] = first + i;
+	queue_launch(q, h, blk, 0x10000, params, n, 1, 1);
+	queue_publish(q);
+}
+
+/* Checks the KERNEL frame at `rec` (`n` bytes read from there on) of a
+ * launch_counting(`first`, `nparams`), and the inline block after it,
+ * whole if `inlined`, else the header saying 0; answers it. Returns the
+ * record's length. */
+static ssize_t check_record(struct __test_metadata *_metadata, int ctl, const uint8_t *rec, ssize_t n,
+			    int inlined, uint32_t first, uint32_t nparams)
+{
+	struct radiance_user_inline_block h;
+	uint8_t block[RADIANCE_USER_INLINE_BLOCK_MAX], r[16] = { rec[0], 0 };
+	uint32_t size = le32(rec + 6), padded = (size + 7) & ~7u;
+
+	EXPECT_LE(16 + (ssize_t)sizeof(h), n);
+	EXPECT_EQ(0, rec[1]) TH_LOG("a KERNEL frame");
+	EXPECT_GE(sizeof(block), size);
+	memcpy(&h, rec + 16, sizeof(h));
+	EXPECT_EQ(0, h.pad);
+	/* The block as USER_HOST_READ reaches it ends with the params. */
+	EXPECT_EQ(0, host_access(ctl, 0, le32(rec + 2), block, size));
+	for (uint32_t i = 0; i < nparams; i++)
+		EXPECT_EQ(first + i, le32(block + size - 4 * (nparams - i)));
+	EXPECT_EQ(sizeof(r), write(ctl, r, sizeof(r)));
+	if (!inlined) {
+		EXPECT_EQ(0, h.len);
+		return 16 + sizeof(h);
+	}
+	EXPECT_EQ(size, h.len);
+	EXPECT_LE(16 + sizeof(h) + padded, n);
+	EXPECT_EQ(0, memcmp(rec + 24, block, size));
+	for (uint32_t i = size; i < padded; i++)
+		EXPECT_EQ(0, rec[24 + i]) TH_LOG("zeros up to 8 bytes");
+	return 16 + sizeof(h) + padded;
+}
+
+TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
+{
+	uint8_t buf[2 * (24 + RADIANCE_USER_INLINE_BLOCK_MAX)], *b1, *b2;
+	struct radiance_bo_create c1, c2;
+	int ctl, h1, h2;
+	struct own o, plain;
+	struct queue q2;
+	ssize_t n, at, rec3;
+
+	ASSERT_EQ(0, own_open(&o, RADIANCE_USER_DECLARE_READ_WAITS | RADIANCE_USER_DECLARE_INLINE_BLOCKS));
+	ctl = o.w->ctl;
+	/* Its own stream: the fewest queues. */
+	ASSERT_EQ(0, queue_open(o.fd, 16, &q2));
+	h1 = radiance_bo_create(o.fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &c1);
+	h2 = radiance_bo_create(o.fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &c2);
+	ASSERT_LT(0, h1);
+	ASSERT_LT(0, h2);
+	b1 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, o.fd, c1.mmap_offset);
+	b2 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, o.fd, c2.mmap_offset);
+	ASSERT_NE(MAP_FAILED, b1);
+	ASSERT_NE(MAP_FAILED, b2);
+
+	/* Two launches on two streams, read at once: each block after its
+	 * frame. */
+	launch_counting(&o.q, h1, b1, 100, 3);
+	launch_counting(&q2, h2, b2, 200, 9);
+	n = read(ctl, buf, sizeof(buf));
+	at = check_record(_metadata, ctl, buf, n, 1, 100, 3);
+	EXPECT_EQ(n, at + check_record(_metadata, ctl, buf + at, n - at, 1, 200, 9));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&o.q));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q2));
+
+	/* A buffer short of a frame and the header is EINVAL; a frame whose
+	 * block does not fit what is left of one waits for the next read;
+	 * one that does not fit the buffer goes without it. */
+	launch_counting(&o.q, h1, b1, 300, 5);
+	launch_counting(&q2, h2, b2, 400, 7);
+	EXPECT_EQ(-1, read(ctl, buf, 16 + sizeof(struct radiance_user_inline_block) - 1));
+	EXPECT_EQ(EINVAL, errno);
+	/* The first launch's block: 3 params, 12 bytes, less than this one. */
+	rec3 = 24 + ((le32(buf + 6) + 8 + 7) & ~7u);
+	n = read(ctl, buf, rec3 + 24);
+	EXPECT_EQ(rec3, n) TH_LOG("the second frame waits");
+	EXPECT_EQ(rec3, check_record(_metadata, ctl, buf, n, 1, 300, 5));
+	n = read(ctl, buf, 24);
+	EXPECT_EQ(24, check_record(_metadata, ctl, buf, n, 0, 400, 7));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&o.q));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q2));
+	EXPECT_EQ(2, o.q.ctl->read_index);
+	EXPECT_EQ(2, q2.ctl->read_index);
+	munmap(b1, 4096);
+	munmap(b2, 4096);
+	queue_close(&q2);
+	own_close(&o);
+
+	/* Without the flag, a KERNEL frame comes alone. */
+	ASSERT_EQ(0, own_open(&plain, RADIANCE_USER_DECLARE_READ_WAITS));
+	h1 = radiance_bo_create(plain.fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &c1);
+	ASSERT_LT(0, h1);
+	b1 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, plain.fd, c1.mmap_offset);
+	ASSERT_NE(MAP_FAILED, b1);
+	launch_counting(&plain.q, h1, b1, 500, 1);
+	EXPECT_EQ(16, read(plain.w->ctl, buf, sizeof(buf)));
+	EXPECT_EQ(0, buf[1]) TH_LOG("a KERNEL frame");
+	memset(buf + 1, 0, 15);
+	EXPECT_EQ(16, write(plain.w->ctl, buf, 16));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&plain.q));
+	munmap(b1, 4096);
 	own_close(&plain);
 }
 

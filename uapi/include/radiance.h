@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 12
+#define RADIANCE_ABI_MINOR 13
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -457,7 +457,8 @@ struct radiance_launch_block {
  * is the device: USER_DECLARE makes /dev/radianceN appear; closing the file
  * removes it. read() gives whole command frames (EAGAIN when there are none,
  * poll POLLIN when there are; with USER_DECLARE_READ_WAITS (1.11) it waits,
- * unless O_NONBLOCK), write() takes whole 16-byte responses (EPROTO for a stream with
+ * unless O_NONBLOCK; with USER_DECLARE_INLINE_BLOCKS (1.13) each KERNEL
+ * frame is followed by its launch block), write() takes whole 16-byte responses (EPROTO for a stream with
  * no command outstanding). After a kernel reset, poll reports POLLPRI and
  * read/write fail with ECONNRESET until USER_RESET acknowledges it.
  */
@@ -472,6 +473,23 @@ struct radiance_launch_block {
  * queues.
  */
 #define RADIANCE_USER_DECLARE_TAKES_DOORBELLS (1u << 1)
+/*
+ * 1.13: read() follows each KERNEL frame with a struct
+ * radiance_user_inline_block and `len` bytes of the launch block the frame
+ * names, then zeros up to a multiple of 8, where the next frame begins.
+ * len is 0 (nothing follows: read it with USER_HOST_READ) for a block over
+ * RADIANCE_USER_INLINE_BLOCK_MAX, one larger than the read's buffer with
+ * nothing before it, or one not in host memory mapped for the device. A
+ * frame whose block fits a buffer but not what is left of it waits for the
+ * next read. A buffer smaller than a frame and the header is EINVAL.
+ */
+#define RADIANCE_USER_DECLARE_INLINE_BLOCKS (1u << 2)
+
+struct radiance_user_inline_block {
+	__u32 len;		/* bytes of the block that follow */
+	__u32 pad;		/* 0 */
+};
+#define RADIANCE_USER_INLINE_BLOCK_MAX 4096u
 
 struct radiance_user_declare {
 	__u32 flags;		/* RADIANCE_USER_DECLARE_* */

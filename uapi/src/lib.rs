@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 12;
+pub const ABI_MINOR: u16 = 13;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -616,8 +616,10 @@ pub struct QueueKick {
 /// closing the file (or the process dying) removes it. The server reads
 /// command frames of the declared dialect with `read()` (whole frames only;
 /// EAGAIN when there are none, `poll()` POLLIN when there are, unless it
-/// declared [`user_declare_flags::READ_WAITS`]), reaches the host memory they name with USER_HOST_READ and
-/// USER_HOST_WRITE, and answers each with a 16-byte response by `write()`
+/// declared [`user_declare_flags::READ_WAITS`]; each KERNEL frame followed
+/// by its launch block if it declared
+/// [`user_declare_flags::INLINE_BLOCKS`]), reaches the host memory they
+/// name with USER_HOST_READ and USER_HOST_WRITE, and answers each with a 16-byte response by `write()`
 /// (whole responses only), in order per stream. A response on a stream with
 /// no command read and unanswered is EPROTO. When the kernel resets the
 /// device (a command overran the launch timeout), the frames not read and
@@ -679,9 +681,41 @@ pub mod user_declare_flags {
     /// have fallen asleep meanwhile. A server that does not come back holds
     /// up its own device's queues, as one that stops answering does.
     pub const TAKES_DOORBELLS: u32 = 1 << 1;
-    /// Every flag ABI 1.12 knows; 1.11 knew `READ_WAITS`; before it, none.
-    pub const ALL: u32 = READ_WAITS | TAKES_DOORBELLS;
+    /// ABI 1.13: `read()` follows each KERNEL frame with a
+    /// [`UserInlineBlock`](super::UserInlineBlock) and the launch block the
+    /// frame names, read from host memory as the frame was read, so that
+    /// the server needs no USER_HOST_READ for it.
+    pub const INLINE_BLOCKS: u32 = 1 << 2;
+    /// Every flag ABI 1.13 knows; 1.12 knew `READ_WAITS` and
+    /// `TAKES_DOORBELLS`, 1.11 `READ_WAITS`; before it, none.
+    pub const ALL: u32 = READ_WAITS | TAKES_DOORBELLS | INLINE_BLOCKS;
 }
+
+/// What follows a KERNEL frame in `read()` on the control file of a server
+/// that declared [`user_declare_flags::INLINE_BLOCKS`] (ABI 1.13): `len`
+/// bytes of the launch block the frame names (its size), then zeros up to
+/// a multiple of 8 bytes, where the next frame begins.
+///
+/// `len` is 0, and no bytes follow, when the block is larger than
+/// [`USER_INLINE_BLOCK_MAX`], larger than what is left of the read's
+/// buffer with nothing before it, or not in host memory mapped for the
+/// device: the server reads it with USER_HOST_READ, as without the flag
+/// (which fails with EFAULT in the last case). A frame whose block would
+/// fit a read's buffer but not what is left of it is left for the next
+/// read. A buffer smaller than a frame and this header is EINVAL.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserInlineBlock {
+    /// Bytes of the block that follow.
+    pub len: u32,
+    /// Zero.
+    pub pad: u32,
+}
+
+/// Most bytes of a launch block [`user_declare_flags::INLINE_BLOCKS`]
+/// inlines: a page, which covers a launch's header and params; a larger
+/// block (a binary, a printf ring) is read with USER_HOST_READ.
+pub const USER_INLINE_BLOCK_MAX: u32 = 4096;
 
 /// `RADIANCE_IOCTL_USER_HOST_READ` and `_WRITE`: the server reads or writes
 /// host memory at a DMA address a command named, as the device's DMA would.
@@ -1161,6 +1195,7 @@ pub mod sizes {
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
 const _: () = assert!(core::mem::size_of::<GetInfo>() == 120);
+const _: () = assert!(core::mem::size_of::<UserInlineBlock>() == 8);
 const _: () = assert!(core::mem::size_of::<BoCreate>() == 40);
 const _: () = assert!(core::mem::size_of::<BoDestroy>() == 8);
 const _: () = assert!(core::mem::size_of::<BoInfo>() == 40);

@@ -228,6 +228,12 @@ fn facts() -> Vec<Fact> {
     abi_struct!(f, uapi::UserReset, "radiance_user_reset", [flags, pad]);
     abi_struct!(
         f,
+        uapi::UserInlineBlock,
+        "radiance_user_inline_block",
+        [len, pad]
+    );
+    abi_struct!(
+        f,
         uapi::LaunchDesc,
         "radiance_launch_desc",
         [
@@ -467,6 +473,14 @@ fn facts() -> Vec<Fact> {
         (
             "RADIANCE_USER_DECLARE_TAKES_DOORBELLS",
             uapi::user_declare_flags::TAKES_DOORBELLS as u64,
+        ),
+        (
+            "RADIANCE_USER_DECLARE_INLINE_BLOCKS",
+            uapi::user_declare_flags::INLINE_BLOCKS as u64,
+        ),
+        (
+            "RADIANCE_USER_INLINE_BLOCK_MAX",
+            uapi::USER_INLINE_BLOCK_MAX as u64,
         ),
         ("RADIANCE_IOCTL_BO_EXPORT", uapi::IOCTL_BO_EXPORT as u64),
         ("RADIANCE_IOCTL_BO_IMPORT", uapi::IOCTL_BO_IMPORT as u64),
