@@ -5,6 +5,7 @@
 //! them, acknowledge resets.
 
 use crate::error::{Error, Result};
+use radiance_gluon::{Command, Dialect};
 use radiance_uapi as uapi;
 use rustix::{
     event::{poll, PollFd, PollFlags},
@@ -13,7 +14,7 @@ use rustix::{
     ioctl::{ioctl, Opcode, Updater},
 };
 use std::{
-    cell::Cell,
+    cell::{Cell, RefCell},
     os::fd::{AsFd, BorrowedFd, OwnedFd},
     time::{Duration, Instant},
 };
@@ -29,6 +30,10 @@ const RESET_LOOK: Duration = Duration::from_millis(1);
 /// file and reads again once it answered what it read (model and soc
 /// modes): read() may wait for the frames, and doorbells for that read().
 pub const READ_LOOP: u32 = uapi::user_declare_flags::READ_WAITS | uapi::user_declare_flags::TAKES_DOORBELLS;
+
+/// Bytes one read() takes at most: every frame the device may have
+/// outstanding (4 streams of 16), and room for any inline block.
+const READ_BYTES: usize = 16 << 10;
 
 /// Runs a control-node ioctl on `arg` (every one is `_IOWR`).
 macro_rules! control_ioctl {
@@ -61,10 +66,34 @@ impl Ready {
     }
 }
 
+/// A command frame read from the control file.
+pub struct Frame {
+    /// The dialect's frame.
+    pub bytes: Vec<u8>,
+    /// A KERNEL frame's launch block, as the kernel read it when the frame
+    /// was read (`INLINE_BLOCKS`); None where it did not: read it with
+    /// [`Control::host_read`].
+    pub block: Option<Block>,
+}
+
+/// A launch block the kernel inlined after its KERNEL frame.
+pub struct Block {
+    /// Its DMA address, as the frame names it.
+    pub addr: u64,
+    pub bytes: Vec<u8>,
+}
+
+impl Block {
+    /// Whether it is the `len` bytes of host memory at DMA address `addr`.
+    pub fn is(&self, addr: u64, len: usize) -> bool {
+        self.addr == addr && self.bytes.len() == len
+    }
+}
+
 /// What [`Control::next`] found.
 pub enum Incoming {
-    /// Frames to run, each `frame_size` bytes (none after a signal).
-    Frames(Vec<Vec<u8>>),
+    /// Frames to run (none after a signal).
+    Frames(Vec<Frame>),
     /// The kernel reset the device: acknowledge with [`Control::ack_reset`].
     Reset,
 }
@@ -72,9 +101,14 @@ pub enum Incoming {
 /// An open control file; the device it declared lives as long as it.
 pub struct Control {
     fd: OwnedFd,
-    frame_size: usize,
+    /// The declared device's (none before [`Control::declare`]).
+    dialect: Option<&'static dyn Dialect>,
     /// The kernel took `READ_WAITS`: read() waits for frames.
     read_waits: bool,
+    /// The kernel took `INLINE_BLOCKS`: a KERNEL frame's block follows it.
+    inline_blocks: bool,
+    /// What read() fills, kept from read to read.
+    buf: RefCell<Vec<u8>>,
     /// When a poll or a read last found no reset pending.
     no_reset_at: Cell<Instant>,
 }
@@ -84,28 +118,38 @@ impl Control {
     pub fn open(path: &str) -> Result<Self> {
         let fd = open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| Error::os(format!("open {path} (radiance.ko loaded? CAP_SYS_ADMIN?)"), e))?;
-        Ok(Self { fd, frame_size: 0, read_waits: false, no_reset_at: Cell::new(Instant::now()) })
+        Ok(Self {
+            fd,
+            dialect: None,
+            read_waits: false,
+            inline_blocks: false,
+            buf: RefCell::new(vec![0; READ_BYTES]),
+            no_reset_at: Cell::new(Instant::now()),
+        })
     }
 
-    /// Declares the device; returns N of `/dev/radianceN`. A module that
-    /// refuses a flag (EINVAL: `TAKES_DOORBELLS` before ABI 1.12,
-    /// `READ_WAITS` before 1.11) is asked again without the newest one it
-    /// was given; without `READ_WAITS`, [`Control::next`] polls before it
-    /// reads.
+    /// Declares the device, asking for `INLINE_BLOCKS` besides `decl`'s
+    /// flags (this reads them); returns N of `/dev/radianceN`. A module
+    /// that refuses a flag (EINVAL: `INLINE_BLOCKS` before ABI 1.13,
+    /// `TAKES_DOORBELLS` before 1.12, `READ_WAITS` before 1.11) is asked
+    /// again without the newest one it was given; without `READ_WAITS`,
+    /// [`Control::next`] polls before it reads.
     pub fn declare(&mut self, decl: &mut uapi::UserDeclare) -> Result<u32> {
-        use uapi::user_declare_flags::{READ_WAITS, TAKES_DOORBELLS};
+        use uapi::user_declare_flags::{INLINE_BLOCKS, READ_WAITS, TAKES_DOORBELLS};
         let dialect = radiance_gluon::by_id(decl.dialect)
             .ok_or_else(|| Error::Usage(format!("dialect {} is not known", decl.dialect)))?;
+        decl.flags |= INLINE_BLOCKS;
         let mut declared = declare_ioctl(self.fd.as_fd(), decl);
-        for newest in [TAKES_DOORBELLS, READ_WAITS] {
+        for newest in [INLINE_BLOCKS, TAKES_DOORBELLS, READ_WAITS] {
             if declared == Err(Errno::INVAL) && decl.flags & newest != 0 {
                 decl.flags &= !newest;
                 declared = declare_ioctl(self.fd.as_fd(), decl);
             }
         }
         declared.map_err(|e| Error::os("USER_DECLARE", e))?;
-        self.frame_size = dialect.frame_size();
+        self.dialect = Some(dialect);
         self.read_waits = decl.flags & READ_WAITS != 0;
+        self.inline_blocks = decl.flags & INLINE_BLOCKS != 0;
         Ok(decl.device_index)
     }
 
@@ -159,9 +203,8 @@ impl Control {
     }
 
     /// Frames that may be read now (none after a reset not yet
-    /// acknowledged), each `frame_size` bytes; for a server that polls
-    /// (not `READ_WAITS`).
-    pub fn read_frames(&self) -> Result<Vec<Vec<u8>>> {
+    /// acknowledged); for a server that polls (not `READ_WAITS`).
+    pub fn read_frames(&self) -> Result<Vec<Frame>> {
         match self.read() {
             Ok(frames) => Ok(frames),
             Err(Errno::AGAIN | Errno::CONNRESET) => Ok(Vec::new()),
@@ -169,10 +212,21 @@ impl Control {
         }
     }
 
-    fn read(&self) -> rustix::io::Result<Vec<Vec<u8>>> {
-        let mut buf = vec![0u8; 64 * self.frame_size.max(1)];
-        let n = read(&self.fd, &mut buf)?;
-        Ok(buf[..n].chunks_exact(self.frame_size).map(<[u8]>::to_vec).collect())
+    fn read(&self) -> rustix::io::Result<Vec<Frame>> {
+        let dialect = self.dialect.ok_or(Errno::NXIO)?;
+        let mut buf = self.buf.borrow_mut();
+        let n = read(&self.fd, &mut buf[..])?;
+        let mut bytes = &buf[..n];
+        let mut frames = Vec::new();
+        while let Some((frame, rest)) = bytes.split_at_checked(dialect.frame_size()) {
+            bytes = rest;
+            let mut block = None;
+            if let (true, Ok((_, Command::Kernel { host_addr, .. }))) = (self.inline_blocks, dialect.decode(frame)) {
+                (block, bytes) = inline_block(host_addr, bytes).ok_or(Errno::PROTO)?;
+            }
+            frames.push(Frame { bytes: frame.to_vec(), block });
+        }
+        Ok(frames)
     }
 
     /// Answers the oldest command of the response's stream. A response the
@@ -188,6 +242,18 @@ impl Control {
     /// reset itself.
     pub fn ack_reset(&self) -> Result<()> {
         reset_ioctl(self.fd.as_fd(), &mut uapi::UserReset::default()).map_err(|e| Error::os("USER_RESET", e))
+    }
+
+    /// Reads the launch block at DMA address `addr` into `dst`: from
+    /// `inlined` if it is that block, else through the kernel.
+    pub fn read_block(&self, inlined: Option<&Block>, addr: u64, dst: &mut [u8]) -> rustix::io::Result<()> {
+        match inlined.filter(|b| b.is(addr, dst.len())) {
+            Some(b) => {
+                dst.copy_from_slice(&b.bytes);
+                Ok(())
+            }
+            None => self.host_read(addr, dst),
+        }
     }
 
     /// Reads host memory at DMA address `addr` into `dst`.
@@ -221,6 +287,19 @@ impl Control {
         }
         Ok(())
     }
+}
+
+/// What follows a KERNEL frame at `addr` in `bytes` (`INLINE_BLOCKS`): its
+/// block, if the kernel inlined it, and what comes after; None if `bytes`
+/// is cut short.
+fn inline_block(addr: u64, bytes: &[u8]) -> Option<(Option<Block>, &[u8])> {
+    let (header, rest) = bytes.split_at_checked(std::mem::size_of::<uapi::UserInlineBlock>())?;
+    let len = u32::from_ne_bytes(header[..4].try_into().ok()?) as usize;
+    if len == 0 {
+        return Some((None, rest));
+    }
+    let (block, rest) = rest.split_at_checked(len.next_multiple_of(8))?;
+    Some((Some(Block { addr, bytes: block[..len].to_vec() }), rest))
 }
 
 /// A declaration with `name` filled in.

@@ -5,7 +5,7 @@
 //! VRAM in this process and host memory reached through the control node.
 
 use crate::{
-    control::{self, declaration, Control, Incoming},
+    control::{self, declaration, Block, Control, Incoming},
     error::Result,
     vram::Vram,
 };
@@ -14,7 +14,7 @@ use radiance_gluon::{
     Dialect,
 };
 use std::{
-    cell::Cell,
+    cell::{Cell, RefCell},
     sync::atomic::{AtomicU64, Ordering},
     time::Instant,
 };
@@ -79,12 +79,24 @@ pub struct Mem<H> {
     vram: Vram,
     /// A reset was seen while a command ran.
     aborted: Cell<bool>,
+    /// The running KERNEL frame's launch block, as the kernel inlined it:
+    /// host memory there needs no read through the kernel.
+    block: RefCell<Option<Block>>,
 }
 
 impl<H: Host> Mem<H> {
     /// `vram_size` bytes of zeroed VRAM, host memory through `host`.
     pub fn new(host: H, vram_size: u64) -> Self {
-        Self { host, vram: Vram::new(vram_size as usize), aborted: Cell::new(false) }
+        Self { host, vram: Vram::new(vram_size as usize), aborted: Cell::new(false), block: RefCell::new(None) }
+    }
+
+    /// Runs `f` with `block`, a frame's inline block, standing in for the
+    /// host memory it was read from.
+    fn with_block<T>(&self, block: Option<Block>, f: impl FnOnce() -> T) -> T {
+        *self.block.borrow_mut() = block;
+        let result = f();
+        *self.block.borrow_mut() = None;
+        result
     }
 }
 
@@ -98,7 +110,13 @@ impl<H: Host> Memory for Mem<H> {
     }
 
     fn host_to_vram(&self, host: u64, vram: u64, len: u32) -> std::result::Result<(), MemError> {
-        self.vram.with_mut(vram, len as usize, |v| self.host.read(host, v))?
+        self.vram.with_mut(vram, len as usize, |v| match &*self.block.borrow() {
+            Some(b) if b.is(host, v.len()) => {
+                v.copy_from_slice(&b.bytes);
+                Ok(())
+            }
+            _ => self.host.read(host, v),
+        })?
     }
 
     fn vram_to_host(&self, vram: u64, host: u64, len: u32) -> std::result::Result<(), MemError> {
@@ -198,7 +216,9 @@ pub fn serve_declared(control: &Control, opts: &ModelOptions, served: &Served) -
                 for frame in frames {
                     // None: a reset came while it ran; the frames after it
                     // are gone too.
-                    let Some(response) = model.run(&mem, &frame) else { break };
+                    let Some(response) = mem.with_block(frame.block, || model.run(&mem, &frame.bytes)) else {
+                        break;
+                    };
                     served.ran.fetch_add(1, Ordering::Relaxed);
                     served.stamp(&served.answering_ns);
                     control.respond(&response)?;

@@ -24,7 +24,7 @@
 //! - It may die without answering: every command has the same deadline.
 
 use crate::{
-    control::{declaration, Control, Ready},
+    control::{declaration, Control, Frame, Ready},
     error::{Error, Result},
     handshake::{self, Handshake, Staging},
     sim_config::Shape,
@@ -103,7 +103,7 @@ struct InFlight {
 #[derive(Default)]
 struct Stream {
     /// Frames from the kernel, not yet sent.
-    queue: VecDeque<Vec<u8>>,
+    queue: VecDeque<Frame>,
     at_sim: Option<InFlight>,
 }
 
@@ -256,7 +256,7 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
         }
         if ctl.frames {
             for frame in control.read_frames()? {
-                let s = usize::from(frame[0]);
+                let s = usize::from(frame.bytes[0]);
                 streams.get_mut(s).ok_or_else(|| Error::Sim(format!("a frame for stream {s}")))?.queue.push_back(frame);
             }
         }
@@ -285,11 +285,11 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
                 continue;
             }
             let Some(frame) = streams[s].queue.front() else { continue };
-            let engine = sim.dialect.decode(frame).ok().map(|(_, c)| Engine::of(&c));
+            let engine = sim.dialect.decode(&frame.bytes).ok().map(|(_, c)| Engine::of(&c));
             if engine.is_some_and(|e| streams.iter().any(|t| t.at_sim.as_ref().is_some_and(|f| f.engine == e))) {
                 continue;
             }
-            let frame = streams[s].queue.pop_front().unwrap_or_default();
+            let Some(frame) = streams[s].queue.pop_front() else { continue };
             streams[s].at_sim = send(&control, &mut sim, s, &frame)?;
             next = (s + 1) % STREAMS;
         }
@@ -313,7 +313,7 @@ fn wait(control: &Control, sock: &UnixStream) -> Result<(Ready, bool)> {
 /// addresses to the arena's, and sends it. A frame that cannot be staged
 /// is answered with a DMA error without reaching the sim (None: nothing at
 /// the sim).
-fn send(control: &Control, sim: &mut Sim, s: usize, frame: &[u8]) -> Result<Option<InFlight>> {
+fn send(control: &Control, sim: &mut Sim, s: usize, frame: &Frame) -> Result<Option<InFlight>> {
     let dialect = sim.dialect;
     let fail = || {
         control
@@ -324,14 +324,14 @@ fn send(control: &Control, sim: &mut Sim, s: usize, frame: &[u8]) -> Result<Opti
             }))
             .map(|()| None)
     };
-    let Ok((_, cmd)) = dialect.decode(frame) else {
+    let Ok((_, cmd)) = dialect.decode(&frame.bytes) else {
         return fail();
     };
     let mut copy_back = None;
     let staged = match cmd {
         Command::Kernel { host_addr, size, gpu_addr } => {
             let Some((addr, block)) = sim.staging.arena(s, size as usize) else { return fail() };
-            if control.host_read(host_addr, block).is_err() {
+            if control.read_block(frame.block.as_ref(), host_addr, block).is_err() {
                 return fail();
             }
             // gluon-sim prints to its console: no printf ring reaches the host.

@@ -18,7 +18,7 @@
 //! A link that fails ends the bridge, and with it the device.
 
 use crate::{
-    control::{self, declaration, Control, Incoming},
+    control::{self, declaration, Block, Control, Incoming},
     error::{Error, Result},
     link::{self, Link, LinkError, LinkResult, MAX_ACCESS},
     soc_map::*,
@@ -329,11 +329,13 @@ impl<L: Link> Memory for SocMem<'_, L> {
     }
 }
 
-/// KERNEL: the launch block from host memory, the launch on the SoC, what
-/// it printed to the launch's printf buffer. None if a reset aborted it.
+/// KERNEL: the launch block from host memory (or as the kernel inlined
+/// it), the launch on the SoC, what it printed to the launch's printf
+/// buffer. None if a reset aborted it.
 fn kernel<L: Link>(
     mem: &SocMem<'_, L>,
     stream: u8,
+    inlined: Option<&Block>,
     host_addr: u64,
     size: u32,
 ) -> LinkResult<Option<[u8; RESPONSE_SIZE]>> {
@@ -344,7 +346,7 @@ fn kernel<L: Link>(
     // The SoC's kernels read their arguments from the argument page, not
     // from a launch block in VRAM: the block stays in the bridge.
     let mut block = vec![0; size as usize];
-    if mem.control.host_read(host_addr, &mut block).is_err() {
+    if mem.control.read_block(inlined, host_addr, &mut block).is_err() {
         return Ok(respond(gluon_err::DMA, 0, 0));
     }
     let Some(launched) = mem.soc.launch(&Sim16, &block, &|| mem.aborted())? else { return Ok(None) };
@@ -399,11 +401,11 @@ pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
         if !mem.aborted.get() {
             if let Incoming::Frames(frames) = control.next()? {
                 for frame in frames {
-                    let response = match Sim16.decode(&frame) {
+                    let response = match Sim16.decode(&frame.bytes) {
                         Ok((stream, Command::Kernel { host_addr, size, .. })) if stream < STREAMS => {
-                            kernel(&mem, stream, host_addr, size)?
+                            kernel(&mem, stream, frame.block.as_ref(), host_addr, size)?
                         }
-                        _ => model.run(&mem, &frame),
+                        _ => model.run(&mem, &frame.bytes),
                     };
                     if let Some(e) = soc.failed.borrow_mut().take() {
                         return Err(e.into());
