@@ -10,8 +10,8 @@
 //! next to nothing, so that what is measured is the path):
 //! - through the device: LAUNCH_DESC published, then spun on until the
 //!   queue's read index passes it (the kernel builds the launch block, the
-//!   bridge reads the KERNEL frame, DMAs the block in through the kernel,
-//!   runs it and answers);
+//!   bridge reads the KERNEL frame with the block after it, runs it and
+//!   answers);
 //! - straight: `Model::run` of the KERNEL frame over the same launch block,
 //!   in memory of this process.
 //!
@@ -231,10 +231,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         println!("a launch through the device, {when}, from its start (medians over every launch):");
         println!("  published, QUEUE_KICK returned                  {:>8.0} ns", moment(0));
         println!("  the server's read() returned with the frame     {:>8.0} ns", moment(1));
-        println!(
-            "  it began to write the answer (after USER_HOST_READ of the block, the model run) {:>8.0} ns",
-            moment(2)
-        );
+        println!("  it began to write the answer (the model run)    {:>8.0} ns", moment(2));
         println!("  seen complete (the write's pass)                {:>8.0} ns", moment(3));
     }
     Ok(())
