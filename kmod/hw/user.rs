@@ -47,8 +47,7 @@
 //!   write() or read() runs the pass ([`Gluon::take_doorbell`]).
 //! - A server that declared `INLINE_BLOCKS` reads each KERNEL frame's
 //!   launch block right after it ([`User::inline_block`]): a launch then
-//!   costs it no USER_HOST_READ, a system call as dear as the rest of its
-//!   round trip to the kernel.
+//!   costs it no USER_HOST_READ, one system call fewer per launch.
 //! - When the server goes, everything fails with ENODEV.
 
 use kernel::{
@@ -139,7 +138,7 @@ struct Block {
     len: u32,
 }
 
-/// Whether a frame goes into a read() ([`User::block_of`]).
+/// Whether a frame goes into a read() ([`User::fit`]).
 enum Fit {
     /// It waits for the next read().
     Waits,
@@ -352,13 +351,14 @@ pub(crate) struct User {
     takes_doorbells: bool,
     /// USER_DECLARE's `INLINE_BLOCKS`.
     inline_blocks: bool,
+    /// Lock order: before the windows' lock, which reading an inline
+    /// block takes under it.
     #[pin]
     channel: Mutex<Channel>,
     /// Woken when the server may read, or has a reset to acknowledge.
     #[pin]
     ready: PollCondVar,
-    /// Lock order: after `channel`, never held while taking it (as the
-    /// windows' lock, taken under `channel` to read an inline block).
+    /// Lock order: after `channel`, never held while taking it.
     #[pin]
     irq: Mutex<Option<Arc<dyn Interrupt>>>,
 }
@@ -551,7 +551,7 @@ impl User {
                 Next::ScrubCommand | Next::ScrubDone => None,
             };
             let block = match queued {
-                Some(Pending::Frame(frame)) => match self.block_of(frame, max, out.len()) {
+                Some(Pending::Frame(frame)) => match self.fit(frame, max, out.len()) {
                     Fit::Waits => break,
                     Fit::Goes(block) => block,
                 },
@@ -626,7 +626,7 @@ impl User {
     /// filled: with `INLINE_BLOCKS`, a KERNEL frame takes its block after
     /// it, whole where it fits; one that would fit an empty read waits for
     /// the next read rather than go without it.
-    fn block_of(&self, frame: &Frame, max: usize, used: usize) -> Fit {
+    fn fit(&self, frame: &Frame, max: usize, used: usize) -> Fit {
         if !self.inline_blocks {
             return Fit::Goes(None);
         }
