@@ -47,12 +47,20 @@ use crate::{
 /// Most bytes of responses one write() takes.
 const MAX_WRITE: usize = 4096;
 
+/// Bytes of responses a write() takes through the stack: a server answers
+/// a few commands at a time, and an allocation per answer is a good part
+/// of what the answer costs the kernel.
+const STACK_WRITE: usize = 16 * RESPONSE_SIZE;
+
 /// The device a control file serves.
 struct Served {
     user: Arc<User>,
     node: Pin<KBox<DeviceNode>>,
     /// USER_DECLARE's `READ_WAITS`: read() waits for a frame.
     read_waits: bool,
+    /// What read() fills, kept from one to the next (no allocation per
+    /// read); a read() that finds it taken by another makes its own.
+    read_buf: KVec<u8>,
 }
 
 /// An open control file: a server, and the device it declared.
@@ -90,13 +98,15 @@ impl ControlFile {
             user,
             node,
             read_waits: args.flags & uapi::user_declare_flags::READ_WAITS != 0,
+            read_buf: KVec::new(),
         });
         Ok(())
     }
 
     /// `f` of the declared device; ENXIO before USER_DECLARE.
-    fn with_served<R>(&self, f: impl FnOnce(&Served) -> R) -> Result<R> {
-        self.served.lock().as_ref().map(f).ok_or(ENXIO)
+    fn with_served<R>(&self, f: impl FnOnce(&mut Served) -> R) -> Result<R> {
+        let mut served = self.served.lock();
+        Option::as_mut(&mut *served).map(f).ok_or(ENXIO)
     }
 
     /// The backend of the declared device; ENXIO before USER_DECLARE.
@@ -133,11 +143,17 @@ impl NodeFile for ControlFile {
     /// for one if the server declared `READ_WAITS` (and the file is not
     /// O_NONBLOCK).
     fn read(this: ArcBorrow<'_, Self>, out: &mut IovIterDest<'_>, nonblock: bool) -> Result<usize> {
-        let (user, read_waits) = this.with_served(|s| (s.user.clone(), s.read_waits))?;
-        let frames = user.read_frames(out.len(), read_waits && !nonblock)?;
+        let (user, read_waits, mut frames) = this.with_served(|s| {
+            let buf = core::mem::take(&mut s.read_buf);
+            (s.user.clone(), s.read_waits, buf)
+        })?;
+        let read = user.read_frames(&mut frames, out.len(), read_waits && !nonblock);
         // Taken from the channel already: a server that hands a bad buffer
         // loses them, and the watchdog resets the device.
-        match out.copy_to_iter(&frames) {
+        let copied = read.map(|()| out.copy_to_iter(&frames));
+        // The served device outlives the file's declaration: it is there.
+        let _ = this.with_served(|s| s.read_buf = frames);
+        match copied? {
             0 => Err(EFAULT),
             n => Ok(n),
         }
@@ -147,8 +163,16 @@ impl NodeFile for ControlFile {
     fn write(this: ArcBorrow<'_, Self>, src: &mut IovIterSource<'_>) -> Result<usize> {
         let user = this.user()?;
         let want = src.len().min(MAX_WRITE);
-        let mut bytes = KVec::from_elem(0u8, want, GFP_KERNEL)?;
-        let mut n = src.copy_from_iter(&mut bytes);
+        let mut stack = [0u8; STACK_WRITE];
+        let mut heap;
+        let bytes = match stack.get_mut(..want) {
+            Some(bytes) => bytes,
+            None => {
+                heap = KVec::from_elem(0u8, want, GFP_KERNEL)?;
+                &mut heap[..]
+            }
+        };
+        let mut n = src.copy_from_iter(bytes);
         if n < want {
             // The caller's buffer faulted: the whole responses before the
             // fault count, and none is EFAULT, as for any write(2).

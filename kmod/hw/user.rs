@@ -484,18 +484,18 @@ impl User {
         }
     }
 
-    /// read(): as many whole frames as fit in `max` bytes, in order (with
-    /// `INLINE_BLOCKS`, each KERNEL frame followed by its block). EINVAL if
-    /// not even one fits. If none may be read now: EAGAIN, or with `wait`,
-    /// sleeps until one may, a reset is pending (ECONNRESET) or a signal
-    /// comes (ERESTARTSYS). Runs the pass of a doorbell the device took
-    /// first, which may give it frames.
-    pub(crate) fn read_frames(&self, max: usize, wait: bool) -> Result<KVec<u8>> {
+    /// read(): into `out` (emptied first), as many whole frames as fit in
+    /// `max` bytes, in order (with `INLINE_BLOCKS`, each KERNEL frame
+    /// followed by its block). EINVAL if not even one fits. If none may be
+    /// read now: EAGAIN, or with `wait`, sleeps until one may, a reset is
+    /// pending (ECONNRESET) or a signal comes (ERESTARTSYS). Runs the pass
+    /// of a doorbell the device took first, which may give it frames.
+    pub(crate) fn read_frames(&self, out: &mut KVec<u8>, max: usize, wait: bool) -> Result {
+        out.clear();
         let header = if self.inline_blocks { INLINE_HEADER } else { 0 };
         if max < self.desc.dialect.frame_size() + header {
             return Err(EINVAL);
         }
-        let mut out = KVec::new();
         let mut ch = self.channel.lock();
         ch.returning = false;
         loop {
@@ -505,10 +505,10 @@ impl User {
             if ch.reset_pending {
                 return Err(ECONNRESET);
             }
-            self.take_frames(&mut ch, max, &mut out)?;
+            self.take_frames(&mut ch, max, out)?;
             if !out.is_empty() {
                 ch.progress = Instant::now();
-                return Ok(out);
+                return Ok(());
             }
             if core::mem::take(&mut ch.doorbell) {
                 drop(ch);
