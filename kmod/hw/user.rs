@@ -131,6 +131,15 @@ fn padded(len: usize) -> usize {
     len.next_multiple_of(8)
 }
 
+/// Appends `bytes` to `out` as one copy (`extend_from_slice` clones byte
+/// by byte: a few hundred instructions per frame read).
+fn append(out: &mut KVec<u8>, bytes: &[u8]) -> Result {
+    let at = out.len();
+    out.resize(at + bytes.len(), 0, GFP_KERNEL)?;
+    out.get_mut(at..).ok_or(EINVAL)?.copy_from_slice(bytes);
+    Ok(())
+}
+
 /// An inline block: `len` bytes of host memory at DMA address `addr` (0:
 /// only the header goes).
 struct Block {
@@ -584,7 +593,7 @@ impl User {
                         (scrub.issued, scrub.beside) = (scrub.issued + n, 0);
                         match dialect.encode(0, &cmd) {
                             Ok(frame) => {
-                                out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                                append(out, frame.as_bytes())?;
                                 if let Some(n) = scrubbing.first_mut() {
                                     *n += 1;
                                 }
@@ -604,7 +613,7 @@ impl User {
             };
             // The scheduler encoded it: it names a stream we have.
             if let Some((stream, frame)) = frame {
-                out.extend_from_slice(frame.as_bytes(), GFP_KERNEL)?;
+                append(out, frame.as_bytes())?;
                 if let Some(block) = block {
                     self.inline_block(out, block)?;
                 }
