@@ -60,7 +60,9 @@ struct Served {
     read_waits: bool,
     /// What read() fills, kept from one to the next (no allocation per
     /// read); a read() that finds it taken by another makes its own.
-    read_buf: KVec<u8>,
+    /// Falls back to vmalloc: a read of many launches with their blocks
+    /// inline needs more than a few pages.
+    read_buf: KVVec<u8>,
 }
 
 /// An open control file: a server, and the device it declared.
@@ -98,7 +100,7 @@ impl ControlFile {
             user,
             node,
             read_waits: args.flags & uapi::user_declare_flags::READ_WAITS != 0,
-            read_buf: KVec::new(),
+            read_buf: KVVec::new(),
         });
         Ok(())
     }

@@ -133,7 +133,7 @@ fn padded(len: usize) -> usize {
 
 /// Appends `bytes` to `out` as one copy (`extend_from_slice` clones byte
 /// by byte: a few hundred instructions per frame read).
-fn append(out: &mut KVec<u8>, bytes: &[u8]) -> Result {
+fn append(out: &mut KVVec<u8>, bytes: &[u8]) -> Result {
     let at = out.len();
     out.resize(at + bytes.len(), 0, GFP_KERNEL)?;
     out.get_mut(at..).ok_or(EINVAL)?.copy_from_slice(bytes);
@@ -499,7 +499,7 @@ impl User {
     /// read now: EAGAIN, or with `wait`, sleeps until one may, a reset is
     /// pending (ECONNRESET) or a signal comes (ERESTARTSYS). Runs the pass
     /// of a doorbell the device took first, which may give it frames.
-    pub(crate) fn read_frames(&self, out: &mut KVec<u8>, max: usize, wait: bool) -> Result {
+    pub(crate) fn read_frames(&self, out: &mut KVVec<u8>, max: usize, wait: bool) -> Result {
         out.clear();
         let header = if self.inline_blocks { INLINE_HEADER } else { 0 };
         if max < self.desc.dialect.frame_size() + header {
@@ -539,7 +539,7 @@ impl User {
 
     /// Moves to `out` as many whole frames as fit in `max` bytes, each
     /// KERNEL frame with its block if the server declared `INLINE_BLOCKS`.
-    fn take_frames(&self, ch: &mut Channel, max: usize, out: &mut KVec<u8>) -> Result {
+    fn take_frames(&self, ch: &mut Channel, max: usize, out: &mut KVVec<u8>) -> Result {
         let dialect = self.desc.dialect;
         let size = dialect.frame_size();
         while out.len() + size <= max {
@@ -664,7 +664,7 @@ impl User {
     /// then `block.len` bytes of host memory and zeros up to 8 bytes; the
     /// header alone, saying 0, where no window holds the block (the server
     /// then gets USER_HOST_READ's EFAULT, as without the flag).
-    fn inline_block(&self, out: &mut KVec<u8>, block: Block) -> Result {
+    fn inline_block(&self, out: &mut KVVec<u8>, block: Block) -> Result {
         let at = out.len();
         let body = at + INLINE_HEADER;
         let len = block.len as usize;

@@ -925,10 +925,12 @@ TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
 	ASSERT_NE(MAP_FAILED, b1);
 	ASSERT_NE(MAP_FAILED, b2);
 
-	/* Two launches on two streams, read at once: each block after its
-	 * frame. */
+	/* Two launches on two streams, read at once (both queued for the
+	 * server first: a doorbell's pass may run in a worker): each block
+	 * after its frame. */
 	launch_counting(&o.q, h1, b1, 100, 3);
 	launch_counting(&q2, h2, b2, 200, 9);
+	ASSERT_EQ(0, wait_issued(o.w, 2));
 	n = read(ctl, buf, sizeof(buf));
 	at = check_record(_metadata, ctl, buf, n, 1, 100, 3);
 	EXPECT_EQ(n, at + check_record(_metadata, ctl, buf + at, n - at, 1, 200, 9));
@@ -940,6 +942,7 @@ TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
 	 * one that does not fit the buffer goes without it. */
 	launch_counting(&o.q, h1, b1, 300, 5);
 	launch_counting(&q2, h2, b2, 400, 7);
+	ASSERT_EQ(0, wait_issued(o.w, 4));
 	EXPECT_EQ(-1, read(ctl, buf, 16 + sizeof(struct radiance_user_inline_block) - 1));
 	EXPECT_EQ(EINVAL, errno);
 	/* The first launch's block: 3 params, 12 bytes, less than this one. */
