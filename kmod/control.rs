@@ -153,7 +153,8 @@ impl NodeFile for ControlFile {
         // Taken from the channel already: a server that hands a bad buffer
         // loses them, and the watchdog resets the device.
         let copied = read.map(|()| out.copy_to_iter(&frames));
-        // The served device outlives the file's declaration: it is there.
+        // Kept for the next read(); a declared device stays declared for
+        // the file's life, so this finds it.
         let _ = this.with_served(|s| s.read_buf = frames);
         match copied? {
             0 => Err(EFAULT),
