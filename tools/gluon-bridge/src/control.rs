@@ -84,9 +84,21 @@ pub struct Block {
 }
 
 impl Block {
-    /// Whether it is the `len` bytes of host memory at DMA address `addr`.
-    pub fn is(&self, addr: u64, len: usize) -> bool {
-        self.addr == addr && self.bytes.len() == len
+    /// Fills `dst` with host memory at DMA address `addr`: from `inlined`
+    /// if it is those bytes, else by `read`.
+    pub fn read_or<E>(
+        inlined: Option<&Block>,
+        addr: u64,
+        dst: &mut [u8],
+        read: impl FnOnce(&mut [u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        match inlined.filter(|b| b.addr == addr && b.bytes.len() == dst.len()) {
+            Some(b) => {
+                dst.copy_from_slice(&b.bytes);
+                Ok(())
+            }
+            None => read(dst),
+        }
     }
 }
 
@@ -247,13 +259,7 @@ impl Control {
     /// Reads the launch block at DMA address `addr` into `dst`: from
     /// `inlined` if it is that block, else through the kernel.
     pub fn read_block(&self, inlined: Option<&Block>, addr: u64, dst: &mut [u8]) -> rustix::io::Result<()> {
-        match inlined.filter(|b| b.is(addr, dst.len())) {
-            Some(b) => {
-                dst.copy_from_slice(&b.bytes);
-                Ok(())
-            }
-            None => self.host_read(addr, dst),
-        }
+        Block::read_or(inlined, addr, dst, |dst| self.host_read(addr, dst))
     }
 
     /// Reads host memory at DMA address `addr` into `dst`.

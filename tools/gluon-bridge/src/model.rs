@@ -110,12 +110,8 @@ impl<H: Host> Memory for Mem<H> {
     }
 
     fn host_to_vram(&self, host: u64, vram: u64, len: u32) -> std::result::Result<(), MemError> {
-        self.vram.with_mut(vram, len as usize, |v| match &*self.block.borrow() {
-            Some(b) if b.is(host, v.len()) => {
-                v.copy_from_slice(&b.bytes);
-                Ok(())
-            }
-            _ => self.host.read(host, v),
+        self.vram.with_mut(vram, len as usize, |v| {
+            Block::read_or(self.block.borrow().as_ref(), host, v, |v| self.host.read(host, v))
         })?
     }
 
