@@ -233,8 +233,10 @@ impl Control {
         while let Some((frame, rest)) = bytes.split_at_checked(dialect.frame_size()) {
             bytes = rest;
             let mut block = None;
-            if let (true, Ok((_, Command::Kernel { host_addr, .. }))) = (self.inline_blocks, dialect.decode(frame)) {
-                (block, bytes) = inline_block(host_addr, bytes).ok_or(Errno::PROTO)?;
+            if self.inline_blocks {
+                if let Ok((_, Command::Kernel { host_addr, .. })) = dialect.decode(frame) {
+                    (block, bytes) = inline_block(host_addr, bytes).ok_or(Errno::PROTO)?;
+                }
             }
             frames.push(Frame { bytes: frame.to_vec(), block });
         }
