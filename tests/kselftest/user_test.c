@@ -870,6 +870,18 @@ static void launch_counting(struct queue *q, int h, uint8_t *blk, uint32_t first
 	queue_publish(q);
 }
 
+/* A mappable page of host memory of `fd`, its handle (or -errno) in `*h`:
+ * its mapping, or MAP_FAILED. */
+static uint8_t *host_page(int fd, int *h)
+{
+	struct radiance_bo_create c;
+
+	*h = radiance_bo_create(fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &c);
+	if (*h < 0)
+		return MAP_FAILED;
+	return mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, c.mmap_offset);
+}
+
 /* Checks the KERNEL frame at `rec` (`n` bytes read from there on) of a
  * launch_counting(`first`, `nparams`), and the inline block after it,
  * whole if `inlined`, else the header saying 0; answers it. Returns the
@@ -906,7 +918,6 @@ static ssize_t check_record(struct __test_metadata *_metadata, int ctl, const ui
 TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
 {
 	uint8_t buf[2 * (24 + RADIANCE_USER_INLINE_BLOCK_MAX)], *b1, *b2;
-	struct radiance_bo_create c1, c2;
 	int ctl, h1, h2;
 	struct own o, plain;
 	struct queue q2;
@@ -916,12 +927,10 @@ TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
 	ctl = o.w->ctl;
 	/* Its own stream: the fewest queues. */
 	ASSERT_EQ(0, queue_open(o.fd, 16, &q2));
-	h1 = radiance_bo_create(o.fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &c1);
-	h2 = radiance_bo_create(o.fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &c2);
+	b1 = host_page(o.fd, &h1);
+	b2 = host_page(o.fd, &h2);
 	ASSERT_LT(0, h1);
 	ASSERT_LT(0, h2);
-	b1 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, o.fd, c1.mmap_offset);
-	b2 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, o.fd, c2.mmap_offset);
 	ASSERT_NE(MAP_FAILED, b1);
 	ASSERT_NE(MAP_FAILED, b2);
 
@@ -963,9 +972,8 @@ TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
 
 	/* Without the flag, a KERNEL frame comes alone. */
 	ASSERT_EQ(0, own_open(&plain, RADIANCE_USER_DECLARE_READ_WAITS));
-	h1 = radiance_bo_create(plain.fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, &c1);
+	b1 = host_page(plain.fd, &h1);
 	ASSERT_LT(0, h1);
-	b1 = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, plain.fd, c1.mmap_offset);
 	ASSERT_NE(MAP_FAILED, b1);
 	launch_counting(&plain.q, h1, b1, 500, 1);
 	EXPECT_EQ(16, read(plain.w->ctl, buf, sizeof(buf)));
