@@ -50,18 +50,26 @@ pub fn round_trip(
     queue: &mut kmod::Queue,
     put: impl FnOnce(&mut kmod::Queue) -> radiance::Result<()>,
 ) -> Result<Duration> {
-    let trip = timed_trip(queue, put, Instant::now())?;
-    Ok(Duration::from_nanos(trip.seen - trip.start))
+    Ok(timed_trip(queue, put, Instant::now())?.took())
 }
 
 /// A [`round_trip`]'s moments, in ns since an epoch.
 pub struct Trip {
     pub start: u64,
+    /// Its packets written, about to be published.
+    pub built: u64,
     /// Its packets published, and the doorbell rung if the queue asked
     /// for it (QUEUE_KICK returned).
     pub flushed: u64,
     /// Seen complete.
     pub seen: u64,
+}
+
+impl Trip {
+    /// From its start to seen complete.
+    pub fn took(&self) -> Duration {
+        Duration::from_nanos(self.seen - self.start)
+    }
 }
 
 /// [`round_trip`], timed from `epoch`.
@@ -73,6 +81,7 @@ pub fn timed_trip(
     let ns = || epoch.elapsed().as_nanos() as u64;
     let start = ns();
     put(queue).map_err(client_error)?;
+    let built = ns();
     queue.flush().map_err(client_error)?;
     let flushed = ns();
     while queue.completed() < queue.written() {
@@ -83,7 +92,7 @@ pub fn timed_trip(
     }
     let seen = ns();
     queue.finish(None).map_err(client_error)?;
-    Ok(Trip { start, flushed, seen })
+    Ok(Trip { start, built, flushed, seen })
 }
 
 /// The median over `n` runs of `f`, in ns: a few wake-ups that take a tick

@@ -23,6 +23,14 @@
 //! and each after an idle gap in which the serving thread and the floor's
 //! fall asleep in read(), so that every trip pays a wake-up.
 //!
+//! Back to back, the floor's byte goes out the moment the last came back,
+//! while its thread is still in read() on its way to sleep; a launch's
+//! doorbell cannot ring that soon, as the client first writes the launch's
+//! packets, and meanwhile the serving thread falls asleep. So the floor is
+//! measured once more at the client's pace: each byte sent after as long
+//! as the client took, in the same round, from seeing one launch complete
+//! to having written the next.
+//!
 //! Prints medians of interleaved rounds and their ratios (times under TCG
 //! are noise, the ratios within one run are not), then where a launch
 //! through the device spends its time: the moments, from its start, at
@@ -114,7 +122,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     // the server, answered, seen complete.
     let epoch = serving.epoch.unwrap_or_else(Instant::now);
     let mut moments: Vec<[f64; 4]> = Vec::new();
-    let mut through_device = |gap: Duration, moments: &mut Vec<[f64; 4]>| -> Result<Duration> {
+    let mut through_device = |gap: Duration, moments: &mut Vec<[f64; 4]>| -> Result<bench::Trip> {
         idle(gap);
         let trip = bench::timed_trip(&mut queue, |q| q.launch(&device, &launch, kmod::Frame::default()), epoch)?;
         // Stamped by the server before it answered, which came before the
@@ -126,7 +134,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
             since(&serving.answering_ns),
             (trip.seen - trip.start) as f64,
         ]);
-        Ok(Duration::from_nanos(trip.seen - trip.start))
+        Ok(trip)
     };
 
     // The launch block the kernel builds: the header, then the params.
@@ -185,11 +193,22 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let (mut ratio, mut floor, mut over_floor) = (Vec::new(), Vec::new(), Vec::new());
     let (mut idle_device_ns, mut idle_wake_ns, mut idle_over_floor) = (Vec::new(), Vec::new(), Vec::new());
     let mut idle_moments = Vec::new();
+    let (mut pace_ns, mut paced_wake_ns, mut over_paced) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..opts.rounds {
-        let a = bench::median_of(opts.launches, || through_device(Duration::ZERO, &mut moments))?;
+        // From each launch seen complete to the next one's packets written.
+        let (mut paces, mut last_seen) = (Vec::new(), None);
+        let a = bench::median_of(opts.launches, || {
+            let trip = through_device(Duration::ZERO, &mut moments)?;
+            if let Some(seen) = last_seen.replace(trip.seen) {
+                paces.push((trip.built - seen) as f64);
+            }
+            Ok(trip.took())
+        })?;
         let b = bench::median_of(opts.launches, &mut straight)?;
         let w = bench::median_of(opts.launches, || wake(Duration::ZERO))?;
-        let ia = bench::median_of(opts.launches, || through_device(IDLE_GAP, &mut idle_moments))?;
+        let pace = Duration::from_nanos(bench::median(&mut paces) as u64);
+        let pw = bench::median_of(opts.launches, || wake(pace))?;
+        let ia = bench::median_of(opts.launches, || through_device(IDLE_GAP, &mut idle_moments).map(|t| t.took()))?;
         let iw = bench::median_of(opts.launches, || wake(IDLE_GAP))?;
         device_ns.push(a);
         straight_ns.push(b);
@@ -197,6 +216,9 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         ratio.push(a / b);
         floor.push((b + w) / b);
         over_floor.push(a / (b + w));
+        pace_ns.push(pace.as_nanos() as f64);
+        paced_wake_ns.push(pw);
+        over_paced.push(a / (b + pw));
         idle_device_ns.push(ia);
         idle_wake_ns.push(iw);
         idle_over_floor.push(ia / (b + iw));
@@ -222,6 +244,12 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         bench::median(&mut floor)
     );
     println!("  device / (straight + hand-off)   {:>10.2}", bench::median(&mut over_floor));
+    println!("  the client's pace (seen complete to next launch written) {:>6.0} ns", bench::median(&mut pace_ns));
+    println!("  hand-off round trip at that pace {:>10.0} ns", bench::median(&mut paced_wake_ns));
+    println!(
+        "  device / (straight + paced hand-off) {:>6.2}  (the floor at the client's pace)",
+        bench::median(&mut over_paced)
+    );
     println!("each after {} µs idle (the serving thread and the floor's asleep in read()):", IDLE_GAP.as_micros());
     println!("  through the bridge-served device {:>10.0} ns", bench::median(&mut idle_device_ns));
     println!("  wake-up round trip (the floor)   {:>10.0} ns", bench::median(&mut idle_wake_ns));

@@ -135,7 +135,8 @@ enum Mode {
         /// Interleaved rounds (the figures are their medians).
         #[arg(long, default_value_t = 7)]
         rounds: usize,
-        /// Launches per round on each side.
+        /// Launches per round on each side (at least 2: the client's pace
+        /// is timed between two).
         #[arg(long, default_value_t = 200)]
         launches: usize,
     },
@@ -238,8 +239,8 @@ fn run(cli: Cli) -> error::Result<()> {
             model::serve(control, &model::ModelOptions { dialect, gluon_sim, vram_mib })
         }
         Mode::BenchLaunch { dialect, gluon_sim, rounds, launches } => {
-            if rounds == 0 || launches == 0 {
-                return Err(error::Error::Usage("--rounds and --launches: at least 1".into()));
+            if rounds == 0 || launches < 2 {
+                return Err(error::Error::Usage("--rounds at least 1, --launches at least 2".into()));
             }
             let model = model::ModelOptions { dialect: dialect_named(&dialect)?, gluon_sim, vram_mib: 256 };
             let control = control::Control::open(&cli.control)?;
