@@ -197,7 +197,7 @@ impl Addressed for CudaBuffer {
 
 /// The cuda backend's object behind a [`Buffer`] of a cuda device.
 pub(super) fn cuda_buffer(b: &Buffer) -> Result<&CudaBuffer> {
-    b.backend().as_any().downcast_ref().ok_or_else(|| Error::WrongDevice("a buffer"))
+    b.backend().as_any().downcast_ref().ok_or(Error::WrongDevice("a buffer"))
 }
 
 impl Drop for CudaBuffer {

@@ -474,7 +474,7 @@ impl Drop for CudaSemaphore {
 /// The cuda backend's object behind a [`Semaphore`] of a cuda device.
 #[inline]
 pub(super) fn cuda_semaphore(s: &Semaphore) -> Result<&CudaSemaphore> {
-    s.backend().as_any().downcast_ref().ok_or_else(|| Error::WrongDevice("a semaphore"))
+    s.backend().as_any().downcast_ref().ok_or(Error::WrongDevice("a semaphore"))
 }
 
 impl BackendSemaphore for CudaSemaphore {
