@@ -26,10 +26,10 @@
 //! Back to back, the floor's byte goes out the moment the last came back,
 //! while its thread is still in read() on its way to sleep; a launch's
 //! doorbell cannot ring that soon, as the client first writes the launch's
-//! packets, and meanwhile the serving thread falls asleep. So the floor is
-//! measured once more at the client's pace: each byte sent after as long
-//! as the client took, in the same round, from seeing one launch complete
-//! to having written the next.
+//! packets, and meanwhile the serving thread falls asleep. So the hand-off
+//! is measured once more at the client's pace: each byte sent after as
+//! long as the client took, in the same round, from seeing one launch
+//! complete to having written the next.
 //!
 //! Prints medians of interleaved rounds and their ratios (times under TCG
 //! are noise, the ratios within one run are not), then where a launch
@@ -246,10 +246,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     println!("  device / (straight + hand-off)   {:>10.2}", bench::median(&mut over_floor));
     println!("  the client's pace (seen complete to next launch written) {:>6.0} ns", bench::median(&mut pace_ns));
     println!("  hand-off round trip at that pace {:>10.0} ns", bench::median(&mut paced_wake_ns));
-    println!(
-        "  device / (straight + paced hand-off) {:>6.2}  (the floor at the client's pace)",
-        bench::median(&mut over_paced)
-    );
+    println!("  device / (straight + paced hand-off) {:>6.2}", bench::median(&mut over_paced));
     println!("each after {} µs idle (the serving thread and the floor's asleep in read()):", IDLE_GAP.as_micros());
     println!("  through the bridge-served device {:>10.0} ns", bench::median(&mut idle_device_ns));
     println!("  wake-up round trip (the floor)   {:>10.0} ns", bench::median(&mut idle_wake_ns));
