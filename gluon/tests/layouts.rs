@@ -181,6 +181,7 @@ fn gluon_sim_16_frames() -> Result<(), Error> {
 ///   59-66 (`CopyCommand::from_bytes`: src 0..8, dst 8..16, len 16..20,
 ///   flags 20) and 78-85 (`SetCommand::from_bytes`: dst 0..4, value 4..8,
 ///   len 8..12, flags 12), and state `C0` (`flags & 1`: device to host).
+///
 /// KERNEL and COPY agree with Merlin's `packet_layout.h`, which has no SET
 /// or WAIT. CSR's payload is ours (gluon24.rs says why).
 #[test]

@@ -93,12 +93,12 @@ fn header_topology_enums_are_the_rust_ones() {
     use radiance::{BufferRoute as B, LinkClass as L, SemaphoreRoute as S};
     // A variant added in Rust and not listed here fails to compile.
     let _ = |s: S, b: B, l: L| {
-        let _ = match s {
+        match s {
             S::Local | S::SyncFile | S::HostHop | S::KernelAlias | S::CudaEvent => (),
-        };
-        let _ = match b {
+        }
+        match b {
             B::Local | B::DmaBuf | B::Host | B::None | B::Peer => (),
-        };
+        }
         match l {
             L::Local | L::Driver | L::Host => (),
         }
