@@ -18,10 +18,10 @@
  *     taken in a pass too, and edge / NOP round trip cannot go below
  *     about 2: printed as its floor, two NOPs taken in a pass / NOP round
  *     trip (well under 1 where each round trip rings the doorbell). It runs
- *     right after the round trips it is compared with: run after 4's
- *     copies (24 MiB of memory traffic: the COPY, a memcpy and a pread),
- *     the same chain took 1.1 to 1.6 times as long, its packets and the
- *     scheduler's work unchanged;
+ *     right after the round trips it is compared with: in a scratch
+ *     program, the same chain run right after 4's copies (24 MiB of
+ *     memory traffic: the COPY, a memcpy and a pread) took 1.1 to 1.6
+ *     times as long, while the kernel ran the same instructions per edge;
  *  4. COPY HOST->VRAM bandwidth against a plain memcpy of the same size,
  *     and against a copy the kernel makes (a pread of a memfd: under TCG
  *     the kernel's copy routines and userspace's memcpy differ in speed,
