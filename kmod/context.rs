@@ -44,7 +44,10 @@ use crate::{
         Queue, //
     },
     scheduler::Scheduler,
-    semaphore::Semaphores,
+    semaphore::{
+        Semaphores,
+        WaitPoint, //
+    },
     sync_file,
     uapi, //
 };
@@ -323,13 +326,13 @@ impl Context {
         // Most waits have a few points: those are read onto the stack, with
         // no allocation to make and free around a sleep. `many` is made
         // only for more: even an empty KVec calls the allocator when dropped.
-        let mut few = [uapi::SemWaitPoint::default(); 4];
+        let mut few = [WaitPoint::default(); 4];
         let mut many;
         let points = match few.get_mut(..count) {
             Some(points) => points,
             None => {
                 many = KVec::new();
-                many.resize(count, uapi::SemWaitPoint::default(), GFP_KERNEL)?;
+                many.resize(count, WaitPoint::default(), GFP_KERNEL)?;
                 &mut many[..]
             }
         };
@@ -339,10 +342,11 @@ impl Context {
         )
         .reader();
         for point in points.iter_mut() {
-            *point = reader.read()?;
-            if point.pad != 0 {
+            let read: uapi::SemWaitPoint = reader.read()?;
+            if read.pad != 0 {
                 return Err(EINVAL);
             }
+            *point = read.into();
         }
         self.sems
             .wait(points, any, args.deadline_ns, &mut args.index)

@@ -34,6 +34,7 @@ mod staging;
 mod sync_file;
 mod translate;
 mod vram;
+mod wait_queue;
 
 // Gluon's wire formats and the shared device model: the top-level `gluon`
 // crate (`no_std`, tested on the host), included as a module like the uapi.

@@ -5,8 +5,8 @@
 //!
 //! Each file has its own semaphores. Their values are also published in one
 //! page per file that userspace maps read-only, so a value can be read
-//! without a syscall. One condition variable per file wakes every waiter on
-//! any change; a waiter rechecks its own points. Waits cover several
+//! without a syscall. One wait queue per file wakes every waiter on any
+//! change; a waiter rechecks its own points. Waits cover several
 //! semaphores of one file (all or any), so a per-file wake-up is the simplest
 //! thing that never misses one.
 //!
@@ -22,7 +22,7 @@
 //! destroyed or its file closed, the alias reads as failed with ECANCELED.
 
 use kernel::{
-    new_condvar, new_mutex, new_spinlock,
+    new_mutex, new_spinlock,
     page::{
         Page,
         PAGE_SIZE, //
@@ -43,12 +43,9 @@ use kernel::{
         barrier::smp_mb,
         lock::{
             mutex::MutexBackend,
-            Backend,
             Guard, //
         },
         Arc,
-        CondVar,
-        CondVarTimeoutResult,
         Mutex,
         SpinLock, //
     },
@@ -71,6 +68,10 @@ use crate::{
         self,
         SemWaitPoint, //
     },
+    wait_queue::{
+        new_wait_queue,
+        WaitQueue, //
+    },
 };
 
 /// Value slots in the page: the most semaphores one file can have.
@@ -92,6 +93,12 @@ struct Sem {
     /// Host SEM_WAITs that found it short of their point and may sleep on
     /// it: for debugfs, and a change with none wakes no host waiter.
     waiters: u32,
+    /// Moves each time a change wakes the host waiters counted on it, which
+    /// then no longer count: the change uncounts them, so that a wait woken
+    /// with its point reached leaves without taking the table again. A wait
+    /// that counted itself when this read another value no longer counts
+    /// (see [`WaitPoint::counted`]).
+    woken: u64,
     /// The lowest point such a wait looked for since the last wake-up
     /// (`u64::MAX`: none): a change below it wakes no host waiter, so a
     /// wait for a timeline's last point sleeps through the points before
@@ -285,33 +292,56 @@ enum Check {
     Pending,
 }
 
-/// The points of one wait (at most [`uapi::SEM_WAIT_MAX_POINTS`]) it is
-/// counted on as a waiter: those not reached when it last looked.
-#[derive(Default)]
-struct Counted([u64; (uapi::SEM_WAIT_MAX_POINTS as usize).div_ceil(64)]);
-
-impl Counted {
-    /// Whether point `i` was counted; it no longer is.
-    fn take(&mut self, i: u32) -> bool {
-        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
-        self.0.get_mut(word).is_some_and(|w| {
-            let was = *w & bit != 0;
-            *w &= !bit;
-            was
-        })
-    }
-
-    fn set(&mut self, i: u32) {
-        if let Some(w) = self.0.get_mut((i / 64) as usize) {
-            *w |= 1u64 << (i % 64);
+impl Check {
+    /// The wait's result once decided (the index of the point that decided
+    /// it in `index`); None while it is pending.
+    fn outcome(self, index: &mut u32) -> Option<Result> {
+        match self {
+            Check::Done(i) => {
+                *index = i;
+                Some(Ok(()))
+            }
+            Check::Failed(i, error) => {
+                *index = i;
+                Some(Err(Error::from_errno(-(error as i32))))
+            }
+            Check::Pending => None,
         }
+    }
+}
+
+/// A point of a SEM_WAIT as the wait keeps it: the semaphore and the value
+/// it waits for, and whether it is counted there as a waiter.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct WaitPoint {
+    handle: u32,
+    value: u64,
+    /// Counted on the semaphore since its `woken` read this. It no longer
+    /// is once that moved: the change that moved it uncounted the wait.
+    counted: Option<u64>,
+}
+
+impl From<SemWaitPoint> for WaitPoint {
+    fn from(point: SemWaitPoint) -> Self {
+        Self {
+            handle: point.handle,
+            value: point.value,
+            counted: None,
+        }
+    }
+}
+
+impl WaitPoint {
+    /// Whether the wait is still counted on `sem`; it no longer is.
+    fn uncount_from(&mut self, sem: &Sem) -> bool {
+        self.counted.take() == Some(sem.woken)
     }
 }
 
 /// One SEM_WAIT: its points, all or any of which it waits for, and its
 /// deadline.
 struct Wait<'a> {
-    points: &'a [SemWaitPoint],
+    points: &'a mut [WaitPoint],
     any: bool,
     deadline_ns: i64,
 }
@@ -319,56 +349,62 @@ struct Wait<'a> {
 impl Wait<'_> {
     /// One look at every point of a wait, each on the semaphore `lookup`
     /// finds for its handle. In the same lock it keeps the wait counted
-    /// (`Sem::waiters`, for debugfs) on exactly the points that are not
-    /// reached, as `counted` records: a wait that sleeps once and wakes
-    /// reached looks twice, once counting itself and once uncounting. The
-    /// first point in order that failed, or for ANY that is reached,
-    /// decides. A handle that names nothing is ENOENT on the `first` look
-    /// (nothing stays counted); later, like an alias whose semaphore is
-    /// gone, it has failed with ECANCELED (destroyed meanwhile, with its
-    /// count).
+    /// (`Sem::waiters`) on exactly the points that are not reached, as
+    /// [`WaitPoint::counted`] records. The first point in order that
+    /// failed, or for ANY that is reached, decides. A handle that names
+    /// nothing is ENOENT on the `first` look (nothing stays counted);
+    /// later, like an alias whose semaphore is gone, it has failed with
+    /// ECANCELED (destroyed meanwhile, with its count).
     fn look(
-        &self,
-        counted: &mut Counted,
+        &mut self,
         first: bool,
         mut lookup: impl FnMut(u32, &mut dyn FnMut(&mut Sem)) -> Result,
     ) -> Result<Check> {
         let mut decided = None;
         let mut all_done = true;
-        for (i, p) in (0u32..).zip(self.points) {
-            let was_counted = counted.take(i);
+        let mut missing = false;
+        for (i, p) in (0u32..).zip(self.points.iter_mut()) {
+            let (handle, value) = (p.handle, p.value);
             let mut state = WaitState::Pending;
-            let found = lookup(p.handle, &mut |sem| {
-                state = WaitState::of(sem, p.value);
+            let found = lookup(handle, &mut |sem| {
+                state = WaitState::of(sem, value);
                 let pending = matches!(state, WaitState::Pending);
-                match (was_counted, pending) {
+                match (p.uncount_from(sem), pending) {
                     (false, true) => sem.waiters = sem.waiters.saturating_add(1),
                     (true, false) => sem.waiters = sem.waiters.saturating_sub(1),
                     _ => {}
                 }
                 if pending {
-                    sem.wake_at = sem.wake_at.min(p.value);
+                    p.counted = Some(sem.woken);
+                    sem.wake_at = sem.wake_at.min(value);
                 }
             });
             let state = match found {
                 Err(e) if e == ENOENT && first => {
-                    self.uncount(counted, lookup);
-                    return Err(e);
+                    missing = true;
+                    break;
                 }
                 Ok(()) => state,
-                Err(_) => WaitState::Failed(ecanceled()),
+                // Gone with its count.
+                Err(_) => {
+                    p.counted = None;
+                    WaitState::Failed(ecanceled())
+                }
             };
             let check = match state {
                 WaitState::Failed(error) => Some(Check::Failed(i, error)),
                 WaitState::Reached if self.any => Some(Check::Done(i)),
                 WaitState::Reached => None,
                 WaitState::Pending => {
-                    counted.set(i);
                     all_done = false;
                     None
                 }
             };
             decided = decided.or(check);
+        }
+        if missing {
+            self.uncount(lookup);
+            return Err(ENOENT);
         }
         Ok(match decided {
             Some(check) => check,
@@ -379,18 +415,15 @@ impl Wait<'_> {
 
     /// A wait is leaving: uncounts it from the points it is still counted
     /// on (an ANY wait that is done, a failure, a timeout, a signal).
-    fn uncount(
-        &self,
-        counted: &mut Counted,
-        mut lookup: impl FnMut(u32, &mut dyn FnMut(&mut Sem)) -> Result,
-    ) {
-        for (i, p) in (0u32..).zip(self.points) {
-            if counted.take(i) {
-                // A semaphore gone meanwhile took its count with it.
-                let _ = lookup(p.handle, &mut |sem| {
+    fn uncount(&mut self, mut lookup: impl FnMut(u32, &mut dyn FnMut(&mut Sem)) -> Result) {
+        for p in self.points.iter_mut().filter(|p| p.counted.is_some()) {
+            // A semaphore gone meanwhile took its count with it.
+            let _ = lookup(p.handle, &mut |sem| {
+                if p.uncount_from(sem) {
                     sem.waiters = sem.waiters.saturating_sub(1)
-                });
-            }
+                }
+            });
+            p.counted = None;
         }
     }
 
@@ -426,8 +459,8 @@ fn ecanceled() -> u32 {
 /// own file's table, which is dropped before the owner's is taken. `wake`
 /// (a spinlock) nests inside any file's `table` (a change under one file's
 /// table wakes the waiters of every file that aliases it). Only `changed`'s
-/// own wait-queue lock is taken under `wake`, or under `table` (a wait
-/// queues on `changed` holding either, see [`Semaphores::wait`]).
+/// own lock is taken under `wake`, or under `table` (a wait queues on
+/// `changed` holding either, see [`Semaphores::wait`]).
 #[pin_data]
 pub(crate) struct Semaphores {
     #[pin]
@@ -444,7 +477,11 @@ pub(crate) struct Semaphores {
     /// Notified, with `wake`, on every change of this file's semaphores and
     /// of those it aliases.
     #[pin]
-    changed: CondVar,
+    changed: WaitQueue,
+    /// Semaphores of this file destroyed so far (written under `table`): a
+    /// wait that reads its point in the page without the table checks
+    /// that the slot has had no other owner since it looked.
+    destroyed: Atomic<u64>,
     /// 1 while `wake` moved and `changed` is still to be notified: by
     /// whoever changed a semaphore, once it has dropped the table (see
     /// [`Semaphores::notify`]).
@@ -474,7 +511,8 @@ impl Semaphores {
             table <- new_mutex!(table, "Semaphores::table"),
             wake <- new_spinlock!(0, "Semaphores::wake"),
             aliased_waits: Atomic::new(0),
-            changed <- new_condvar!("Semaphores::changed"),
+            changed <- new_wait_queue!("Semaphores::changed"),
+            destroyed: Atomic::new(0),
             notify: Atomic::new(0),
             imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
             page,
@@ -536,7 +574,7 @@ impl Semaphores {
         // locked instruction then. A caller that moved the count sees its
         // own store here.
         if self.notify.load(Relaxed) != 0 && self.notify.xchg(0, Full) != 0 {
-            self.changed.notify_all();
+            self.changed.wake_all();
         }
     }
 
@@ -582,6 +620,7 @@ impl Semaphores {
             fence_context: Fence::new_context(),
             pending: KVec::new(),
             waiters: 0,
+            woken: 0,
             wake_at: u64::MAX,
             watchers: KVec::new(),
         };
@@ -667,6 +706,8 @@ impl Semaphores {
             if let Some(sem) = table.sems.remove(&handle) {
                 table.put_slot(sem.slot);
                 self.publish(sem.slot, 0);
+                let destroyed = self.destroyed.load(Relaxed);
+                self.destroyed.store(destroyed.wrapping_add(1), Relaxed);
                 self.wake_waiters();
                 drop(table);
                 self.notify();
@@ -716,10 +757,13 @@ impl Semaphores {
         // host wake (a queue signalling a semaphore nobody waits on on the
         // host costs no wait-queue lock, and one signalling each point of a
         // timeline wakes its waiter once, at the point it waits for). The
-        // waiters woken look again, and those still short of their point
-        // set `wake_at` anew.
+        // waiters woken are uncounted here: those still short of their
+        // point count themselves and set `wake_at` anew when they look
+        // again, and one whose point is reached need not look.
         let host_waiters = sem.waiters > 0 && value >= sem.wake_at;
         if host_waiters {
+            sem.waiters = 0;
+            sem.woken = sem.woken.wrapping_add(1);
             sem.wake_at = u64::MAX;
             self.wake_waiters();
         }
@@ -931,116 +975,126 @@ impl Semaphores {
     /// `*index` to the failed point.
     pub(crate) fn wait(
         &self,
-        points: &[SemWaitPoint],
+        points: &mut [WaitPoint],
         any: bool,
         deadline_ns: i64,
         index: &mut u32,
     ) -> Result {
-        let wait = Wait {
+        let mut wait = Wait {
             points,
             any,
             deadline_ns,
         };
-        let mut table = self.table.lock();
-        if points.iter().all(|p| table.sems.get(&p.handle).is_some()) {
-            return self.wait_own(&mut table, &wait, index);
+        let table = self.table.lock();
+        if wait
+            .points
+            .iter()
+            .all(|p| table.sems.get(&p.handle).is_some())
+        {
+            return self.wait_own(table, &mut wait, index);
         }
         drop(table);
         // Counted while it runs: only then do changes move `wake`.
         self.aliased_waits.fetch_add(1, Relaxed);
-        let result = self.wait_aliased(&wait, index);
+        let result = self.wait_aliased(&mut wait, index);
         self.aliased_waits.fetch_sub(1, Relaxed);
         result
     }
 
-    /// A wait on this file's own semaphores only: it looks, and sleeps,
-    /// under `table` alone. Every change of them is made under it, so one
-    /// made after a look finds the wait on `changed`'s queue (it queues
-    /// before the table is dropped), and the change's [`Semaphores::notify`]
-    /// wakes it; waking, it holds the table for its next look.
-    fn wait_own(
-        &self,
-        table: &mut Guard<'_, Table, MutexBackend>,
-        wait: &Wait<'_>,
+    /// A wait on this file's own semaphores only: it looks under `table`
+    /// alone, and sleeps queued on `changed` before it drops it. Every
+    /// change of them is made under it, so one made after a look finds the
+    /// wait queued, and the change's [`Semaphores::notify`] wakes it.
+    ///
+    /// Woken, a wait for one point that reads it reached in the page is done
+    /// without taking the table again: the change that reached it uncounted
+    /// it (see [`Sem::woken`]). Any other looks again under the table.
+    fn wait_own<'a>(
+        &'a self,
+        mut table: Guard<'a, Table, MutexBackend>,
+        wait: &mut Wait<'_>,
         index: &mut u32,
     ) -> Result {
-        let mut counted = Counted::default();
-        let check = wait.look(&mut counted, true, |h, f| table.visit(h, f))?;
-        let result = Self::decide(check, index, || {
-            self.sleep(table, wait)?;
-            wait.look(&mut counted, false, |h, f| table.visit(h, f))
-        });
-        wait.uncount(&mut counted, |h, f| table.visit(h, f));
+        let mut check = wait.look(true, |h, f| table.visit(h, f))?;
+        let result = loop {
+            if let Some(result) = check.outcome(index) {
+                break result;
+            }
+            let lone = match &*wait.points {
+                [p] => table.sems.get(&p.handle).map(|sem| (sem.slot, p.value)),
+                _ => None,
+            };
+            // Written under the table.
+            let destroyed = self.destroyed.load(Relaxed);
+            let slept = self.sleep(table, wait);
+            if slept.is_ok()
+                && lone.is_some_and(|(slot, value)| self.reached(slot, value, destroyed))
+            {
+                *index = 0;
+                return Ok(());
+            }
+            table = self.table.lock();
+            if let Err(e) = slept {
+                break Err(e);
+            }
+            check = wait.look(false, |h, f| table.visit(h, f))?;
+        };
+        wait.uncount(|h, f| table.visit(h, f));
         result
+    }
+
+    /// Whether the value published in `slot` reached `value` without
+    /// failing, as long as no semaphore was destroyed since `destroyed`
+    /// was read: the slot may have a new owner then. Its value was read
+    /// with Acquire; one a new owner published comes after the destroy
+    /// that freed the slot, so this read sees that destroy counted.
+    fn reached(&self, slot: usize, value: u64, destroyed: u64) -> bool {
+        let now = self.published(slot);
+        now != uapi::SEM_FAILED_VALUE && now >= value && self.destroyed.load(Relaxed) == destroyed
     }
 
     /// A wait with a point on an alias: it looks at each point under its
     /// owner's table in turn, holding none across them, and sleeps only if
     /// no change moved `wake` since it last looked.
-    fn wait_aliased(&self, wait: &Wait<'_>, index: &mut u32) -> Result {
+    fn wait_aliased(&self, wait: &mut Wait<'_>, index: &mut u32) -> Result {
         let lookup =
             |handle, f: &mut dyn FnMut(&mut Sem)| self.with_sem(handle, |_, sem| Ok(f(sem)));
-        let mut counted = Counted::default();
-        // Read before the first look: a change after it is seen by that
-        // look or moves the count.
+        // Read before each look: a change after it is seen by that look or
+        // moves the count.
         let mut seen = *self.wake.lock();
         // Every handle must be valid when the wait starts.
-        let check = wait.look(&mut counted, true, lookup)?;
-        let result = Self::decide(check, index, || {
-            let mut generation = self.wake.lock();
-            // A change since `seen`: look again. Else sleep until one.
-            if *generation == seen {
-                self.sleep(&mut generation, wait)?;
-            } else {
-                wait.timeout()?;
+        let mut check = wait.look(true, lookup)?;
+        let result = loop {
+            if let Some(result) = check.outcome(index) {
+                break result;
             }
-            seen = *generation;
-            drop(generation);
+            let generation = self.wake.lock();
+            // A change since `seen`: look again. Else sleep until one.
+            let slept = if *generation == seen {
+                let slept = self.sleep(generation, wait);
+                seen = *self.wake.lock();
+                slept
+            } else {
+                seen = *generation;
+                drop(generation);
+                wait.timeout().map(drop)
+            };
+            if let Err(e) = slept {
+                break Err(e);
+            }
             // Only the first look can fail.
-            Ok(wait
-                .look(&mut counted, false, lookup)
-                .unwrap_or(Check::Pending))
-        });
-        wait.uncount(&mut counted, lookup);
+            check = wait.look(false, lookup).unwrap_or(Check::Pending);
+        };
+        wait.uncount(lookup);
         result
     }
 
-    /// Runs a wait from its first look's `check`: while it is pending,
-    /// `again` sleeps until a change (or fails: ETIME, ERESTARTSYS) and
-    /// looks again.
-    fn decide(
-        mut check: Check,
-        index: &mut u32,
-        mut again: impl FnMut() -> Result<Check>,
-    ) -> Result {
-        loop {
-            match check {
-                Check::Done(i) => {
-                    *index = i;
-                    return Ok(());
-                }
-                Check::Failed(i, error) => {
-                    *index = i;
-                    return Err(Error::from_errno(-(error as i32)));
-                }
-                Check::Pending => check = again()?,
-            }
-        }
-    }
-
-    /// Sleeps on `changed` with `guard` (the lock the change it waits for
-    /// is made under) dropped, until a notify or `wait`'s deadline; ETIME if it
-    /// has passed, ERESTARTSYS if a signal came.
-    fn sleep<T: ?Sized, B: Backend>(&self, guard: &mut Guard<'_, T, B>, wait: &Wait<'_>) -> Result {
-        let signalled = match wait.timeout()? {
-            // No deadline: no timer to arm and cancel.
-            None => self.changed.wait_interruptible(guard),
-            Some(jiffies) => matches!(
-                self.changed.wait_interruptible_timeout(guard, jiffies),
-                CondVarTimeoutResult::Signal { .. }
-            ),
-        };
-        if signalled {
+    /// Sleeps on `changed`, queued before `guard` (the lock the change it
+    /// waits for is made under) is dropped, until a notify or `wait`'s
+    /// deadline; ETIME if it has passed, ERESTARTSYS if a signal came. It
+    /// returns with the lock dropped.
+    fn sleep<G>(&self, guard: G, wait: &Wait<'_>) -> Result {
+        if self.changed.sleep(guard, wait.timeout()?) {
             return Err(ERESTARTSYS);
         }
         Ok(())

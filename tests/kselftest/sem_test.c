@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -258,7 +259,7 @@ TEST_F(sem, failure_reaches_waiters_and_sticks)
 	long page = getpagesize();
 	_Atomic uint64_t *values;
 	uint32_t error, index = 99;
-	pid_t pid;
+	pid_t pid, lone;
 	int status;
 
 	ASSERT_LT(0, h);
@@ -267,11 +268,19 @@ TEST_F(sem, failure_reaches_waiters_and_sticks)
 	ASSERT_LE(0, pid);
 	if (pid == 0)
 		_exit(-sem_wait(self->fd, p, 2, 0, INT64_MAX, NULL));
+	lone = fork();
+	ASSERT_LE(0, lone);
+	if (lone == 0)
+		_exit(-wait_one(self->fd, h, 1, INT64_MAX));
 	usleep(50 * 1000);
 	ASSERT_EQ(0, radiance_sem_fail(self->fd, h, EIO));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(EIO, WEXITSTATUS(status)) TH_LOG("a blocked waiter gets the error");
+	ASSERT_EQ(lone, waitpid(lone, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	/* Its page slot reads the failure value, which is above any point. */
+	EXPECT_EQ(EIO, WEXITSTATUS(status)) TH_LOG("a blocked wait on it alone gets the error");
 
 	/* Later waits, ALL or ANY, get it too, and say which point failed. */
 	EXPECT_EQ(-EIO, sem_wait(self->fd, p, 2, 0, 0, &index));
@@ -549,6 +558,8 @@ TEST_F(sem, waits_for_higher_points_wake_at_theirs)
 	usleep(50 * 1000);
 	EXPECT_EQ(0, atomic_load(&w[1].done));
 	EXPECT_EQ(0, atomic_load(&w[2].done));
+	/* 5 uncounted all three; the two still waiting counted themselves again. */
+	EXPECT_EQ(2, waiters_on(h));
 	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 7));
 	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 10));
 	/* Woken, not left asleep: a lost wake-up is failed after 5 s (no
@@ -564,6 +575,86 @@ TEST_F(sem, waits_for_higher_points_wake_at_theirs)
 		EXPECT_EQ(0, w[i].result) TH_LOG("wait %d for point 10", i);
 	}
 	close(other);
+}
+
+struct spinner {
+	atomic_int running, stop;
+};
+
+/* Spins until told to stop, as SCHED_FIFO on the CPU it is pinned to. */
+static void *spin_until_stopped(void *arg)
+{
+	struct spinner *s = arg;
+
+	atomic_store(&s->running, 1);
+	while (!atomic_load(&s->stop))
+		;
+	return NULL;
+}
+
+/* Runs `fn(arg)` as a new thread pinned to `cpu`, SCHED_FIFO if `fifo`. */
+static int start_on_cpu(pthread_t *t, int cpu, int fifo, void *(*fn)(void *), void *arg)
+{
+	struct sched_param param = { .sched_priority = 1 };
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int ret;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_attr_init(&attr);
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	if (fifo) {
+		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+		pthread_attr_setschedparam(&attr, &param);
+	}
+	ret = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return ret;
+}
+
+/*
+ * A wait for one point, woken, reads it in the value page rather than under
+ * the table. Its semaphore destroyed meanwhile, the slot may already hold a
+ * new semaphore's value, above the point: the wait must still fail with
+ * ECANCELED. A SCHED_FIFO spinner on the waiter's CPU keeps the woken
+ * waiter from running until the new semaphore is made.
+ */
+TEST_F(sem, a_woken_wait_does_not_take_a_reused_slot_for_its_point)
+{
+	uint64_t off, reused;
+	int h = sem_create(self->fd, 0, &off), h2;
+	struct point_waiter w = { .fd = self->fd, .point = { .handle = h, .value = 1 } };
+	struct spinner spin = { 0 };
+	pthread_t waiter, spinner;
+	cpu_set_t cpu0;
+
+	ASSERT_LT(0, h);
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs");
+	/* This thread makes the new semaphore on CPU 0 while CPU 1 spins. */
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpu0), &cpu0));
+	ASSERT_EQ(0, start_on_cpu(&waiter, 1, 0, wait_for_point, &w));
+	usleep(50 * 1000);
+	ASSERT_EQ(1, waiters_on(h)) TH_LOG("the wait sleeps");
+	if (start_on_cpu(&spinner, 1, 1, spin_until_stopped, &spin)) {
+		radiance_sem_destroy(self->fd, h);
+		pthread_join(waiter, NULL);
+		SKIP(return, "no SCHED_FIFO thread (needs CAP_SYS_NICE)");
+	}
+	while (!atomic_load(&spin.running))
+		;
+	ASSERT_EQ(0, radiance_sem_destroy(self->fd, h));
+	h2 = sem_create(self->fd, 5, &reused);
+	atomic_store(&spin.stop, 1);
+	ASSERT_EQ(0, pthread_join(spinner, NULL));
+	ASSERT_EQ(0, pthread_join(waiter, NULL));
+	ASSERT_LT(0, h2);
+	ASSERT_EQ(off, reused) TH_LOG("the new semaphore has the destroyed one's slot");
+	EXPECT_EQ(-ECANCELED, w.result);
 }
 
 /*
