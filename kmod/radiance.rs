@@ -30,11 +30,11 @@ mod scheduler;
 mod sem_import;
 mod semaphore;
 mod sg_table;
+mod sleep_lock;
 mod staging;
 mod sync_file;
 mod translate;
 mod vram;
-mod wait_queue;
 
 // Gluon's wire formats and the shared device model: the top-level `gluon`
 // crate (`no_std`, tested on the host), included as a module like the uapi.

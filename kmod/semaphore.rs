@@ -5,8 +5,8 @@
 //!
 //! Each file has its own semaphores. Their values are also published in one
 //! page per file that userspace maps read-only, so a value can be read
-//! without a syscall. One wait queue per file wakes every waiter on any
-//! change; a waiter rechecks its own points. Waits cover several
+//! without a syscall. A change wakes every host waiter of its file; a
+//! waiter rechecks its own points. Waits cover several
 //! semaphores of one file (all or any), so a per-file wake-up is the simplest
 //! thing that never misses one.
 //!
@@ -43,11 +43,11 @@ use kernel::{
         barrier::smp_mb,
         lock::{
             mutex::MutexBackend,
+            spinlock::SpinLockBackend,
             Guard, //
         },
         Arc,
-        Mutex,
-        SpinLock, //
+        Mutex, //
     },
     time::{
         msecs_to_jiffies,
@@ -64,13 +64,13 @@ use crate::{
         self,
         FenceImport, //
     },
+    sleep_lock::{
+        SleepLock,
+        Slept, //
+    },
     uapi::{
         self,
         SemWaitPoint, //
-    },
-    wait_queue::{
-        new_wait_queue,
-        WaitQueue, //
     },
 };
 
@@ -126,10 +126,9 @@ impl Watcher {
         // `wake` below sees it blocked.
         smp_mb(Full);
         if host_waiters {
-            // Notified at once: the alias's waiters look at their own table
+            // Woken at once: the alias's waiters look at their own table
             // first, which is not held here.
-            self.sems.wake_waiters();
-            self.sems.notify();
+            self.sems.wake_aliased();
         }
         wake.scheduler(&self.sems.scheduler);
     }
@@ -458,34 +457,31 @@ fn ecanceled() -> u32 {
 /// tables are never held together either: an alias is resolved under its
 /// own file's table, which is dropped before the owner's is taken. `wake`
 /// (a spinlock) nests inside any file's `table` (a change under one file's
-/// table wakes the waiters of every file that aliases it). Only `changed`'s
-/// own lock is taken under `wake`, or under `table` (a wait queues on
-/// `changed` holding either, see [`Semaphores::wait`]).
+/// table wakes the waiters of every file that aliases it). A wake-up's
+/// own locks (the woken task's, the run queue's) nest inside either.
 #[pin_data]
 pub(crate) struct Semaphores {
+    /// The waits on this file's own semaphores only sleep on it, woken by
+    /// a change under it (see [`Semaphores::unlock`]).
     #[pin]
-    table: Mutex<Table>,
+    table: SleepLock<Table, MutexBackend>,
     /// Counts changes while `aliased_waits` is not 0; such a wait sleeps on
-    /// `changed` only if no change came since it last looked, so that it
-    /// looks at its points (in several files' tables) without holding a
-    /// lock across them.
+    /// it only if no change came since it last looked, so that it looks at
+    /// its points (in several files' tables) without holding a lock across
+    /// them.
     #[pin]
-    wake: SpinLock<u64>,
+    wake: SleepLock<u64, SpinLockBackend>,
     /// Waits of this file in progress with a point on an alias (see
-    /// [`Semaphores::wake_waiters`]).
+    /// [`Semaphores::wake_aliased`]).
     aliased_waits: Atomic<u32>,
-    /// Notified, with `wake`, on every change of this file's semaphores and
-    /// of those it aliases.
-    #[pin]
-    changed: WaitQueue,
+    /// 1 while a change under `table` has its own waits to wake, which
+    /// the change's maker does before it drops the table; read and written
+    /// only under it.
+    wake_own: Atomic<i32>,
     /// Semaphores of this file destroyed so far (written under `table`): a
     /// wait that reads its point in the page without the table checks
     /// that the slot has had no other owner since it looked.
     destroyed: Atomic<u64>,
-    /// 1 while `wake` moved and `changed` is still to be notified: by
-    /// whoever changed a semaphore, once it has dropped the table (see
-    /// [`Semaphores::notify`]).
-    notify: Atomic<i32>,
     /// Imports whose fence has not been handled yet.
     #[pin]
     imports: Mutex<KVec<Arc<FenceImport>>>,
@@ -508,12 +504,11 @@ impl Semaphores {
             slots: [0; SLOTS / 64],
         };
         Ok(try_pin_init!(Self {
-            table <- new_mutex!(table, "Semaphores::table"),
-            wake <- new_spinlock!(0, "Semaphores::wake"),
+            table <- SleepLock::new(new_mutex!(table, "Semaphores::table")),
+            wake <- SleepLock::new(new_spinlock!(0, "Semaphores::wake")),
             aliased_waits: Atomic::new(0),
-            changed <- new_wait_queue!("Semaphores::changed"),
+            wake_own: Atomic::new(0),
             destroyed: Atomic::new(0),
-            notify: Atomic::new(0),
             imports <- new_mutex!(KVec::new(), "Semaphores::imports"),
             page,
             scheduler,
@@ -531,7 +526,7 @@ impl Semaphores {
     fn publish(&self, slot: usize, value: u64) {
         // A slot is always an aligned word of the page.
         let _ = crate::raw::page_atomic::<u64, _>(&self.page, slot * size_of::<u64>(), |v| {
-            v.store(value, kernel::sync::atomic::Release)
+            v.store(value, Release)
         });
     }
 
@@ -542,39 +537,40 @@ impl Semaphores {
             .unwrap_or(uapi::SEM_FAILED_VALUE)
     }
 
-    /// Wakes this file's host waiters: moves the count now, under the
-    /// table of the semaphore that changed, and leaves the wake-up itself
-    /// to [`Semaphores::notify`].
-    ///
-    /// The count is for aliased waits only, and moved only while there is
-    /// one. None misses a move: it counts itself before its first look at
-    /// a point, which takes the table this change holds; if that look came
-    /// first, its count is ordered before this read by that table's
-    /// unlock and lock (and stays up until it leaves); if this change came
-    /// first, the look sees it. Waits on own semaphores only sleep under
-    /// the table, not on the count.
+    /// Wakes this file's host waiters on a change of one of its own
+    /// semaphores, made under its table: the waits on own semaphores only
+    /// as the change's maker drops the table (see [`Semaphores::unlock`]),
+    /// the aliased ones now.
     fn wake_waiters(&self) {
+        self.wake_own.store(1, Relaxed);
+        self.wake_aliased();
+    }
+
+    /// Wakes this file's waits with a point on an alias, under the table of
+    /// the semaphore that changed: moves the count, and wakes them.
+    ///
+    /// The count is moved only while there is such a wait. None misses a
+    /// move: it counts itself before its first look at a point, which
+    /// takes the table this change holds; if that look came first, its
+    /// count is ordered before this read by that table's unlock and lock
+    /// (and stays up until it leaves); if this change came first, the look
+    /// sees it.
+    fn wake_aliased(&self) {
         if self.aliased_waits.load(Relaxed) != 0 {
             let mut generation = self.wake.lock();
             *generation = generation.wrapping_add(1);
+            self.wake.wake_all(&generation);
         }
-        self.notify.store(1, Release);
     }
 
-    /// Wakes the host waiters if a change was made since the last call;
-    /// called once the table is dropped, so that a waiter does not wake
-    /// into the table it must take to look. None is missed: a waiter is on
-    /// `changed`'s queue before it drops the lock it looked under (`table`)
-    /// or checked the count under (`wake`), so a change it did not see
-    /// sets the flag after that; every change is followed by a call that
-    /// finds the flag set, or by one already past the change's store that
-    /// notifies after it.
-    fn notify(&self) {
-        // Most calls find it clear (a lookup, or nothing to wake): no
-        // locked instruction then. A caller that moved the count sees its
-        // own store here.
-        if self.notify.load(Relaxed) != 0 && self.notify.xchg(0, Full) != 0 {
-            self.changed.wake_all();
+    /// Drops this file's `table`, first waking the waits asleep on it if a
+    /// change under it asked to ([`Semaphores::wake_waiters`]). None is
+    /// missed: a wait lists itself before it drops the table it looked
+    /// under, so a change it did not see is made, and woken, after that.
+    fn unlock(&self, table: Guard<'_, Table, MutexBackend>) {
+        if self.wake_own.load(Relaxed) != 0 {
+            self.wake_own.store(0, Relaxed);
+            self.table.wake_all(&table);
         }
     }
 
@@ -590,8 +586,7 @@ impl Semaphores {
             let mut table = self.table.lock();
             if let Some(sem) = table.sems.get_mut(&handle) {
                 let result = f(self, sem);
-                drop(table);
-                self.notify();
+                self.unlock(table);
                 return result;
             }
             let alias = table.aliases.get(&handle).ok_or(ENOENT)?;
@@ -600,8 +595,7 @@ impl Semaphores {
         let mut table = owner.table.lock();
         let sem = table.sems.get_mut(&target).ok_or(ECANCELED)?;
         let result = f(&owner, sem);
-        drop(table);
-        owner.notify();
+        owner.unlock(table);
         result
     }
 
@@ -709,8 +703,7 @@ impl Semaphores {
                 let destroyed = self.destroyed.load(Relaxed);
                 self.destroyed.store(destroyed.wrapping_add(1), Relaxed);
                 self.wake_waiters();
-                drop(table);
-                self.notify();
+                self.unlock(table);
                 return Ok(());
             }
             table.aliases.remove(&handle).ok_or(ENOENT)?
@@ -720,9 +713,8 @@ impl Semaphores {
         let mut table = self.table.lock();
         table.put_slot(alias.slot);
         self.publish(alias.slot, 0);
-        self.wake_waiters();
-        drop(table);
-        self.notify();
+        // Only a wait with a point on an alias waits on it.
+        self.wake_aliased();
         Ok(())
     }
 
@@ -842,8 +834,7 @@ impl Semaphores {
                 self.mark_failed(sem, error, &mut Wake::Now);
             }
         }
-        drop(table);
-        self.notify();
+        self.unlock(table);
     }
 
     /// Fails a semaphore that has not failed yet.
@@ -1002,9 +993,9 @@ impl Semaphores {
     }
 
     /// A wait on this file's own semaphores only: it looks under `table`
-    /// alone, and sleeps queued on `changed` before it drops it. Every
-    /// change of them is made under it, so one made after a look finds the
-    /// wait queued, and the change's [`Semaphores::notify`] wakes it.
+    /// alone, and sleeps listed on it. Every change of them is made under
+    /// it, so one made after a look finds the wait listed, and wakes it as
+    /// it drops the table ([`Semaphores::unlock`]).
     ///
     /// Woken, a wait for one point that reads it reached in the page is done
     /// without taking the table again: the change that reached it uncounted
@@ -1020,22 +1011,28 @@ impl Semaphores {
             if let Some(result) = check.outcome(index) {
                 break result;
             }
+            let timeout = match wait.timeout() {
+                Ok(timeout) => timeout,
+                Err(e) => break Err(e),
+            };
             let lone = match &*wait.points {
                 [p] => table.sems.get(&p.handle).map(|sem| (sem.slot, p.value)),
                 _ => None,
             };
             // Written under the table.
             let destroyed = self.destroyed.load(Relaxed);
-            let slept = self.sleep(table, wait);
-            if slept.is_ok()
-                && lone.is_some_and(|(slot, value)| self.reached(slot, value, destroyed))
-            {
-                *index = 0;
-                return Ok(());
-            }
-            table = self.table.lock();
-            if let Err(e) = slept {
-                break Err(e);
+            table = match self.table.sleep(table, timeout) {
+                Slept::Woken => {
+                    if lone.is_some_and(|(slot, value)| self.reached(slot, value, destroyed)) {
+                        *index = 0;
+                        return Ok(());
+                    }
+                    self.table.lock()
+                }
+                Slept::Awake(table) => table,
+            };
+            if kernel::current!().signal_pending() {
+                break Err(ERESTARTSYS);
             }
             check = wait.look(false, |h, f| table.visit(h, f))?;
         };
@@ -1054,8 +1051,8 @@ impl Semaphores {
     }
 
     /// A wait with a point on an alias: it looks at each point under its
-    /// owner's table in turn, holding none across them, and sleeps only if
-    /// no change moved `wake` since it last looked.
+    /// owner's table in turn, holding none across them, and sleeps on
+    /// `wake` only if no change moved it since it last looked.
     fn wait_aliased(&self, wait: &mut Wait<'_>, index: &mut u32) -> Result {
         let lookup =
             |handle, f: &mut dyn FnMut(&mut Sem)| self.with_sem(handle, |_, sem| Ok(f(sem)));
@@ -1069,35 +1066,29 @@ impl Semaphores {
                 break result;
             }
             let generation = self.wake.lock();
-            // A change since `seen`: look again. Else sleep until one.
-            let slept = if *generation == seen {
-                let slept = self.sleep(generation, wait);
-                seen = *self.wake.lock();
-                slept
-            } else {
-                seen = *generation;
-                drop(generation);
-                wait.timeout().map(drop)
+            let timeout = match wait.timeout() {
+                Ok(timeout) => timeout,
+                Err(e) => break Err(e),
             };
-            if let Err(e) = slept {
-                break Err(e);
+            // A change since `seen`: look again. Else sleep until one.
+            seen = if *generation == seen {
+                match self.wake.sleep(generation, timeout) {
+                    Slept::Woken => *self.wake.lock(),
+                    Slept::Awake(generation) => *generation,
+                }
+            } else {
+                let now = *generation;
+                drop(generation);
+                now
+            };
+            if kernel::current!().signal_pending() {
+                break Err(ERESTARTSYS);
             }
             // Only the first look can fail.
             check = wait.look(false, lookup).unwrap_or(Check::Pending);
         };
         wait.uncount(lookup);
         result
-    }
-
-    /// Sleeps on `changed`, queued before `guard` (the lock the change it
-    /// waits for is made under) is dropped, until a notify or `wait`'s
-    /// deadline; ETIME if it has passed, ERESTARTSYS if a signal came. It
-    /// returns with the lock dropped.
-    fn sleep<G>(&self, guard: G, wait: &Wait<'_>) -> Result {
-        if self.changed.sleep(guard, wait.timeout()?) {
-            return Err(ERESTARTSYS);
-        }
-        Ok(())
     }
 
     /// debugfs `semaphores`: one line of `key=value` pairs per semaphore

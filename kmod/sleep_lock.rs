@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A lock whose holders sleep until another holder wakes them, listed
+//! under the lock itself.
+//!
+//! 7.3's [`kernel::sync::CondVar`] queues its sleepers on a wait queue,
+//! whose own lock the sleeper takes to queue and the waker to wake, and it
+//! takes the caller's lock back before it returns. A semaphore wait (see
+//! `Semaphores::wait`) already holds the lock its waker changes things
+//! under, and one that finds its point reached on waking needs no lock at
+//! all; on a lockdep kernel each of those acquisitions is a good part of a
+//! wake-up's cost. Here a sleeper lists itself under the lock and is woken
+//! under it, with the protocol of `wait_woken()`, and is not given the lock
+//! back when woken. This file is the small wrapper over `kernel::bindings`
+//! that does it.
+
+use core::{
+    cell::UnsafeCell,
+    ptr::{
+        self,
+        null_mut, //
+    },
+};
+use kernel::{
+    bindings,
+    prelude::*,
+    sync::{
+        atomic::{
+            Acquire,
+            Atomic,
+            Relaxed,
+            Release, //
+        },
+        lock::{
+            Backend,
+            Guard,
+            Lock, //
+        },
+    },
+    task::MAX_SCHEDULE_TIMEOUT,
+    time::Jiffies,
+    types::Opaque,
+};
+
+/// A [`Lock`] and the tasks asleep in [`SleepLock::sleep`] until a holder
+/// calls [`SleepLock::wake_all`].
+#[pin_data]
+pub(crate) struct SleepLock<T, B: Backend> {
+    #[pin]
+    lock: Lock<T, B>,
+    /// The last sleeper listed, which links to the one before (null: none).
+    /// Read and written only under `lock`.
+    sleepers: UnsafeCell<*mut Sleeper>,
+}
+
+// SAFETY: as `Lock`'s: the data it protects moves with it; the sleepers
+// are tasks asleep in `sleep`, reached only under the lock.
+unsafe impl<T: Send, B: Backend> Send for SleepLock<T, B> {}
+// SAFETY: as `Lock`'s; `sleepers` is read and written only under the lock.
+unsafe impl<T: Send, B: Backend> Sync for SleepLock<T, B> {}
+
+/// A task listed on a [`SleepLock`], on its own stack in
+/// [`SleepLock::sleep`], which does not return while it is listed.
+struct Sleeper {
+    /// Its `private` is the task; the waker sets `WQ_FLAG_WOKEN` in its
+    /// `flags` before it wakes the task (`woken_wake_function()`).
+    entry: Opaque<bindings::wait_queue_entry>,
+    /// The sleeper listed before it; written under the lock.
+    next: UnsafeCell<*mut Sleeper>,
+    /// Set by [`SleepLock::wake_all`] once it has unlisted and woken it:
+    /// its last access, after which the task may leave `sleep`.
+    unlisted: Atomic<i32>,
+}
+
+/// How [`SleepLock::sleep`] came back.
+pub(crate) enum Slept<'a, T, B: Backend> {
+    /// Woken by [`SleepLock::wake_all`]; the lock is not held.
+    Woken,
+    /// Back without being woken (its timeout, a signal, a stray wake-up),
+    /// with the lock held again.
+    Awake(Guard<'a, T, B>),
+}
+
+impl<T, B: Backend> SleepLock<T, B> {
+    /// `lock`, with no sleeper.
+    pub(crate) fn new(lock: impl PinInit<Lock<T, B>>) -> impl PinInit<Self> {
+        pin_init!(Self {
+            lock <- lock,
+            sleepers: UnsafeCell::new(null_mut()),
+        })
+    }
+
+    /// Takes the lock.
+    pub(crate) fn lock(&self) -> Guard<'_, T, B> {
+        self.lock.lock()
+    }
+
+    /// Whether `guard` holds this lock.
+    fn holds(&self, guard: &Guard<'_, T, B>) -> bool {
+        ptr::eq(guard.lock_ref(), &self.lock)
+    }
+
+    /// Lists the current task, drops `guard` and sleeps until a holder of
+    /// the lock calls [`SleepLock::wake_all`], `timeout` passes (None:
+    /// none) or a signal comes. A holder that changes what the caller saw
+    /// under the lock and then wakes finds it listed. A guard of another
+    /// lock is given back at once.
+    pub(crate) fn sleep<'a>(
+        &'a self,
+        guard: Guard<'a, T, B>,
+        timeout: Option<Jiffies>,
+    ) -> Slept<'a, T, B> {
+        if !self.holds(&guard) {
+            return Slept::Awake(guard);
+        }
+        let timeout = timeout.map_or(MAX_SCHEDULE_TIMEOUT, |j| {
+            j.try_into().unwrap_or(MAX_SCHEDULE_TIMEOUT)
+        });
+        let sleeper = Sleeper {
+            entry: Opaque::uninit(),
+            next: UnsafeCell::new(null_mut()),
+            unlisted: Atomic::new(0),
+        };
+        // Written through only in its `UnsafeCell`s (and atomically).
+        let me = ptr::from_ref(&sleeper).cast_mut();
+        // SAFETY: `entry` is valid for writes; `init_wait` makes the
+        // current task its `private`.
+        unsafe { bindings::init_wait(sleeper.entry.get()) };
+        // SAFETY: `guard` holds this lock, under which `sleepers` is read
+        // and written. `sleeper` is not moved, and this function does not
+        // return until it is unlisted (below), so it stays valid while
+        // listed.
+        unsafe {
+            *sleeper.next.get() = *self.sleepers.get();
+            *self.sleepers.get() = me;
+        }
+        drop(guard);
+        // SAFETY: `entry` is initialised and lives on this frame until the
+        // function returns. `wait_woken` sets the task's state, then
+        // sleeps unless `WQ_FLAG_WOKEN` is set: a waker that sets it and
+        // wakes after that store is not lost.
+        unsafe { bindings::wait_woken(sleeper.entry.get(), bindings::TASK_INTERRUPTIBLE, timeout) };
+        if sleeper.unlisted.load(Acquire) != 0 {
+            return Slept::Woken;
+        }
+        let guard = self.lock.lock();
+        // Unlisted meanwhile by a waker that held the lock: read under it.
+        if sleeper.unlisted.load(Relaxed) == 0 {
+            // SAFETY: `guard` holds this lock; `me` is listed.
+            unsafe { self.unlist(me) };
+        }
+        Slept::Awake(guard)
+    }
+
+    /// Wakes every task asleep in [`SleepLock::sleep`]; `guard` must hold
+    /// this lock (a guard of another wakes none).
+    pub(crate) fn wake_all(&self, guard: &Guard<'_, T, B>) {
+        if !self.holds(guard) {
+            return;
+        }
+        // SAFETY: `guard` holds this lock.
+        let mut next = unsafe { core::mem::replace(&mut *self.sleepers.get(), null_mut()) };
+        while !next.is_null() {
+            let sleeper = next;
+            // SAFETY: a listed sleeper is valid: its task stays in `sleep`
+            // until `unlisted` is set, or until it unlists itself under the
+            // lock that `guard` holds. Its entry's `private` is that task,
+            // which `woken_wake_function` wakes (after setting
+            // `WQ_FLAG_WOKEN`, as `wait_woken` expects). The store to
+            // `unlisted` is the last access.
+            unsafe {
+                next = *(*sleeper).next.get();
+                bindings::woken_wake_function(
+                    (*sleeper).entry.get(),
+                    bindings::TASK_NORMAL,
+                    0,
+                    null_mut(),
+                );
+                (*sleeper).unlisted.store(1, Release);
+            }
+        }
+    }
+
+    /// Takes `me` off the list.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds this lock, and `me` is listed.
+    unsafe fn unlist(&self, me: *mut Sleeper) {
+        let mut link = self.sleepers.get();
+        // SAFETY: under the lock (the caller's contract) every listed
+        // sleeper is valid, and so is each `next` link of the list.
+        unsafe {
+            while !(*link).is_null() {
+                if *link == me {
+                    *link = *(*me).next.get();
+                    return;
+                }
+                link = (**link).next.get();
+            }
+        }
+    }
+}
