@@ -507,6 +507,7 @@ TEST_F(sem, a_wait_counts_itself_on_the_points_not_reached)
 struct point_waiter {
 	int fd;
 	struct radiance_sem_wait_point point;
+	int64_t deadline_ns; /* 0: none */
 	int result;
 	atomic_int done;
 };
@@ -515,7 +516,7 @@ static void *wait_for_point(void *arg)
 {
 	struct point_waiter *w = arg;
 
-	w->result = sem_wait(w->fd, &w->point, 1, 0, INT64_MAX, NULL);
+	w->result = sem_wait(w->fd, &w->point, 1, 0, w->deadline_ns ? w->deadline_ns : INT64_MAX, NULL);
 	atomic_store(&w->done, 1);
 	return NULL;
 }
@@ -575,6 +576,47 @@ TEST_F(sem, waits_for_higher_points_wake_at_theirs)
 		EXPECT_EQ(0, w[i].result) TH_LOG("wait %d for point 10", i);
 	}
 	close(other);
+}
+
+/*
+ * Waits asleep on one file are listed under its table, the last to sleep
+ * first. Here four sleep in turn on one point, and three of them time out
+ * in the order they slept, each then unlisting itself from the middle of
+ * the list, the middle again, and its head: the one left must still be
+ * listed, and woken by the change.
+ */
+TEST_F(sem, waits_that_time_out_leave_the_others_asleep_and_wakeable)
+{
+	int h = sem_create(self->fd, 0, NULL);
+	struct point_waiter w[4];
+	pthread_t t[4];
+	int i;
+
+	ASSERT_LT(0, h);
+	for (i = 0; i < 4; i++) {
+		w[i] = (struct point_waiter){ .fd = self->fd, .point = { .handle = h, .value = 1 } };
+		/* The first sleeps on; the others time out 150 ms after they start. */
+		if (i > 0)
+			w[i].deadline_ns = radiance_now_ns() + 150 * MS;
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, wait_for_point, &w[i]));
+		usleep(20 * 1000);
+	}
+	for (i = 1; i < 4; i++) {
+		ASSERT_EQ(0, pthread_join(t[i], NULL));
+		EXPECT_EQ(-ETIME, w[i].result) TH_LOG("wait %d", i);
+	}
+	EXPECT_EQ(0, atomic_load(&w[0].done));
+	EXPECT_EQ(1, waiters_on(h)) TH_LOG("the one left still counts");
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 1));
+	/* A lost wake-up is failed after 5 s, which releases the wait. */
+	for (i = 0; i < 500 && !atomic_load(&w[0].done); i++)
+		usleep(10 * 1000);
+	EXPECT_EQ(1, atomic_load(&w[0].done)) TH_LOG("the wait left listed slept through the change");
+	if (!atomic_load(&w[0].done))
+		radiance_sem_fail(self->fd, h, EIO);
+	ASSERT_EQ(0, pthread_join(t[0], NULL));
+	EXPECT_EQ(0, w[0].result);
+	EXPECT_EQ(0, waiters_on(h));
 }
 
 struct spinner {
