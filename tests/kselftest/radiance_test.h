@@ -276,6 +276,22 @@ static inline int radiance_sem_wait_for(int fd, uint32_t handle, uint64_t value)
 	return radiance_ioctl(fd, RADIANCE_IOCTL_SEM_WAIT, &w);
 }
 
+/* A thread's wait for point 1 of `handle` (radiance_sem_wait_for). */
+struct radiance_waiter {
+	int fd;
+	uint32_t handle;
+	int result;
+};
+
+/* pthread start routine: runs a radiance_waiter's wait into `result`. */
+static inline void *radiance_waiter_run(void *arg)
+{
+	struct radiance_waiter *w = arg;
+
+	w->result = radiance_sem_wait_for(w->fd, w->handle, 1);
+	return NULL;
+}
+
 /* Passes a file descriptor over a unix socket (SCM_RIGHTS). */
 static inline int radiance_send_fd(int sock, int fd)
 {

@@ -157,30 +157,16 @@ TEST_F(alias, radctl_sems_shows_an_alias_with_its_semaphores_value)
 	EXPECT_NE(NULL, strstr(out, "failed: Operation canceled")) TH_LOG("%s", out);
 }
 
-struct waiter {
-	int fd;
-	uint32_t handle;
-	int result;
-};
-
-static void *wait_thread(void *arg)
-{
-	struct waiter *w = arg;
-
-	w->result = radiance_sem_wait_for(w->fd, w->handle, 1);
-	return NULL;
-}
-
 TEST_F(alias, a_host_waiter_on_the_alias_wakes_on_the_owners_signal)
 {
 	int s = radiance_sem_create(self->a, 0);
-	struct waiter w = { .fd = self->b, .result = 1 };
+	struct radiance_waiter w = { .fd = self->b, .result = 1 };
 	pthread_t t;
 
 	ASSERT_LT(0, s);
 	w.handle = import_handle(self->b, self->a, s, NULL);
 	ASSERT_LT(0, (int)w.handle);
-	ASSERT_EQ(0, pthread_create(&t, NULL, wait_thread, &w));
+	ASSERT_EQ(0, pthread_create(&t, NULL, radiance_waiter_run, &w));
 	usleep(20000);
 	EXPECT_EQ(1, w.result);
 	EXPECT_EQ(0, radiance_sem_signal(self->a, s, 1));
@@ -331,11 +317,11 @@ TEST_F(alias, destroying_the_semaphore_cancels_the_alias)
 	uint64_t offset;
 	int s = radiance_sem_create(self->a, 0);
 	int x = import_handle(self->b, self->a, s, &offset);
-	struct waiter w = { .fd = self->b, .handle = x, .result = 1 };
+	struct radiance_waiter w = { .fd = self->b, .handle = x, .result = 1 };
 	pthread_t t;
 
 	ASSERT_LT(0, x);
-	ASSERT_EQ(0, pthread_create(&t, NULL, wait_thread, &w));
+	ASSERT_EQ(0, pthread_create(&t, NULL, radiance_waiter_run, &w));
 	usleep(20000);
 	EXPECT_EQ(0, radiance_sem_destroy(self->a, s));
 	pthread_join(t, NULL);
@@ -355,7 +341,7 @@ TEST_F(alias, closing_the_owners_file_cancels_waiters_and_queues)
 	struct queue qb;
 	int s = radiance_sem_create(self->a, 0), t = radiance_sem_create(self->b, 0);
 	int x = import_handle(self->b, self->a, s, &offset);
-	struct waiter w = { .fd = self->b, .handle = x, .result = 1 };
+	struct radiance_waiter w = { .fd = self->b, .handle = x, .result = 1 };
 	pthread_t th;
 
 	ASSERT_LT(0, x);
@@ -363,7 +349,7 @@ TEST_F(alias, closing_the_owners_file_cancels_waiters_and_queues)
 	queue_sem(&qb, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, x, 1, 0);
 	queue_sem(&qb, RADIANCE_PACKET_SIGNAL_SEMAPHORE, 0, t, 1, 0);
 	queue_publish(&qb);
-	ASSERT_EQ(0, pthread_create(&th, NULL, wait_thread, &w));
+	ASSERT_EQ(0, pthread_create(&th, NULL, radiance_waiter_run, &w));
 	usleep(20000);
 	EXPECT_EQ(1, w.result);
 	close(self->a);

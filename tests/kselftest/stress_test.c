@@ -575,23 +575,6 @@ TEST(doorbells_rung_while_another_pass_runs_are_not_lost)
 	expect_nothing_left(_metadata);
 }
 
-struct lone_waiter {
-	int fd;
-	uint32_t handle;
-	int result;
-};
-
-/* Waits for point 1 of one semaphore, which nobody signals. */
-static void *wait_for_one(void *arg)
-{
-	struct lone_waiter *w = arg;
-	struct radiance_sem_wait_point p = { .handle = w->handle, .value = 1 };
-	struct radiance_sem_wait args = { .points = (uintptr_t)&p, .count = 1, .deadline_ns = INT64_MAX };
-
-	w->result = radiance_ioctl(w->fd, RADIANCE_IOCTL_SEM_WAIT, &args);
-	return NULL;
-}
-
 /*
  * A wait for one point, woken, reads the point in the value page. Here the
  * semaphore is destroyed while its waiters sleep (or start), and new ones
@@ -609,13 +592,13 @@ TEST(waits_on_a_destroyed_semaphore_never_see_its_slots_next_owner)
 	for (int r = 0; r < ROUNDS; r++) {
 		struct radiance_sem_create sem = { 0 }, next[2] = { { .initial = 5 }, { .initial = 5 } };
 		struct radiance_sem_destroy d = { 0 };
-		struct lone_waiter w[WAITERS];
+		struct radiance_waiter w[WAITERS];
 		pthread_t t[WAITERS];
 
 		ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &sem));
 		for (int i = 0; i < WAITERS; i++) {
-			w[i] = (struct lone_waiter){ .fd = fd, .handle = sem.handle };
-			ASSERT_EQ(0, pthread_create(&t[i], NULL, wait_for_one, &w[i]));
+			w[i] = (struct radiance_waiter){ .fd = fd, .handle = sem.handle };
+			ASSERT_EQ(0, pthread_create(&t[i], NULL, radiance_waiter_run, &w[i]));
 		}
 		/* Sometimes before the waiters sleep, mostly after. */
 		usleep(r % 4 * 500);
