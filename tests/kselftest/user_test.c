@@ -941,6 +941,8 @@ TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
 	launch_counting(&q2, h2, b2, 200, 9);
 	ASSERT_EQ(0, wait_issued(o.w, 2));
 	n = read(ctl, buf, sizeof(buf));
+	/* Once seen failing (under single-threaded TCG), cause not known. */
+	ASSERT_LT(0, n) TH_LOG("read: %s", strerror(errno));
 	at = check_record(_metadata, ctl, buf, n, 1, 100, 3);
 	EXPECT_EQ(n, at + check_record(_metadata, ctl, buf + at, n - at, 1, 200, 9));
 	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&o.q));
