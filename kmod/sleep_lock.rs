@@ -60,7 +60,13 @@ unsafe impl<T: Send, B: Backend> Send for SleepLock<T, B> {}
 unsafe impl<T: Send, B: Backend> Sync for SleepLock<T, B> {}
 
 /// A task listed on a [`SleepLock`], on its own stack in
-/// [`SleepLock::sleep`], which does not return while it is listed.
+/// [`SleepLock::sleep`].
+///
+/// # Invariants
+///
+/// While listed it is valid and does not move: `sleep` returns only once
+/// a waker has set `unlisted` (its last access), or once the sleeper has
+/// unlisted itself under the lock. Its entry's `private` is its task.
 struct Sleeper {
     /// Its `private` is the task; the waker sets `WQ_FLAG_WOKEN` in its
     /// `flags` before it wakes the task (`woken_wake_function()`).
@@ -126,19 +132,17 @@ impl<T, B: Backend> SleepLock<T, B> {
         // SAFETY: `entry` is valid for writes; `init_wait` makes the
         // current task its `private`.
         unsafe { bindings::init_wait(sleeper.entry.get()) };
+        // Not moved, and not left before it is unlisted (below).
         // SAFETY: `guard` holds this lock, under which `sleepers` is read
-        // and written. `sleeper` is not moved, and this function does not
-        // return until it is unlisted (below), so it stays valid while
-        // listed.
+        // and written; `sleeper` meets `Sleeper`'s invariants.
         unsafe {
             *sleeper.next.get() = *self.sleepers.get();
             *self.sleepers.get() = me;
         }
         drop(guard);
-        // SAFETY: `entry` is initialised and lives on this frame until the
-        // function returns. `wait_woken` sets the task's state, then
-        // sleeps unless `WQ_FLAG_WOKEN` is set: a waker that sets it and
-        // wakes after that store is not lost.
+        // `wait_woken` sets the task's state, then sleeps unless
+        // `WQ_FLAG_WOKEN` is set: a waker that sets it, then wakes, is not lost.
+        // SAFETY: `entry` is initialised and outlives the call.
         unsafe { bindings::wait_woken(sleeper.entry.get(), bindings::TASK_INTERRUPTIBLE, timeout) };
         if sleeper.unlisted.load(Acquire) != 0 {
             return Slept::Woken;
@@ -162,12 +166,10 @@ impl<T, B: Backend> SleepLock<T, B> {
         let mut next = unsafe { core::mem::replace(&mut *self.sleepers.get(), null_mut()) };
         while !next.is_null() {
             let sleeper = next;
-            // SAFETY: a listed sleeper is valid: its task stays in `sleep`
-            // until `unlisted` is set, or until it unlists itself under the
-            // lock that `guard` holds. Its entry's `private` is that task,
-            // which `woken_wake_function` wakes (after setting
-            // `WQ_FLAG_WOKEN`, as `wait_woken` expects). The store to
-            // `unlisted` is the last access.
+            // `woken_wake_function` sets `WQ_FLAG_WOKEN`, as `wait_woken`
+            // expects, and wakes the entry's task.
+            // SAFETY: listed, under the lock `guard` holds: valid until the
+            // store to `unlisted`, the last access (`Sleeper`'s invariants).
             unsafe {
                 next = *(*sleeper).next.get();
                 bindings::woken_wake_function(
