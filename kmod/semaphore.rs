@@ -700,8 +700,7 @@ impl Semaphores {
             if let Some(sem) = table.sems.remove(&handle) {
                 table.put_slot(sem.slot);
                 self.publish(sem.slot, 0);
-                let destroyed = self.destroyed.load(Relaxed);
-                self.destroyed.store(destroyed.wrapping_add(1), Relaxed);
+                self.destroyed.fetch_add(1, Relaxed);
                 self.wake_waiters();
                 self.unlock(table);
                 return Ok(());
