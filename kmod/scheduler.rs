@@ -31,10 +31,10 @@
 //! responses first (completing packets in order), then visits the queues
 //! round-robin, translating at most one packet per queue per turn. A
 //! queue's `needs_kick` is cleared when a pass takes packets from it (the
-//! process need not kick while it is served). When nothing moves and
-//! nothing is in flight, the pass sets
-//! it again on those not stopped at a semaphore wait (a semaphore's change
-//! wakes it), looks at each once more, and sleeps. A queue that asks for
+//! process need not kick while it is served). When nothing moves, the pass
+//! sets it again on those whose stream runs nothing and that are not
+//! stopped at a semaphore wait (a semaphore's change wakes it), looks at
+//! each once more, and sleeps. A queue that asks for
 //! kicks is looked at only once its doorbell rang (its process kicks for
 //! what it publishes): an idle queue costs the passes that serve the
 //! others nothing.
@@ -153,10 +153,13 @@ struct Scheduled {
     /// packet goes to the device before the launch has completed, or the
     /// queue would not stop at the fault.
     launch: Option<u64>,
-    /// The pass's last turn found its next packet a WAIT_SEMAPHORE not
-    /// reached (with `blocked` set first, so the semaphore's change wakes
-    /// the scheduler): an idle pass need not look at it again.
-    waiting: bool,
+    /// The pass's last turn found its next packet unable to go until
+    /// something brings another pass: a WAIT_SEMAPHORE not reached (with
+    /// `blocked` set first, so the semaphore's change wakes the
+    /// scheduler), or a packet short of a staging page (the completion
+    /// that frees one brings the pass). A pass that ends need not look at
+    /// it again.
+    stalled: bool,
     /// Its control block's `needs_kick`, which only passes write (under
     /// `State`'s lock): set, the process rings the doorbell for what it
     /// publishes, and a pass looks at the queue only once it has. Kept here
@@ -433,7 +436,7 @@ impl Scheduler {
                 stream,
                 staged: None,
                 launch: None,
-                waiting: false,
+                stalled: false,
                 asks_kick: false,
             },
             GFP_KERNEL,
@@ -965,7 +968,7 @@ impl Scheduler {
             let Some(entry) = state.queues.get_mut(i) else {
                 break;
             };
-            entry.waiting = false;
+            entry.stalled = false;
             let fresh = entry.staged.is_none();
             // Asking for kicks, it is looked at only once its doorbell
             // rang: its process kicks for what it publishes, and an idle
@@ -994,14 +997,13 @@ impl Scheduler {
                         queue.mark_submitted(index);
                         entry.staged = Some(staged);
                     }
-                    // Waiting on a semaphore: its signal wakes us.
-                    Ok(Translated::Blocked) => {
-                        entry.waiting = true;
+                    // Waiting on a semaphore (its signal wakes us), or for
+                    // a packet in flight to give back its staging page
+                    // (its completion brings us).
+                    Ok(Translated::Blocked | Translated::Busy) => {
+                        entry.stalled = true;
                         continue;
                     }
-                    // Waiting for a packet in flight to give back its
-                    // staging page.
-                    Ok(Translated::Busy) => continue,
                     // Translated again next turn, as the first packet skipped.
                     Ok(Translated::Skip { count, error }) => {
                         queue.start_skip(index, count, error);
@@ -1223,26 +1225,34 @@ impl Scheduler {
                 // watchdog included.
                 return true;
             }
-            if state.sent > 0 {
-                // The interrupt brings the scheduler back; the watchdog
-                // makes sure it does.
-                Self::watchdog(this, state);
-                return false;
-            }
-            // Idle: ask for kicks, then look once more (a packet published
-            // before the flag was set is seen here). A queue stopped at a
-            // WAIT_SEMAPHORE needs none: the semaphore's change wakes us
-            // (`blocked` is set), and nothing behind the wait can run
-            // before it, so a busy process submits behind it without
-            // system calls. One the last turn found stopped so is left as
-            // it is: across devices, every edge of a chain ends a pass so.
-            // One that asked for kicks all along (this pass took nothing
-            // from it) needs no look either: the look after the flag was
-            // set, or this pass's, saw what was published before, and the
-            // process kicks for what came after.
+            // The pass ends: each queue that nothing else brings a pass
+            // for asks for kicks, then is looked at once more (a packet
+            // published before the flag was set is seen here).
+            // - One stalled needs none. A queue stopped at a
+            //   WAIT_SEMAPHORE is woken by the semaphore's change
+            //   (`blocked` is set), and nothing behind the wait can run
+            //   before it, so a busy process submits behind it without
+            //   system calls; it is left as it is: across devices, every
+            //   edge of a chain ends a pass so. One short of a staging page
+            //   goes at the completion that frees one.
+            // - One that asked for kicks all along (this pass took nothing
+            //   from it) needs no look either: the look after the flag was
+            //   set, or this pass's, saw what was published before, and
+            //   the process kicks for what came after.
+            // - One part-way into the device, or whose stream runs
+            //   commands, needs none: that stream's next answer brings the
+            //   pass that looks at it, and a process that keeps its queue
+            //   busy submits without system calls. One on an idle stream
+            //   asks even while other streams run: nothing else would look
+            //   at it before their next answer, which a long launch may
+            //   hold back for seconds.
             let mut runnable = false;
             for q in state.queues.iter_mut() {
-                if q.waiting || q.asks_kick {
+                let stream_runs = state
+                    .streams
+                    .get(usize::from(q.stream))
+                    .is_some_and(|s| !s.fifo.is_empty());
+                if q.stalled || q.asks_kick || q.staged.is_some() || stream_runs {
                     continue;
                 }
                 q.ask_for_kicks(true);
@@ -1259,6 +1269,11 @@ impl Scheduler {
                 }
             }
             if !runnable {
+                if state.sent > 0 {
+                    // The interrupt brings the scheduler back; the
+                    // watchdog makes sure it does.
+                    Self::watchdog(this, state);
+                }
                 return false;
             }
         }
