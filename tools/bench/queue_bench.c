@@ -17,7 +17,12 @@
  *     left. Where the NOP round trips needed no kick, each is one packet
  *     taken in a pass too, and edge / NOP round trip cannot go below
  *     about 2: printed as its floor, two NOPs taken in a pass / NOP round
- *     trip (well under 1 where each round trip rings the doorbell). It runs
+ *     trip (well under 1 where each round trip rings the doorbell). An
+ *     edge's two packets also look a semaphore up and raise it: a SIGNAL
+ *     and the WAIT it satisfies, taken in a pass on one queue (pairs
+ *     published at once), are the same work with no second queue to hand
+ *     over to, the floor of what the edge does; printed as edge / such a
+ *     pair and such a pair / NOP round trip. It runs
  *     right after the round trips it is compared with: in a scratch
  *     program, the same chain run right after 4's copies (24 MiB of
  *     memory traffic: the COPY, a memcpy and a pread) took 1.1 to 1.6
@@ -147,6 +152,25 @@ static void idle(struct queue *q)
 		;
 }
 
+/* ns per pair of `n` pairs, each a SIGNAL of `sem` to the next value and
+ * a WAIT for it, published at once on `q`, to drained. */
+static double sem_pairs(struct queue *q, uint32_t sem, uint64_t *value, int n)
+{
+	struct radiance_semaphore_packet sig = { .header = { .kind = RADIANCE_PACKET_SIGNAL_SEMAPHORE }, .handle = sem };
+	struct radiance_semaphore_packet wait = { .header = { .kind = RADIANCE_PACKET_WAIT_SEMAPHORE }, .handle = sem };
+	double t;
+
+	for (int i = 0; i < n; i++) {
+		sig.value = wait.value = ++*value;
+		put(q, &sig);
+		put(q, &wait);
+	}
+	t = now_ns();
+	publish(q);
+	drain(q);
+	return (now_ns() - t) / n;
+}
+
 /* ns of one packet's round trip: published to drained. */
 static double round_trip(struct queue *q, const void *packet)
 {
@@ -187,7 +211,7 @@ int main(void)
 	struct queue q, a, b;
 	double t, submit, null, in_pass[ROUNDS], pass_ratio[ROUNDS], from_idle[ROUNDS], idle_ratio[ROUNDS], kicked[ROUNDS];
 	double trip[ROUNDS], copy_ns[ROUNDS], memcpy_ns[ROUNDS], copy_ratio[ROUNDS], edge[ROUNDS], edge_ratio[ROUNDS];
-	double edge_floor[ROUNDS];
+	double edge_floor[ROUNDS], pair[ROUNDS], pair_ratio[ROUNDS], pair_floor[ROUNDS];
 	double kcopy_ns[ROUNDS], kcopy_ratio[ROUNDS], per_mib[ROUNDS], fill_ns[ROUNDS], after_free_ns[ROUNDS], free_ns[ROUNDS], scrub_ratio[ROUNDS];
 	double launch_ns[ROUNDS], launches_ns[ROUNDS], launch_ratio[ROUNDS], alone[ALONE];
 	struct radiance_launch_packet launch = { .header = { .kind = RADIANCE_PACKET_LAUNCH_DESC } };
@@ -199,8 +223,8 @@ int main(void)
 	long burst_kicks;
 	const size_t size = 8 << 20, freed = 1 << 20;
 	struct radiance_bo_create hc, vc, small;
-	struct radiance_sem_create s1 = { 0 }, s2 = { 0 };
-	uint64_t n = 0;
+	struct radiance_sem_create s1 = { 0 }, s2 = { 0 }, s3 = { 0 };
+	uint64_t n = 0, n3 = 0;
 	char *src, *dst;
 	int memfd;
 
@@ -249,7 +273,8 @@ int main(void)
 		die("memfd");
 	queue_open(&a, 1024);
 	queue_open(&b, 1024);
-	if (radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s1) || radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s2))
+	if (radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s1) || radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s2) ||
+	    radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &s3))
 		die("SEM_CREATE");
 
 	for (int r = 0; r < ROUNDS; r++) {
@@ -263,6 +288,8 @@ int main(void)
 
 		/* 2. NOPs taken in one pass: BURST published at once. */
 		in_pass[r] = burst(&q, &nop_packet, BURST);
+		/* A SIGNAL and the WAIT it satisfies, as many packets. */
+		pair[r] = sem_pairs(&q, s3.handle, &n3, BURST / 2);
 
 		/* NOP round trip, and the share that kicked. */
 		trip[r] = 0;
@@ -304,6 +331,8 @@ int main(void)
 		idle_ratio[r] = edge[r] / from_idle[r];
 		pass_ratio[r] = edge[r] / (2 * in_pass[r]);
 		edge_floor[r] = 2 * in_pass[r] / trip[r];
+		pair_ratio[r] = edge[r] / pair[r];
+		pair_floor[r] = pair[r] / trip[r];
 
 		/* 4. COPY HOST -> VRAM against memcpy. */
 		before = radiance_mem_stat("commands_issued");
@@ -373,6 +402,9 @@ int main(void)
 	printf("  edge / NOP round trip from idle = %.2f\n", median(idle_ratio, ROUNDS));
 	printf("  NOP taken in a pass (%d published at once) %.0f ns (edge / 2 such NOPs = %.2f)\n", BURST,
 	       median(in_pass, ROUNDS), median(pass_ratio, ROUNDS));
+	printf("  a SIGNAL and the WAIT it satisfies taken in a pass (%d pairs published at once on one queue) %.0f ns (edge / such a pair = %.2f)\n",
+	       BURST / 2, median(pair, ROUNDS), median(pair_ratio, ROUNDS));
+	printf("  floor of edge / NOP round trip, such a pair / NOP round trip = %.2f\n", median(pair_floor, ROUNDS));
 	printf("4 KiB FILL after freeing %zu KiB: %.0f ns (free %.0f ns) vs %.0f ns alone (after free / alone = %.2f)\n",
 	       freed >> 10, median(after_free_ns, ROUNDS), median(free_ns, ROUNDS), median(fill_ns, ROUNDS),
 	       median(scrub_ratio, ROUNDS));
