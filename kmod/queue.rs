@@ -14,7 +14,7 @@
 
 use core::mem::offset_of;
 use kernel::{
-    new_mutex,
+    new_spinlock,
     page::{
         Page,
         PAGE_SIZE, //
@@ -29,7 +29,7 @@ use kernel::{
             Release, //
         },
         barrier::smp_mb,
-        Arc, Mutex,
+        Arc, SpinLock,
     },
     transmute::FromBytes,
 };
@@ -96,9 +96,11 @@ pub(crate) struct Queue {
     /// 1 once the process rang the doorbell (QUEUE_KICK), until the
     /// scheduler looks (see [`Queue::take_doorbell`]).
     doorbell: Atomic<i32>,
-    /// Innermost lock: see the scheduler.
+    /// Innermost lock (see the scheduler), held for a few loads and
+    /// stores: a spinlock, as every packet of every pass takes it twice
+    /// (a mutex costs twice a spinlock's lock tracking under lockdep).
     #[pin]
-    state: Mutex<QueueState>,
+    state: SpinLock<QueueState>,
 }
 
 impl Queue {
@@ -124,7 +126,7 @@ impl Queue {
                 ring_packets,
                 control,
                 doorbell: Atomic::new(0),
-                state <- new_mutex!(QueueState::default(), "Queue::state"),
+                state <- new_spinlock!(QueueState::default(), "Queue::state"),
             }),
             GFP_KERNEL,
         )
