@@ -99,7 +99,10 @@ use crate::{
         flush_work, //
     },
     ring::Ring,
-    semaphore::Wake,
+    semaphore::{
+        SlotHint,
+        Wake, //
+    },
     staging::{
         Slot,
         Staging, //
@@ -165,6 +168,8 @@ struct Scheduled {
     /// publishes, and a pass looks at the queue only once it has. Kept here
     /// so that a pass writes the page only to change it.
     asks_kick: bool,
+    /// Where its last WAIT_SEMAPHORE found its semaphore's value.
+    sem_hint: SlotHint,
 }
 
 impl Scheduled {
@@ -438,6 +443,7 @@ impl Scheduler {
                 launch: None,
                 stalled: false,
                 asks_kick: false,
+                sem_hint: SlotHint::default(),
             },
             GFP_KERNEL,
         )?;
@@ -987,7 +993,7 @@ impl Scheduler {
                     .streams
                     .get(usize::from(entry.stream))
                     .is_some_and(|s| s.fifo.is_empty());
-                match self.translate(queue, index, skip, at_once) {
+                match self.translate(entry, index, skip, at_once) {
                     Ok(Translated::Run(staged)) if staged.commands.is_empty() && at_once => {
                         self.complete_taken(&mut state.woken, queue, index, &staged.completion);
                         progressed = true;
@@ -1032,12 +1038,13 @@ impl Scheduler {
         progressed
     }
 
-    fn translator<'a>(&'a self, queue: &'a Queue, at_once: bool) -> Translator<'a> {
+    fn translator<'a>(&'a self, entry: &'a Scheduled, at_once: bool) -> Translator<'a> {
         Translator {
-            objects: queue.objects(),
+            objects: entry.queue.objects(),
             hw: self.hw.desc(),
             staging: &self.staging,
             at_once,
+            sem_hint: &entry.sem_hint,
         }
     }
 
@@ -1047,26 +1054,26 @@ impl Scheduler {
     /// woken by the semaphore's change.
     fn translate(
         &self,
-        queue: &Queue,
+        entry: &Scheduled,
         index: u64,
         skip: Option<u32>,
         at_once: bool,
     ) -> Result<Translated> {
-        let packet = queue.packet(index)?;
+        let packet = entry.queue.packet(index)?;
         self.mark_if_wait(&packet);
-        translate::translate(&self.translator(queue, at_once), index, &packet, skip)
+        translate::translate(&self.translator(entry, at_once), index, &packet, skip)
     }
 
     /// What a queue's next packet lets the scheduler do.
-    fn head(&self, queue: &Queue) -> Head {
-        let Some((index, skip)) = queue.pending() else {
+    fn head(&self, entry: &Scheduled) -> Head {
+        let Some((index, skip)) = entry.queue.pending() else {
             return Head::Empty;
         };
-        let Ok(packet) = queue.packet(index) else {
+        let Ok(packet) = entry.queue.packet(index) else {
             return Head::Runnable;
         };
         self.mark_if_wait(&packet);
-        if translate::blocks(&self.translator(queue, false), &packet, skip) {
+        if translate::blocks(&self.translator(entry, false), &packet, skip) {
             Head::Waiting
         } else {
             Head::Runnable
@@ -1256,7 +1263,7 @@ impl Scheduler {
                     continue;
                 }
                 q.ask_for_kicks(true);
-                match this.head(&q.queue) {
+                match this.head(q) {
                     // Published before the flag was set: the process may
                     // not kick for it, and a queue that asks for kicks is
                     // looked at only when it does.

@@ -21,6 +21,7 @@
 //! alias keeps its owner's `Semaphores` alive; once the semaphore is
 //! destroyed or its file closed, the alias reads as failed with ECANCELED.
 
+use core::cell::Cell;
 use kernel::{
     new_mutex, new_spinlock,
     page::{
@@ -280,6 +281,24 @@ impl WaitState {
             error => WaitState::Failed(error),
         }
     }
+}
+
+/// Where one queue's last WAIT_SEMAPHORE found its semaphore, one of its
+/// file's own: a later wait on the same handle whose point the value page
+/// shows reached is answered there, without the table (see
+/// [`Semaphores::wait_state`]). Valid while no semaphore of the file has
+/// been destroyed since: the slot may have another owner then (handles
+/// are never reused). The scheduler keeps one per queue; only its passes,
+/// under its lock, use it.
+#[derive(Default)]
+pub(crate) struct SlotHint(Cell<Option<Hinted>>);
+
+#[derive(Clone, Copy)]
+struct Hinted {
+    handle: u32,
+    slot: usize,
+    /// [`Semaphores::destroyed`] when `slot` was looked up.
+    destroyed: u64,
 }
 
 /// The outcome of checking a wait's points once.
@@ -775,10 +794,35 @@ impl Semaphores {
     /// watcher publishes with a full barrier before it reads `blocked` (see
     /// [`Watcher::changed`]): it sees the new value here, or the watcher
     /// sees the flag and wakes it.
-    pub(crate) fn wait_state(&self, handle: u32, value: u64) -> Result<WaitState> {
+    ///
+    /// With a `hint` (a queue's WAIT), a point on the hinted semaphore that
+    /// is reached is answered from the page alone: each edge of a chain
+    /// between queues then takes the table only for its signal, and for a
+    /// wait that finds its point not reached yet. A lookup of one of the
+    /// file's own semaphores under the table notes it in the hint.
+    pub(crate) fn wait_state(
+        &self,
+        handle: u32,
+        value: u64,
+        hint: Option<&SlotHint>,
+    ) -> Result<WaitState> {
+        let hinted = hint.and_then(|h| h.0.get()).filter(|h| h.handle == handle);
+        if hinted.is_some_and(|h| self.reached(h.slot, value, h.destroyed)) {
+            return Ok(WaitState::Reached);
+        }
         {
             let table = self.table.lock();
             if let Some(sem) = table.sems.get(&handle) {
+                if let Some(hint) = hint {
+                    // Written under the table: `sem.slot` is its own
+                    // until this count moves.
+                    let destroyed = self.destroyed.load(Relaxed);
+                    hint.0.set(Some(Hinted {
+                        handle,
+                        slot: sem.slot,
+                        destroyed,
+                    }));
+                }
                 return Ok(WaitState::of(sem, value));
             }
             let alias = table.aliases.get(&handle).ok_or(ENOENT)?;
@@ -938,6 +982,8 @@ impl Semaphores {
         // slot done, before it frees the slot.
         let mut table = self.table.lock();
         let sems = core::mem::take(&mut table.sems);
+        // As SEM_DESTROY counts one: no slot hint outlives them.
+        self.destroyed.fetch_add(1, Relaxed);
         drop(sems);
     }
 

@@ -48,6 +48,7 @@ use crate::{
     hw::HwDesc,
     lazy_vec::LazyVec,
     queue::FileObjects,
+    semaphore::SlotHint,
     sg_table::Handover,
     staging::{
         Slot, //
@@ -165,6 +166,8 @@ pub(crate) struct Translator<'a> {
     /// looked up once, as it completes, where a handle that names nothing
     /// faults the queue at the same packet.
     pub(crate) at_once: bool,
+    /// The queue's last WAIT_SEMAPHORE's semaphore, for the next.
+    pub(crate) sem_hint: &'a SlotHint,
 }
 
 impl Translator<'_> {

@@ -102,7 +102,8 @@ pub(super) fn wait(t: &Translator<'_>, h: &uapi::PacketHeader, body: &[u64; 7]) 
         return Err(EINVAL);
     }
     zero_from(body, 2)?;
-    match t.objects.semaphores().wait_state(handle, value)? {
+    let sems = t.objects.semaphores();
+    match sems.wait_state(handle, value, Some(t.sem_hint))? {
         WaitState::Reached => Ok(Wait::Reached),
         WaitState::Pending => Ok(Wait::Pending),
         WaitState::Failed(error) if skip_flag => Ok(Wait::Skip { count: skip, error }),
@@ -120,7 +121,7 @@ pub(super) fn signal(t: &Translator<'_>, body: &[u64; 7], out: &mut Staged) -> R
     zero_from(body, 2)?;
     // The semaphore must exist now (or, at once, when it is signalled).
     if !t.at_once {
-        t.objects.semaphores().wait_state(handle, value)?;
+        t.objects.semaphores().wait_state(handle, value, None)?;
     }
     out.completion.update = Some(SemUpdate::Signal { handle, value });
     Ok(())
