@@ -283,13 +283,14 @@ impl WaitState {
     }
 }
 
-/// Where one queue's last WAIT_SEMAPHORE found its semaphore, one of its
-/// file's own: a later wait on the same handle whose point the value page
-/// shows reached is answered there, without the table (see
-/// [`Semaphores::wait_state`]). Valid while no semaphore of the file has
-/// been destroyed since: the slot may have another owner then (handles
-/// are never reused). The scheduler keeps one per queue; only its passes,
-/// under its lock, use it.
+/// Where one queue's last WAIT_SEMAPHORE found its semaphore's value: the
+/// slot of the file's page for the handle (a semaphore's or an alias's).
+/// A later wait on the same handle whose point the slot shows reached is
+/// answered there, without the table (see [`Semaphores::wait_state`]).
+/// Good while no semaphore or alias of the file has been destroyed since:
+/// the slot may have another owner then (handles are never reused). The
+/// scheduler keeps one per queue; only its passes, under its lock, use
+/// it.
 #[derive(Default)]
 pub(crate) struct SlotHint(Cell<Option<Hinted>>);
 
@@ -497,9 +498,9 @@ pub(crate) struct Semaphores {
     /// the change's maker does before it drops the table; read and written
     /// only under it.
     wake_own: Atomic<i32>,
-    /// Semaphores of this file destroyed so far (written under `table`): a
-    /// wait that reads its point in the page without the table checks
-    /// that the slot has had no other owner since it looked.
+    /// Semaphores and aliases of this file destroyed so far (written
+    /// under `table`): a wait that reads its point in the page without the
+    /// table checks that the slot has had no other owner since it looked.
     destroyed: Atomic<u64>,
     /// Imports whose fence has not been handled yet.
     #[pin]
@@ -729,6 +730,8 @@ impl Semaphores {
         // The slot is freed only once nothing publishes to it.
         alias.owner.unwatch(alias.handle, self, alias.slot);
         let mut table = self.table.lock();
+        // Before the slot can have another owner (see `destroyed`).
+        self.destroyed.fetch_add(1, Relaxed);
         table.put_slot(alias.slot);
         self.publish(alias.slot, 0);
         // Only a wait with a point on an alias waits on it.
@@ -795,11 +798,12 @@ impl Semaphores {
     /// [`Watcher::changed`]): it sees the new value here, or the watcher
     /// sees the flag and wakes it.
     ///
-    /// With a `hint` (a queue's WAIT), a point on the hinted semaphore that
-    /// is reached is answered from the page alone: each edge of a chain
-    /// between queues then takes the table only for its signal, and for a
-    /// wait that finds its point not reached yet. A lookup of one of the
-    /// file's own semaphores under the table notes it in the hint.
+    /// With a `hint` (a queue's WAIT), a point on the hinted handle that
+    /// its slot shows reached is answered from the page alone, as a woken
+    /// host wait's is: each edge of a chain between queues then takes the
+    /// table only for its signal, and a wait takes it only to find its
+    /// point not reached yet (a signal's raise publishes the value before
+    /// anything else). A lookup under the table notes its slot there.
     pub(crate) fn wait_state(
         &self,
         handle: u32,
@@ -812,21 +816,25 @@ impl Semaphores {
         }
         {
             let table = self.table.lock();
-            if let Some(sem) = table.sems.get(&handle) {
-                if let Some(hint) = hint {
-                    // Written under the table: `sem.slot` is its own
-                    // until this count moves.
-                    let destroyed = self.destroyed.load(Relaxed);
-                    hint.0.set(Some(Hinted {
-                        handle,
-                        slot: sem.slot,
-                        destroyed,
-                    }));
-                }
+            let sem = table.sems.get(&handle);
+            let slot = match sem {
+                Some(sem) => sem.slot,
+                None => table.aliases.get(&handle).ok_or(ENOENT)?.slot,
+            };
+            if let Some(hint) = hint {
+                // Read under the table: the slot is the handle's until
+                // this count moves.
+                let destroyed = self.destroyed.load(Relaxed);
+                hint.0.set(Some(Hinted {
+                    handle,
+                    slot,
+                    destroyed,
+                }));
+            }
+            if let Some(sem) = sem {
                 return Ok(WaitState::of(sem, value));
             }
-            let alias = table.aliases.get(&handle).ok_or(ENOENT)?;
-            match self.published(alias.slot) {
+            match self.published(slot) {
                 uapi::SEM_FAILED_VALUE => {}
                 v if v >= value => return Ok(WaitState::Reached),
                 _ => return Ok(WaitState::Pending),
