@@ -97,8 +97,8 @@ pub(crate) struct Queue {
     /// scheduler looks (see [`Queue::take_doorbell`]).
     doorbell: Atomic<i32>,
     /// Innermost lock (see the scheduler), held for a few loads and
-    /// stores: a spinlock, as every packet of every pass takes it twice
-    /// (a mutex costs twice a spinlock's lock tracking under lockdep).
+    /// stores and never across a sleep: a spinlock, which every packet of
+    /// every pass takes twice (on a lockdep kernel a mutex costs more).
     #[pin]
     state: SpinLock<QueueState>,
 }
