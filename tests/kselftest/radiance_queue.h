@@ -222,4 +222,33 @@ static inline void expect_fault(struct __test_metadata *_metadata, int fd, const
 	expect_fault_after(_metadata, fd, &nop, packet, error, out);
 }
 
+/* A queue of `fd` waits twice on `handle` (a semaphore or an alias at 1 or
+ * more, its value at `offset` of the value page): the second wait is
+ * answered from the page. Then `handle` is destroyed and a new semaphore at
+ * 5 takes its slot: a third wait on the old handle must still fault the
+ * queue with ENOENT, not read the slot's new owner. */
+static inline void expect_wait_after_its_slot_is_reused_faults(struct __test_metadata *_metadata, int fd,
+							       uint32_t handle, uint64_t offset)
+{
+	struct radiance_sem_create reuse = { .initial = 5 };
+	struct queue q;
+
+	ASSERT_EQ(0, queue_open(fd, 16, &q));
+	/* Looked up under the table, then answered from the page. */
+	queue_sem(&q, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, handle, 1, 0);
+	queue_sem(&q, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, handle, 1, 0);
+	queue_publish(&q);
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q));
+	ASSERT_EQ(2, q.ctl->read_index);
+	ASSERT_EQ(0, radiance_sem_destroy(fd, handle));
+	ASSERT_EQ(0, radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &reuse));
+	ASSERT_EQ(offset, reuse.value_offset) TH_LOG("the new semaphore has the destroyed handle's slot");
+	queue_sem(&q, RADIANCE_PACKET_WAIT_SEMAPHORE, 0, handle, 1, 0);
+	queue_publish(&q);
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
+	EXPECT_EQ(ENOENT, q.ctl->error);
+	EXPECT_EQ(2, q.ctl->fault_index);
+	queue_close(&q);
+}
+
 #endif
