@@ -117,8 +117,12 @@ fn us(d: Duration) -> f64 {
 
 /// Rounds per route. The routes take turns within each round, so that
 /// what else loads the machine meanwhile falls on all of them alike; each
-/// route's median round is printed.
-const ROUNDS: usize = 5;
+/// route's median round is printed. A chain takes a few milliseconds, and
+/// under TCG one round's alias / same device ratio reads anywhere from 0.65
+/// to 2.5 with no trend over the rounds: the median of 15 held within 1.19
+/// to 1.36 over four runs in one boot, where medians of 5 ranged 1.08 to
+/// 2.11 over eight.
+const ROUNDS: usize = 15;
 
 /// Devices `a` and `b` in a group that `limit` sets up, and the semaphore
 /// route it took from `a` to `b`.

@@ -17,6 +17,14 @@
 //!   what the FILL after the free waits for beyond the FILL alone is
 //!   compared with what this one takes beyond it (on the full model both
 //!   are one MEM SET of that size; without SET, pattern and zero copies);
+//! - the 4 KiB FILL right behind such a FILL on another queue, timed from
+//!   that one's publication: what an operation waits for behind one command
+//!   of the scrub's size, with the hand-offs a command running ahead of it
+//!   costs it (the serving thread woken for the first and busy when the
+//!   second comes). The FILL after the free, which a scrub command runs
+//!   ahead of, is compared with this one. On the model without SET the
+//!   large FILL is pattern copies, which the other queue's FILL goes
+//!   beside: there this row is not behind one command;
 //! - and the device commands a free takes per MiB (counted by the serving
 //!   thread: the scrub's are the kernel's own, which its scheduler does
 //!   not count), up to the end of a FILL over the whole range after the
@@ -50,11 +58,13 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let small = vram(4096)?;
     let chunk = vram(SCRUB_COMMAND)?;
     let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
+    let mut ahead_queue = device.create_queue(16).map_err(bench::client_error)?;
     let fill = |q: &mut kmod::Queue, bo: &kmod::BufferObject, size| q.fill(bo, 0, size, Pattern::U32(7));
 
     let (mut alone, mut after, mut next, mut scrubs_ahead) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut after_ratio, mut next_ratio, mut per_mib) = (Vec::new(), Vec::new(), Vec::new());
     let (mut one_command, mut wait_ratio) = (Vec::new(), Vec::new());
+    let (mut behind_one, mut behind_ratio) = (Vec::new(), Vec::new());
     // Written, so that the scrub has something to zero.
     let write = |q: &mut kmod::Queue, bo: &kmod::BufferObject| bench::round_trip(q, |q| fill(q, bo, freed));
     let mut big = vram(freed)?;
@@ -67,6 +77,15 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         // Commands per 4 KiB FILL (more than one where it copies a pattern).
         let per_fill = (ran() - at) / opts.samples as u64;
         let c = bench::median_of(opts.samples, || bench::round_trip(&mut queue, |q| fill(q, &chunk, SCRUB_COMMAND)))?;
+        let d = bench::median_of(opts.samples, || {
+            let t = Instant::now();
+            fill(&mut ahead_queue, &chunk, SCRUB_COMMAND).map_err(bench::client_error)?;
+            ahead_queue.flush().map_err(bench::client_error)?;
+            bench::round_trip(&mut queue, |q| fill(q, &small, 4096))?;
+            let took = t.elapsed();
+            ahead_queue.finish(None).map_err(bench::client_error)?;
+            Ok(took)
+        })?;
         let (mut after_ns, mut next_ns, mut ahead, mut commands) = (Vec::new(), Vec::new(), Vec::new(), 0);
         for _ in 0..opts.samples {
             let before = ran();
@@ -91,6 +110,8 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         after_ratio.push(b / a);
         one_command.push(c);
         wait_ratio.push((b - a) / (c - a));
+        behind_one.push(d);
+        behind_ratio.push((b - a) / (d - a));
         next_ratio.push(n / a);
         per_mib.push(commands as f64 / opts.samples as f64 / (freed as f64 / f64::from(1 << 20)));
     }
@@ -111,5 +132,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         bench::median(&mut one_command)
     );
     println!("  (after free - alone) / (that FILL - alone)   {:>10.2}", bench::median(&mut wait_ratio));
+    println!("  4 KiB FILL right behind that FILL            {:>10.0} ns", bench::median(&mut behind_one));
+    println!("  (after free - alone) / (behind it - alone)   {:>10.2}", bench::median(&mut behind_ratio));
     Ok(())
 }
