@@ -13,18 +13,17 @@
 //!   while the kernel completes the FILL);
 //! - the freed range's next user, a 4 KiB FILL of a BO made right after
 //!   the free (it waits for the scrub's commands over its part);
-//! - a FILL as large as one scrub command (`SCRUB` in kmod/hw/user.rs):
-//!   what the FILL after the free waits for beyond the FILL alone is
-//!   compared with what this one takes beyond it (on the full model both
-//!   are one MEM SET of that size; without SET, pattern and zero copies);
-//! - the 4 KiB FILL right behind such a FILL on another queue, timed from
-//!   that one's publication: what an operation waits for behind one command
-//!   of the scrub's size, with the hand-offs a command running ahead of it
-//!   costs it (the serving thread woken for the first and busy when the
-//!   second comes). The FILL after the free, which a scrub command runs
-//!   ahead of, is compared with this one. On the model without SET the
-//!   large FILL is pattern copies, which the other queue's FILL goes
-//!   beside: there this row is not behind one command;
+//! - one command like a scrub's (`SCRUB` in kmod/hw/user.rs): a MEM SET of
+//!   its size on the full model, a copy of its size from a host BO where
+//!   there is no SET and the scrub copies zeros (a FILL there is pattern
+//!   copies of a page each, slower than that copy at 4 KiB);
+//! - the 4 KiB FILL right behind that command on another queue, timed from
+//!   the command's publication: what an operation waits for behind one
+//!   command like a scrub's, with the hand-offs a command running ahead of
+//!   it costs it (the serving thread woken for the first and busy when the
+//!   second comes). What the FILL after the free, which a scrub command
+//!   runs ahead of, waits for beyond the FILL alone is compared with what
+//!   this one waits for beyond it;
 //! - and the device commands a free takes per MiB (counted by the serving
 //!   thread: the scrub's are the kernel's own, which its scheduler does
 //!   not count), up to the end of a FILL over the whole range after the
@@ -60,10 +59,18 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
     let mut ahead_queue = device.create_queue(16).map_err(bench::client_error)?;
     let fill = |q: &mut kmod::Queue, bo: &kmod::BufferObject, size| q.fill(bo, 0, size, Pattern::U32(7));
+    let host = device.create_bo(SCRUB_COMMAND, kmod::Placement::Host, false).map_err(bench::client_error)?;
+    let like_scrub = |q: &mut kmod::Queue| {
+        if opts.model.gluon_sim {
+            q.copy(&host, 0, &chunk, 0, SCRUB_COMMAND)
+        } else {
+            fill(q, &chunk, SCRUB_COMMAND)
+        }
+    };
 
     let (mut alone, mut after, mut next, mut scrubs_ahead) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut after_ratio, mut next_ratio, mut per_mib) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut one_command, mut wait_ratio) = (Vec::new(), Vec::new());
+    let (mut one_command, mut per_like) = (Vec::new(), Vec::new());
     let (mut behind_one, mut behind_ratio) = (Vec::new(), Vec::new());
     // Written, so that the scrub has something to zero.
     let write = |q: &mut kmod::Queue, bo: &kmod::BufferObject| bench::round_trip(q, |q| fill(q, bo, freed));
@@ -76,10 +83,12 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         let a = bench::median_of(opts.samples, || bench::round_trip(&mut queue, |q| fill(q, &small, 4096)))?;
         // Commands per 4 KiB FILL (more than one where it copies a pattern).
         let per_fill = (ran() - at) / opts.samples as u64;
-        let c = bench::median_of(opts.samples, || bench::round_trip(&mut queue, |q| fill(q, &chunk, SCRUB_COMMAND)))?;
+        let at = ran();
+        let c = bench::median_of(opts.samples, || bench::round_trip(&mut queue, like_scrub))?;
+        per_like.push((ran() - at) as f64 / opts.samples as f64);
         let d = bench::median_of(opts.samples, || {
             let t = Instant::now();
-            fill(&mut ahead_queue, &chunk, SCRUB_COMMAND).map_err(bench::client_error)?;
+            like_scrub(&mut ahead_queue).map_err(bench::client_error)?;
             ahead_queue.flush().map_err(bench::client_error)?;
             bench::round_trip(&mut queue, |q| fill(q, &small, 4096))?;
             let took = t.elapsed();
@@ -109,7 +118,6 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         next.push(n);
         after_ratio.push(b / a);
         one_command.push(c);
-        wait_ratio.push((b - a) / (c - a));
         behind_one.push(d);
         behind_ratio.push((b - a) / (d - a));
         next_ratio.push(n / a);
@@ -127,12 +135,13 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     println!("  after free / alone                           {:>10.2}", bench::median(&mut after_ratio));
     println!("  next user / alone                            {:>10.2}", bench::median(&mut next_ratio));
     println!(
-        "  a {} KiB FILL (one scrub command's size)    {:>10.0} ns",
+        "  one command like the scrub's, {} KiB {}   {:>10.0} ns ({:.1} device commands)",
         SCRUB_COMMAND >> 10,
-        bench::median(&mut one_command)
+        if opts.model.gluon_sim { "copy" } else { "SET " },
+        bench::median(&mut one_command),
+        bench::median(&mut per_like)
     );
-    println!("  (after free - alone) / (that FILL - alone)   {:>10.2}", bench::median(&mut wait_ratio));
-    println!("  4 KiB FILL right behind that FILL            {:>10.0} ns", bench::median(&mut behind_one));
+    println!("  4 KiB FILL right behind that command         {:>10.0} ns", bench::median(&mut behind_one));
     println!("  (after free - alone) / (behind it - alone)   {:>10.2}", bench::median(&mut behind_ratio));
     Ok(())
 }
