@@ -5,6 +5,8 @@
 //! SET, or copies of zeros where the device has no SET: `--gluon-sim`).
 //! In interleaved rounds, each figure the median of its samples:
 //! - a 4 KiB FILL of another BO, alone;
+//! - the free itself (BO_DESTROY: it queues the scrub and wakes the
+//!   serving thread);
 //! - the same FILL right after freeing a written BO of `--freed-kib`,
 //!   timed from the free (it should wait for at most about one scrub
 //!   command, not for the whole scrub), and how many scrub commands the
@@ -69,6 +71,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     };
 
     let (mut alone, mut after, mut next, mut scrubs_ahead) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut frees = Vec::new();
     let (mut after_ratio, mut next_ratio, mut per_mib) = (Vec::new(), Vec::new(), Vec::new());
     let (mut one_command, mut per_like) = (Vec::new(), Vec::new());
     let (mut behind_one, mut behind_ratio) = (Vec::new(), Vec::new());
@@ -95,11 +98,13 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
             ahead_queue.finish(None).map_err(bench::client_error)?;
             Ok(took)
         })?;
-        let (mut after_ns, mut next_ns, mut ahead, mut commands) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        let (mut free_ns, mut after_ns, mut next_ns) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ahead, mut commands) = (Vec::new(), 0);
         for _ in 0..opts.samples {
             let before = ran();
             let t = Instant::now();
             drop(big);
+            free_ns.push(t.elapsed().as_nanos() as f64);
             bench::round_trip(&mut queue, |q| fill(q, &small, 4096))?;
             after_ns.push(t.elapsed().as_nanos() as f64);
             ahead.push(ran().saturating_sub(before + per_fill) as f64);
@@ -113,6 +118,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         }
         let (b, n) = (bench::median(&mut after_ns), bench::median(&mut next_ns));
         alone.push(a);
+        frees.push(bench::median(&mut free_ns));
         after.push(b);
         scrubs_ahead.push(bench::median(&mut ahead));
         next.push(n);
@@ -130,6 +136,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     println!("  device commands per MiB freed                {:>10.2}", bench::median(&mut per_mib));
     println!("  scrub commands run by the FILL's completion  {:>10.1}", bench::median(&mut scrubs_ahead));
     println!("  4 KiB FILL elsewhere, alone                  {:>10.0} ns", bench::median(&mut alone));
+    println!("  the free itself                              {:>10.0} ns", bench::median(&mut frees));
     println!("  4 KiB FILL elsewhere, right after the free   {:>10.0} ns", bench::median(&mut after));
     println!("  the freed range's next user, a 4 KiB FILL    {:>10.0} ns", bench::median(&mut next));
     println!("  after free / alone                           {:>10.2}", bench::median(&mut after_ratio));
