@@ -5,14 +5,14 @@
 //! SET, or copies of zeros where the device has no SET: `--gluon-sim`).
 //! In interleaved rounds, each figure the median of its samples:
 //! - a 4 KiB FILL of another BO, alone;
-//! - the free itself (BO_DESTROY: it queues the scrub and wakes the
-//!   serving thread);
 //! - the same FILL right after freeing a written BO of `--freed-kib`,
 //!   timed from the free (it should wait for at most about one scrub
 //!   command, not for the whole scrub), and how many scrub commands the
 //!   serving thread had run by the time the client saw it complete (an
 //!   upper bound on those it waited for: the thread goes on with the scrub
 //!   while the kernel completes the FILL);
+//! - the free itself (BO_DESTROY: it queues the scrub and wakes the
+//!   serving thread);
 //! - the freed range's next user, a 4 KiB FILL of a BO made right after
 //!   the free (it waits for the scrub's commands over its part);
 //! - one command like a scrub's (`SCRUB` in kmod/hw/user.rs): a MEM SET of
