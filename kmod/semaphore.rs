@@ -712,15 +712,23 @@ impl Semaphores {
         }
     }
 
+    /// Frees the slot of a semaphore or alias just destroyed, under
+    /// `table`, and zeroes it. The destroy is counted first: a slot hint or
+    /// a woken wait that read the slot before sees the count move before
+    /// the slot can have another owner (see `destroyed`).
+    fn free_slot(&self, table: &mut Table, slot: usize) {
+        self.destroyed.fetch_add(1, Relaxed);
+        table.put_slot(slot);
+        self.publish(slot, 0);
+    }
+
     /// SEM_DESTROY: its waiters get ECANCELED, and so do its aliases'. An
     /// alias's semaphore is left as it is.
     pub(crate) fn destroy(&self, handle: u32) -> Result {
         let alias = {
             let mut table = self.table.lock();
             if let Some(sem) = table.sems.remove(&handle) {
-                table.put_slot(sem.slot);
-                self.publish(sem.slot, 0);
-                self.destroyed.fetch_add(1, Relaxed);
+                self.free_slot(&mut table, sem.slot);
                 self.wake_waiters();
                 self.unlock(table);
                 return Ok(());
@@ -730,10 +738,7 @@ impl Semaphores {
         // The slot is freed only once nothing publishes to it.
         alias.owner.unwatch(alias.handle, self, alias.slot);
         let mut table = self.table.lock();
-        // Before the slot can have another owner (see `destroyed`).
-        self.destroyed.fetch_add(1, Relaxed);
-        table.put_slot(alias.slot);
-        self.publish(alias.slot, 0);
+        self.free_slot(&mut table, alias.slot);
         // Only a wait with a point on an alias waits on it.
         self.wake_aliased();
         Ok(())
