@@ -11,8 +11,9 @@
 # the fuzzer in its CI budget, with kmemleak scans (tests/guest/robust-job.sh);
 # then Debian 13's own kernel with radiance.ko built for it
 # (tools/build-for-distro.sh, tests/guest/distro-job.sh).
-# The last line is the total: `N passed, N failed, N skipped`; the exit code
-# is non-zero if any test failed, or if either stage could not run.
+# The last line is the total: `N passed, N failed, N skipped`; the lines
+# before it name what failed, since CI shows only a log's tail. The exit
+# code is non-zero if any test failed, or if either stage could not run.
 # $RADIANCE_FUZZ_EXECS: the fuzzer's budget (default 3000 executions).
 source "$(dirname "$0")/lib.sh"
 
@@ -20,6 +21,17 @@ source "$(dirname "$0")/lib.sh"
 "$TOP"/tools/build-kernel.sh >/dev/null
 "$TOP"/tools/build-kernel.sh --debug >/dev/null
 mkdir -p "$BUILD"
+
+# What failed, a line each, listed again before the total: a run's first
+# failure is often thousands of lines above its end.
+failures=$BUILD/failures.log
+: >"$failures"
+# Adds LOG's failed results (KTAP `not ok`, libtest `FAILED`) and ktap's
+# reasons to the list, each prefixed with LABEL.	note_failures LABEL LOG
+note_failures() {
+	tr -d '\r' 2>/dev/null <"$2" | grep -E '^[[:space:]#]*not ok |^test .* \.\.\. FAILED$|^ktap: FAIL: ' |
+		sed -E "s|^[[:space:]#]*|$1: |" >>"$failures" || true
+}
 
 log "host: cargo test"
 host_rc=0
@@ -40,30 +52,35 @@ read -r host_pass host_fail host_skip < <(tail -n1 "$BUILD/host-counts.log" |
 host_pass=${host_pass:-0} host_fail=${host_fail:-1} host_skip=${host_skip:-0}
 # A build error, or cargo failing past its last test, is one failure.
 if ((host_rc != 0 && host_fail == 0)); then host_fail=1; fi
+note_failures "cargo test" "$BUILD/host-tests.log"
+note_failures "cargo test" "$BUILD/host-counts.log"
+((host_rc == 0)) || echo "cargo test: exit status $host_rc" >>"$failures"
 
 # Runs TAP-printing script CMD..., logging to $BUILD/NAME.log, and adds its
 # `ok` and `not ok` lines to the host's counts; a script that died before
 # its plan counts as one failure.	host_tap NAME CMD...
 host_tap() {
-	local log=$BUILD/$1.log pass fail
+	local name=$1 log=$BUILD/$1.log pass fail
 	shift
 	"$@" >"$log" 2>&1 || true
 	cat "$log"
 	read -r pass fail < <(awk '/^ok /{p++} /^not ok /{f++} END {print p + 0, f + 0}' "$log")
-	grep -q '^1\.\.' "$log" || fail=$((fail + 1))
+	note_failures "$name" "$log"
+	grep -q '^1\.\.' "$log" || { fail=$((fail + 1)) && echo "$name: no plan (did it die?)" >>"$failures"; }
 	host_pass=$((host_pass + pass)) host_fail=$((host_fail + fail))
 }
 
 # Runs check CMD... as one host test, logging to $BUILD/NAME.log; a failure
 # shows the log's start and HINT.	host_check NAME HINT CMD...
 host_check() {
-	local log=$BUILD/$1.log hint=$2
+	local name=$1 log=$BUILD/$1.log hint=$2
 	shift 2
 	if "$@" >"$log" 2>&1; then
 		host_pass=$((host_pass + 1))
 	else
 		sed -n '1,40p' "$log"
 		log "$hint"
+		echo "$name: $hint" >>"$failures"
 		host_fail=$((host_fail + 1))
 	fi
 }
@@ -94,8 +111,9 @@ host_check rustfmt "rustfmt: kmod/ is not formatted (bash tools/rustfmt-kmod.sh 
 
 log "guest: kselftests in QEMU"
 guest_pass=0 guest_fail=0 guest_skip=0
-stage=$("$TOP"/tools/build-guest.sh) || guest_fail=1
-debug_stage=$(RADIANCE_KERNEL=debug "$TOP"/tools/build-guest.sh) || guest_fail=1
+stage=$("$TOP"/tools/build-guest.sh) || { guest_fail=1 && echo "guest: tools/build-guest.sh failed" >>"$failures"; }
+debug_stage=$(RADIANCE_KERNEL=debug "$TOP"/tools/build-guest.sh) ||
+	{ guest_fail=1 && echo "guest: RADIANCE_KERNEL=debug tools/build-guest.sh failed" >>"$failures"; }
 
 # Boots the guest with job $1 and kernel parameters $2, adding its counts
 # to the guest's. Counts come only from this run's log. $3: `debug` boots
@@ -113,6 +131,10 @@ guest_run() {
 		sed -nE 's/^([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p'; echo)
 	pass=${pass:-0} fail=${fail:-0} skip=${skip:-0}
 	if ((rc != 0 && fail == 0)); then fail=1; fi
+	if ((fail != 0)); then
+		note_failures "guest $job${2:+ ($2)}" "$log"
+		((rc == 0)) || echo "guest $job${2:+ ($2)}: exit status $rc" >>"$failures"
+	fi
 	guest_pass=$((guest_pass + pass)) guest_fail=$((guest_fail + fail)) guest_skip=$((guest_skip + skip))
 }
 if ((guest_fail == 0)); then
@@ -171,11 +193,16 @@ if ((guest_fail == 0)); then
 			guest_run distro-sig-job module.sig_enforce=1
 	else
 		guest_fail=$((guest_fail + 1))
+		echo "guest: tools/build-for-distro.sh failed" >>"$failures"
 	fi
 fi
 
 log "host: $host_pass passed, $host_fail failed, $host_skip skipped"
 log "guest: $guest_pass passed, $guest_fail failed, $guest_skip skipped"
 passed=$((host_pass + guest_pass)) failed=$((host_fail + guest_fail)) skipped=$((host_skip + guest_skip))
+if ((failed != 0)); then
+	echo "what failed:"
+	sed 's/^/  /' "$failures"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

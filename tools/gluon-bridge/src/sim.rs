@@ -433,7 +433,7 @@ mod tests {
         for (served, spoken, addr) in
             [(Handshake::Pid, Handshake::Memfd, 0x5100_0000), (Handshake::Memfd, Handshake::Pid, 0)]
         {
-            let e = connect(served, spoken, addr)?.probe(Duration::from_millis(500)).err().map(|e| e.to_string());
+            let e = connect(served, spoken, addr)?.probe(Duration::from_secs(5)).err().map(|e| e.to_string());
             assert!(
                 e.as_deref().is_some_and(|e| e.contains(&format!("--handshake {}", served.name()))),
                 "{served:?} sim, {spoken:?} bridge: {e:?}"

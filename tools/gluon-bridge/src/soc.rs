@@ -431,13 +431,19 @@ mod tests {
     use crate::soc_model::{Event, Gpu, SocModel};
     use radiance_gluon::Launch;
 
-    fn options(done_slots: bool) -> SocOptions {
+    /// The launch timeout of a test whose launch never finishes.
+    const HANG: Duration = Duration::from_millis(50);
+    /// The launch timeout of a test whose launch finishes or is reset:
+    /// never reached, however long a loaded machine keeps the test off a CPU.
+    const PATIENCE: Duration = Duration::from_secs(60);
+
+    fn options(done_slots: bool, timeout: Duration) -> SocOptions {
         SocOptions {
             link: "model".into(),
             geometry: Geometry::default(),
             vram_mib: 64,
             done_slots,
-            timeout: Duration::from_millis(50),
+            timeout,
             poll: Duration::ZERO,
         }
     }
@@ -452,9 +458,9 @@ mod tests {
     }
 
     /// An image written to GPU DRAM, then one launch of it on a SoC whose
-    /// GPU plays `gpu`: how it ended and the SoC's record.
-    fn run(gpu: Gpu, done_slots: bool, params: &[u8]) -> (Option<Launched>, SocModel) {
-        let soc = Soc::new(SocModel::new(Geometry::default(), gpu), &options(done_slots));
+    /// GPU plays `gpu`, given `timeout`: how it ended and the SoC's record.
+    fn run(gpu: Gpu, done_slots: bool, timeout: Duration, params: &[u8]) -> (Option<Launched>, SocModel) {
+        let soc = Soc::new(SocModel::new(Geometry::default(), gpu), &options(done_slots, timeout));
         soc.write_block(DRAM_BASE + u64::from(START_PC), &[0x13; 64]).unwrap();
         let launched = soc.launch(&Sim16, &block(START_PC, params), &|| false).unwrap();
         (launched, soc.into_link())
@@ -466,7 +472,7 @@ mod tests {
 
     #[test]
     fn the_image_and_arguments_are_written_before_release() {
-        let (launched, soc) = run(Gpu::default(), false, &[1, 2, 3, 4]);
+        let (launched, soc) = run(Gpu::default(), false, PATIENCE, &[1, 2, 3, 4]);
         assert_eq!(launched, Some(Launched { fault: None, printed: Vec::new() }));
         let events = soc.events();
         let release = position(events, Event::Release);
@@ -482,7 +488,7 @@ mod tests {
 
     #[test]
     fn every_l0i_is_invalidated_while_held_and_no_l0d_is_flushed() {
-        let (_, soc) = run(Gpu::default(), false, &[]);
+        let (_, soc) = run(Gpu::default(), false, PATIENCE, &[]);
         let events = soc.events();
         let release = position(events, Event::Release);
         let hold = position(events, Event::Hold);
@@ -497,7 +503,7 @@ mod tests {
     fn reset_is_held_again_after_finish() {
         for done_slots in [false, true] {
             let gpu = Gpu::Finishes { after_polls: 3, prints: Vec::new(), done_slots };
-            let (launched, soc) = run(gpu, done_slots, &[]);
+            let (launched, soc) = run(gpu, done_slots, PATIENCE, &[]);
             assert_eq!(launched.unwrap().fault, None);
             let events = soc.events();
             let finished = events.iter().rposition(|&e| e == Event::SawFinished).unwrap();
@@ -508,7 +514,7 @@ mod tests {
 
     #[test]
     fn a_launch_that_never_finishes_times_out_and_resets_the_device() {
-        let (launched, soc) = run(Gpu::Hangs, false, &[]);
+        let (launched, soc) = run(Gpu::Hangs, false, HANG, &[]);
         let launched = launched.unwrap();
         // The first core not finished is named.
         assert_eq!(launched.fault, Some((status::EXECUTION, START_PC, 0)));
@@ -523,16 +529,16 @@ mod tests {
     fn the_tapeout_variant_waits_for_every_done_slot() {
         // Its GPU never raises finished: polling finished would time out.
         let gpu = Gpu::Finishes { after_polls: 1, prints: Vec::new(), done_slots: true };
-        let (launched, _) = run(gpu.clone(), false, &[]);
+        let (launched, _) = run(gpu.clone(), false, HANG, &[]);
         assert_eq!(launched.unwrap().fault, Some((status::EXECUTION, START_PC, 0)));
-        let (launched, _) = run(gpu, true, &[]);
+        let (launched, _) = run(gpu, true, PATIENCE, &[]);
         assert_eq!(launched.unwrap().fault, None);
     }
 
     #[test]
     fn device_printf_comes_through_the_mailbox() {
         let gpu = Gpu::Finishes { after_polls: 1, prints: b"hello\n".to_vec(), done_slots: false };
-        let (launched, soc) = run(gpu, false, &[]);
+        let (launched, soc) = run(gpu, false, PATIENCE, &[]);
         assert_eq!(launched.unwrap().printed, b"hello\n");
         let acks = soc.events().iter().filter(|e| matches!(e, Event::DramWrite { addr: TOCPU, len: 8 })).count();
         // One before release, one per character.
@@ -541,7 +547,7 @@ mod tests {
 
     #[test]
     fn a_start_pc_the_soc_cannot_run_never_releases_reset() {
-        let soc = Soc::new(SocModel::default(), &options(false));
+        let soc = Soc::new(SocModel::default(), &options(false, PATIENCE));
         let launched = soc.launch(&Sim16, &block(0xFFFF_0500, &[]), &|| false).unwrap();
         assert_eq!(launched.unwrap().fault, Some((status::EXECUTION, 0xFFFF_0500, 0)));
         assert_eq!(soc.into_link().events(), &[]);
@@ -549,7 +555,7 @@ mod tests {
 
     #[test]
     fn params_larger_than_the_argument_page_are_a_bad_launch() {
-        let soc = Soc::new(SocModel::default(), &options(false));
+        let soc = Soc::new(SocModel::default(), &options(false, PATIENCE));
         let big = vec![0; ARG_SIZE as usize + 4];
         let launched = soc.launch(&Sim16, &block(START_PC, &big), &|| false).unwrap();
         assert_eq!(launched.unwrap().fault, Some((gluon_err::BAD_LAUNCH, START_PC, 0)));
@@ -563,7 +569,7 @@ mod tests {
 
     #[test]
     fn a_reset_during_a_launch_holds_the_gpu_and_answers_nothing() {
-        let soc = Soc::new(SocModel::new(Geometry::default(), Gpu::Hangs), &options(false));
+        let soc = Soc::new(SocModel::new(Geometry::default(), Gpu::Hangs), &options(false, PATIENCE));
         let polls = Cell::new(0);
         let aborted = || {
             polls.set(polls.get() + 1);
@@ -585,7 +591,8 @@ mod tests {
             link::tests::serve(listener.accept().unwrap().0, &mut model);
             model
         });
-        let soc = Soc::new(link::open(&format!("unix:{path}"), Geometry::default()).unwrap(), &options(false));
+        let soc =
+            Soc::new(link::open(&format!("unix:{path}"), Geometry::default()).unwrap(), &options(false, PATIENCE));
         // Connected: the name is no longer needed, and a failure below leaves none behind.
         std::fs::remove_file(&path).unwrap();
         soc.hold().unwrap();
