@@ -7,16 +7,26 @@
  * so drift in the machine's speed hits all three alike. Prints the median
  * over the rounds of each mean round trip and of each round's ratios:
  * absolute times under TCG are noise, ratios within one run are not.
+ *
+ * Both threads are pinned, the same way for all three: a wake-up of a
+ * thread on another CPU costs several times one on the same CPU (under
+ * TCG, the other vCPU's host thread wakes too), so a round whose echo
+ * thread happened to land on the other CPU would weigh a mechanism down by
+ * where its thread went, not by what it costs. The rounds run twice: both
+ * threads on one CPU (what the mechanism's own path costs, around one
+ * context switch) and on two (around a cross-CPU wake-up).
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,9 +58,15 @@ static void check(int ret, const char *what)
  */
 static uint64_t base;
 
-/* --- Radiance semaphores: ping is signalled to n, pong answers n. */
+/*
+ * --- Radiance semaphores: ping is signalled to n, pong answers n. A wait
+ * reads the semaphore's value page first and calls SEM_WAIT only if its
+ * point is not there yet, as libradiance does (and as futex_wait() below
+ * reads its word before FUTEX_WAIT).
+ */
 static int fd;
 static uint32_t ping, pong;
+static const _Atomic uint64_t *ping_value, *pong_value;
 
 static void sem_signal(uint32_t h, uint64_t v)
 {
@@ -59,11 +75,13 @@ static void sem_signal(uint32_t h, uint64_t v)
 	check(radiance_ioctl(fd, RADIANCE_IOCTL_SEM_SIGNAL, &s), "SEM_SIGNAL");
 }
 
-static void sem_wait(uint32_t h, uint64_t v)
+static void sem_wait(uint32_t h, const _Atomic uint64_t *value, uint64_t v)
 {
 	struct radiance_sem_wait_point p = { .handle = h, .value = v };
 	struct radiance_sem_wait w = { .points = (uintptr_t)&p, .count = 1, .deadline_ns = INT64_MAX };
 
+	if (atomic_load(value) >= v)
+		return;
 	check(radiance_ioctl(fd, RADIANCE_IOCTL_SEM_WAIT, &w), "SEM_WAIT");
 }
 
@@ -71,27 +89,38 @@ static void *sem_echo(void *arg)
 {
 	(void)arg;
 	for (uint64_t n = base + 1; n <= base + TRIPS; n++) {
-		sem_wait(ping, n);
+		sem_wait(ping, ping_value, n);
 		sem_signal(pong, n);
 	}
 	return NULL;
 }
 
+/* Both semaphores' values are in the file's one value page. */
 static void sem_setup(void)
 {
 	struct radiance_sem_create c = { 0 };
+	const long page = sysconf(_SC_PAGESIZE);
+	uint64_t ping_at, pong_at;
+	const char *values;
 
 	check(radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &c), "SEM_CREATE");
 	ping = c.handle;
+	ping_at = c.value_offset;
 	check(radiance_ioctl(fd, RADIANCE_IOCTL_SEM_CREATE, &c), "SEM_CREATE");
 	pong = c.handle;
+	pong_at = c.value_offset;
+	check(ping_at / page != pong_at / page, "value offsets in one page");
+	values = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, ping_at / page * page);
+	check(values == MAP_FAILED, "mmap of the value page");
+	ping_value = (const _Atomic uint64_t *)(values + ping_at % page);
+	pong_value = (const _Atomic uint64_t *)(values + pong_at % page);
 }
 
 static void sem_trips(void)
 {
 	for (uint64_t n = base + 1; n <= base + TRIPS; n++) {
 		sem_signal(ping, n);
-		sem_wait(pong, n);
+		sem_wait(pong, pong_value, n);
 	}
 }
 
@@ -170,13 +199,23 @@ struct mechanism {
 	double ns[ROUNDS];
 };
 
-/* One round of one mechanism: TRIPS round trips against its echo thread. */
-static double round_trip_ns(const struct mechanism *m)
+/*
+ * One round of one mechanism: TRIPS round trips against its echo thread,
+ * which runs on CPU echo_cpu (the calling thread is pinned by the caller).
+ */
+static double round_trip_ns(const struct mechanism *m, int echo_cpu)
 {
+	pthread_attr_t attr;
+	cpu_set_t cpus;
 	pthread_t t;
 	double start;
 
-	check(pthread_create(&t, NULL, m->echo, NULL), "pthread_create");
+	CPU_ZERO(&cpus);
+	CPU_SET(echo_cpu, &cpus);
+	check(pthread_attr_init(&attr), "pthread_attr_init");
+	check(pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus), "pthread_attr_setaffinity_np");
+	check(pthread_create(&t, &attr, m->echo, NULL), "pthread_create");
+	pthread_attr_destroy(&attr);
 	start = now_ns();
 	m->trips();
 	check(pthread_join(t, NULL), "pthread_join");
@@ -199,6 +238,35 @@ static double median(const double *v, int n)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* Pins the calling thread to CPU cpu; 0 on success. */
+static int pin(int cpu)
+{
+	cpu_set_t cpus;
+
+	CPU_ZERO(&cpus);
+	CPU_SET(cpu, &cpus);
+	return sched_setaffinity(0, sizeof(cpus), &cpus);
+}
+
+/* ROUNDS interleaved rounds with the echo threads on echo_cpu; prints them. */
+static void run(struct mechanism *m, int count, int echo_cpu, const char *placement)
+{
+	double ratio[ROUNDS];
+
+	for (int r = 0; r < ROUNDS; r++, base += TRIPS)
+		for (int i = 0; i < count; i++)
+			m[i].ns[r] = round_trip_ns(&m[i], echo_cpu);
+	printf("signal -> wake round trip, %s, %d interleaved rounds of %d, medians:\n", placement, ROUNDS,
+	       TRIPS);
+	printf("  %-18s %8.0f ns\n", m[0].name, median(m[0].ns, ROUNDS));
+	for (int i = 1; i < count; i++) {
+		for (int r = 0; r < ROUNDS; r++)
+			ratio[r] = m[0].ns[r] / m[i].ns[r];
+		printf("  %-18s %8.0f ns  (semaphore / %-7s = %.2f)\n", m[i].name, median(m[i].ns, ROUNDS),
+		       m[i].name, median(ratio, ROUNDS));
+	}
+}
+
 int main(void)
 {
 	struct mechanism m[] = {
@@ -207,7 +275,6 @@ int main(void)
 		{ .name = "eventfd", .echo = eventfd_echo, .trips = eventfd_trips },
 	};
 	const int count = sizeof(m) / sizeof(m[0]);
-	double ratio[ROUNDS];
 
 	fd = radiance_open(0);
 	if (fd < 0) {
@@ -216,16 +283,14 @@ int main(void)
 	}
 	sem_setup();
 	eventfd_setup();
-	for (int r = 0; r < ROUNDS; r++, base += TRIPS)
-		for (int i = 0; i < count; i++)
-			m[i].ns[r] = round_trip_ns(&m[i]);
-	printf("signal -> wake round trip, %d interleaved rounds of %d, medians:\n", ROUNDS, TRIPS);
-	printf("  %-18s %8.0f ns\n", m[0].name, median(m[0].ns, ROUNDS));
-	for (int i = 1; i < count; i++) {
-		for (int r = 0; r < ROUNDS; r++)
-			ratio[r] = m[0].ns[r] / m[i].ns[r];
-		printf("  %-18s %8.0f ns  (semaphore / %-7s = %.2f)\n", m[i].name, median(m[i].ns, ROUNDS),
-		       m[i].name, median(ratio, ROUNDS));
+	if (pin(0)) {
+		perror("sched_setaffinity(CPU 0)");
+		return 1;
 	}
+	run(m, count, 0, "both threads on CPU 0");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		printf("signal -> wake round trip across CPUs: not measured, one CPU online\n");
+	else
+		run(m, count, 1, "waker on CPU 0, echo thread on CPU 1");
 	return 0;
 }
