@@ -583,14 +583,15 @@ impl Semaphores {
         }
     }
 
-    /// Drops this file's `table`, first waking the waits asleep on it if a
-    /// change under it asked to ([`Semaphores::wake_waiters`]). None is
-    /// missed: a wait lists itself before it drops the table it looked
-    /// under, so a change it did not see is made, and woken, after that.
+    /// Drops this file's `table`, waking the waits asleep on it if a change
+    /// under it asked to ([`Semaphores::wake_waiters`]): marked woken under
+    /// it, they are woken once it is dropped. None is missed: a wait lists
+    /// itself before it drops the table it looked under, so a change it did
+    /// not see is made, and marks it woken, after that.
     fn unlock(&self, table: Guard<'_, Table, MutexBackend>) {
         if self.wake_own.load(Relaxed) != 0 {
             self.wake_own.store(0, Relaxed);
-            self.table.wake_all(&table);
+            self.table.unlock_waking(table);
         }
     }
 

@@ -9,10 +9,14 @@
 //! `Semaphores::wait`) already holds the lock its waker changes things
 //! under, and one that finds its point reached on waking needs no lock at
 //! all; on a lockdep kernel each of those acquisitions is a good part of a
-//! wake-up's cost. Here a sleeper lists itself under the lock and is woken
-//! under it, with the protocol of `wait_woken()`, and is not given the lock
-//! back when woken. This file is the small wrapper over `kernel::bindings`
-//! that does it.
+//! wake-up's cost. Here a sleeper lists itself under the lock and is
+//! marked woken under it, with the protocol of `wait_woken()`, and is not
+//! given the lock back when woken. [`SleepLock::unlock_waking`] wakes the
+//! tasks once the lock is dropped, as `futex_wake()` does with a `wake_q`:
+//! woken under it on a kernel that preempts at once (`CONFIG_PREEMPT`), a
+//! task runs before its waker has dropped the lock, and the next thing it
+//! does may be to take it. This file is the small wrapper over
+//! `kernel::bindings` that does it.
 
 use core::{
     cell::UnsafeCell,
@@ -25,11 +29,16 @@ use kernel::{
     bindings,
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{
             Acquire,
             Atomic,
             Relaxed,
             Release, //
+        },
+        barrier::{
+            smp_mb,
+            Full, //
         },
         lock::{
             Backend,
@@ -37,13 +46,16 @@ use kernel::{
             Lock, //
         },
     },
-    task::MAX_SCHEDULE_TIMEOUT,
+    task::{
+        Task,
+        MAX_SCHEDULE_TIMEOUT, //
+    },
     time::Jiffies,
     types::Opaque,
 };
 
 /// A [`Lock`] and the tasks asleep in [`SleepLock::sleep`] until a holder
-/// calls [`SleepLock::wake_all`].
+/// wakes them ([`SleepLock::wake_all`], [`SleepLock::unlock_waking`]).
 #[pin_data]
 pub(crate) struct SleepLock<T, B: Backend> {
     #[pin]
@@ -69,18 +81,23 @@ unsafe impl<T: Send, B: Backend> Sync for SleepLock<T, B> {}
 /// unlisted itself under the lock. Its entry's `private` is its task.
 struct Sleeper {
     /// Its `private` is the task; the waker sets `WQ_FLAG_WOKEN` in its
-    /// `flags` before it wakes the task (`woken_wake_function()`).
+    /// `flags` before it wakes the task (as `woken_wake_function()` does).
     entry: Opaque<bindings::wait_queue_entry>,
     /// The sleeper listed before it; written under the lock.
     next: UnsafeCell<*mut Sleeper>,
-    /// Set by [`SleepLock::wake_all`] once it has unlisted and woken it:
+    /// Set by a waker once it has unlisted it and marked it woken:
     /// its last access, after which the task may leave `sleep`.
     unlisted: Atomic<i32>,
 }
 
+/// How many sleepers [`SleepLock::unlock_waking`] wakes once the lock is
+/// dropped (a reference to each task on its stack); any more are woken
+/// under the lock. A semaphore change mostly wakes one.
+const WOKEN_AFTER_UNLOCK: usize = 4;
+
 /// How [`SleepLock::sleep`] came back.
 pub(crate) enum Slept<'a, T, B: Backend> {
-    /// Woken by [`SleepLock::wake_all`]; the lock is not held.
+    /// Woken by a holder of the lock; the lock is not held.
     Woken,
     /// Back without being woken (its timeout, a signal, a stray wake-up),
     /// with the lock held again.
@@ -107,7 +124,7 @@ impl<T, B: Backend> SleepLock<T, B> {
     }
 
     /// Lists the current task, drops `guard` and sleeps until a holder of
-    /// the lock calls [`SleepLock::wake_all`], `timeout` passes (None:
+    /// the lock wakes it, `timeout` passes (None:
     /// none) or a signal comes. A holder that changes what the caller saw
     /// under the lock and then wakes finds it listed. A guard of another
     /// lock is given back at once.
@@ -159,25 +176,65 @@ impl<T, B: Backend> SleepLock<T, B> {
     /// Wakes every task asleep in [`SleepLock::sleep`]; `guard` must hold
     /// this lock (a guard of another wakes none).
     pub(crate) fn wake_all(&self, guard: &Guard<'_, T, B>) {
-        if !self.holds(guard) {
-            return;
+        if self.holds(guard) {
+            // SAFETY: `guard` holds this lock.
+            unsafe { self.wake_listed(&mut []) };
         }
-        // SAFETY: `guard` holds this lock.
+    }
+
+    /// Drops `guard`, waking every task asleep in [`SleepLock::sleep`]
+    /// once it is dropped (see the module's documentation); a guard of
+    /// another lock is dropped and wakes none.
+    pub(crate) fn unlock_waking(&self, guard: Guard<'_, T, B>) {
+        let mut later: [Option<ARef<Task>>; WOKEN_AFTER_UNLOCK] = Default::default();
+        if self.holds(&guard) {
+            // SAFETY: `guard` holds this lock.
+            unsafe { self.wake_listed(&mut later) };
+        }
+        drop(guard);
+        for task in later.iter().flatten() {
+            task.wake_up();
+        }
+    }
+
+    /// Unlists every sleeper and marks it woken: the first `later.len()`
+    /// with a reference to their task put in `later`, for the caller to
+    /// wake, the others woken now.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds this lock.
+    unsafe fn wake_listed(&self, later: &mut [Option<ARef<Task>>]) {
+        let mut later = later.iter_mut();
+        // SAFETY: the caller holds this lock.
         let mut next = unsafe { core::mem::replace(&mut *self.sleepers.get(), null_mut()) };
         while !next.is_null() {
             let sleeper = next;
-            // `woken_wake_function` sets `WQ_FLAG_WOKEN`, as `wait_woken`
-            // expects, and wakes the entry's task.
-            // SAFETY: listed, under the lock `guard` holds: valid until the
-            // store to `unlisted`, the last access (`Sleeper`'s invariants).
+            // SAFETY: listed, under the lock the caller holds: valid until
+            // the store to `unlisted`, the last access (`Sleeper`'s
+            // invariants); its entry's `private` is its task, which is
+            // alive while the sleeper is listed.
             unsafe {
                 next = *(*sleeper).next.get();
-                bindings::woken_wake_function(
-                    (*sleeper).entry.get(),
-                    bindings::TASK_NORMAL,
-                    0,
-                    null_mut(),
-                );
+                let entry = (*sleeper).entry.get();
+                match later.next() {
+                    Some(slot) => {
+                        // As `woken_wake_function` marks it before the
+                        // wake-up: `wait_woken` then either sees the flag
+                        // and does not sleep, or sleeps and is woken.
+                        smp_mb(Full);
+                        (*entry).flags |= bindings::WQ_FLAG_WOKEN;
+                        // Kept for the wake-up after the unlock, when the
+                        // sleeper may have left `sleep`.
+                        let task = &*(*entry).private.cast::<Task>();
+                        *slot = Some(task.into());
+                    }
+                    // `woken_wake_function` sets `WQ_FLAG_WOKEN`, as
+                    // `wait_woken` expects, and wakes the entry's task.
+                    None => {
+                        bindings::woken_wake_function(entry, bindings::TASK_NORMAL, 0, null_mut());
+                    }
+                }
                 (*sleeper).unlisted.store(1, Release);
             }
         }

@@ -619,6 +619,67 @@ TEST_F(sem, waits_that_time_out_leave_the_others_asleep_and_wakeable)
 	EXPECT_EQ(0, waiters_on(h));
 }
 
+/* How many of `n` point_waiters are done, after up to 5 s for all of them. */
+static int done_within_5s(struct point_waiter *w, int n)
+{
+	int done = 0;
+
+	for (int i = 0; i < 500; i++) {
+		done = 0;
+		for (int j = 0; j < n; j++)
+			done += atomic_load(&w[j].done);
+		if (done == n)
+			break;
+		usleep(10 * 1000);
+	}
+	return done;
+}
+
+/*
+ * A change wakes every wait asleep on its file, marked woken under the
+ * table and woken once it is dropped: the first few through references the
+ * waker keeps, any more under the table (kmod/sleep_lock.rs). Here eight
+ * waits on one point, more than are woken after the unlock, all end at its
+ * change; two waits on another semaphore of the file, woken with them, look
+ * again and sleep on, counted, until theirs comes.
+ */
+TEST_F(sem, a_change_wakes_every_wait_asleep_on_its_file)
+{
+	int h = sem_create(self->fd, 0, NULL), g = sem_create(self->fd, 0, NULL), i;
+	struct point_waiter w[10];
+	pthread_t t[10];
+
+	ASSERT_LT(0, h);
+	ASSERT_LT(0, g);
+	for (i = 0; i < 10; i++) {
+		w[i] = (struct point_waiter){ .fd = self->fd, .point = { .handle = i < 8 ? h : g, .value = 1 } };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, wait_for_point, &w[i]));
+	}
+	for (i = 0; i < 500 && (waiters_on(h) != 8 || waiters_on(g) != 2); i++)
+		usleep(10 * 1000);
+	ASSERT_EQ(8, waiters_on(h));
+	ASSERT_EQ(2, waiters_on(g));
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 1));
+	/* A lost wake-up is failed after 5 s, which releases the waits. */
+	EXPECT_EQ(8, done_within_5s(w, 8)) TH_LOG("waits for h slept through its change");
+	radiance_sem_fail(self->fd, h, EIO);
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(0, pthread_join(t[i], NULL));
+		EXPECT_EQ(0, w[i].result) TH_LOG("wait %d", i);
+	}
+	usleep(50 * 1000);
+	EXPECT_EQ(0, atomic_load(&w[8].done));
+	EXPECT_EQ(0, atomic_load(&w[9].done));
+	EXPECT_EQ(2, waiters_on(g)) TH_LOG("g's waits, woken by h's change, sleep on counted");
+	ASSERT_EQ(0, radiance_sem_signal(self->fd, g, 1));
+	EXPECT_EQ(2, done_within_5s(&w[8], 2)) TH_LOG("waits for g slept through its change");
+	radiance_sem_fail(self->fd, g, EIO);
+	for (i = 8; i < 10; i++) {
+		ASSERT_EQ(0, pthread_join(t[i], NULL));
+		EXPECT_EQ(0, w[i].result) TH_LOG("wait %d", i);
+	}
+}
+
 struct spinner {
 	atomic_int running, stop;
 };
