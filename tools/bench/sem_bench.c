@@ -8,13 +8,12 @@
  * over the rounds of each mean round trip and of each round's ratios:
  * absolute times under TCG are noise, ratios within one run are not.
  *
- * Both threads are pinned, the same way for all three: a wake-up of a
- * thread on another CPU costs several times one on the same CPU (under
- * TCG, the other vCPU's host thread wakes too), so a round whose echo
- * thread happened to land on the other CPU would weigh a mechanism down by
- * where its thread went, not by what it costs. The rounds run twice: both
- * threads on one CPU (what the mechanism's own path costs, around one
- * context switch) and on two (around a cross-CPU wake-up).
+ * The rounds run twice. First both threads are pinned to one CPU, the same
+ * for all three: what each mechanism's own path costs, around a context
+ * switch. Then placement is left to the scheduler, as a user's threads
+ * are: a wake-up of a thread on the other CPU costs several times one on
+ * the same CPU (under TCG, the other vCPU's host thread must wake too), so
+ * there one round's ratio moves with where the echo thread went.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -201,19 +200,21 @@ struct mechanism {
 
 /*
  * One round of one mechanism: TRIPS round trips against its echo thread,
- * which runs on CPU echo_cpu (the calling thread is pinned by the caller).
+ * which runs on CPU cpu (anywhere if cpu < 0), as the caller does.
  */
-static double round_trip_ns(const struct mechanism *m, int echo_cpu)
+static double round_trip_ns(const struct mechanism *m, int cpu)
 {
 	pthread_attr_t attr;
 	cpu_set_t cpus;
 	pthread_t t;
 	double start;
 
-	CPU_ZERO(&cpus);
-	CPU_SET(echo_cpu, &cpus);
 	check(pthread_attr_init(&attr), "pthread_attr_init");
-	check(pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus), "pthread_attr_setaffinity_np");
+	if (cpu >= 0) {
+		CPU_ZERO(&cpus);
+		CPU_SET(cpu, &cpus);
+		check(pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus), "pthread_attr_setaffinity_np");
+	}
 	check(pthread_create(&t, &attr, m->echo, NULL), "pthread_create");
 	pthread_attr_destroy(&attr);
 	start = now_ns();
@@ -238,24 +239,27 @@ static double median(const double *v, int n)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-/* Pins the calling thread to CPU cpu; 0 on success. */
-static int pin(int cpu)
+/* Pins the calling thread to CPU cpu, or lets it run anywhere if cpu < 0. */
+static void pin(int cpu)
 {
 	cpu_set_t cpus;
 
 	CPU_ZERO(&cpus);
-	CPU_SET(cpu, &cpus);
-	return sched_setaffinity(0, sizeof(cpus), &cpus);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (c == cpu || cpu < 0)
+			CPU_SET(c, &cpus);
+	check(sched_setaffinity(0, sizeof(cpus), &cpus), "sched_setaffinity");
 }
 
-/* ROUNDS interleaved rounds with the echo threads on echo_cpu; prints them. */
-static void run(struct mechanism *m, int count, int echo_cpu, const char *placement)
+/* ROUNDS interleaved rounds with both threads on CPU cpu (anywhere if < 0). */
+static void run(struct mechanism *m, int count, int cpu, const char *placement)
 {
 	double ratio[ROUNDS];
 
+	pin(cpu);
 	for (int r = 0; r < ROUNDS; r++, base += TRIPS)
 		for (int i = 0; i < count; i++)
-			m[i].ns[r] = round_trip_ns(&m[i], echo_cpu);
+			m[i].ns[r] = round_trip_ns(&m[i], cpu);
 	printf("signal -> wake round trip, %s, %d interleaved rounds of %d, medians:\n", placement, ROUNDS,
 	       TRIPS);
 	printf("  %-18s %8.0f ns\n", m[0].name, median(m[0].ns, ROUNDS));
@@ -283,14 +287,7 @@ int main(void)
 	}
 	sem_setup();
 	eventfd_setup();
-	if (pin(0)) {
-		perror("sched_setaffinity(CPU 0)");
-		return 1;
-	}
 	run(m, count, 0, "both threads on CPU 0");
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		printf("signal -> wake round trip across CPUs: not measured, one CPU online\n");
-	else
-		run(m, count, 1, "waker on CPU 0, echo thread on CPU 1");
+	run(m, count, -1, "threads placed by the scheduler");
 	return 0;
 }
