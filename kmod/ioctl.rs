@@ -170,17 +170,26 @@ fn call<T: IoctlArg>(
     }
     let (mut reader, mut writer) =
         UserSlice::new(UserPtr::from_addr(arg), cmd.size).reader_writer();
-    let mut value = T::default();
-    let user_part = value.as_bytes_mut().get_mut(..cmd.size).ok_or(EINVAL)?;
-    reader.read_slice(user_part)?;
+    // The current layout is read whole, a copy of constant size with no
+    // check of the kernel object (as on the C side); an older, shorter one
+    // into the start of a default.
+    let mut value = if cmd.size == size_of::<T>() {
+        reader.read::<T>()?
+    } else {
+        let mut value = T::default();
+        reader.read_slice(value.as_bytes_mut().get_mut(..cmd.size).ok_or(EINVAL)?)?;
+        value
+    };
     let read = value.clone();
     let result = handler(&mut value);
     // Only a changed argument is copied back (most handlers of a hot path
     // change nothing, or nothing for most calls): a compare costs less
     // than a copy to user memory, which is a lock acquisition to lockdep.
-    let back = value.as_bytes().get(..cmd.size).ok_or(EINVAL)?;
-    if (result.is_ok() || T::COPY_BACK_ON_ERROR) && read.as_bytes().get(..cmd.size) != Some(back) {
-        writer.write_slice(back)?;
+    // The whole struct is compared, a constant size (a few word compares
+    // for the small ones); a change past an older layout's end only
+    // copies back its unchanged bytes.
+    if (result.is_ok() || T::COPY_BACK_ON_ERROR) && read.as_bytes() != value.as_bytes() {
+        writer.write_slice(value.as_bytes().get(..cmd.size).ok_or(EINVAL)?)?;
     }
     result.map(|()| 0)
 }
