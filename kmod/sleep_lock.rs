@@ -184,7 +184,10 @@ impl<T, B: Backend> SleepLock<T, B> {
 
     /// Drops `guard`, waking every task asleep in [`SleepLock::sleep`]
     /// once it is dropped (see the module's documentation); a guard of
-    /// another lock is dropped and wakes none.
+    /// another lock is dropped and wakes none. A task that has left
+    /// `sleep` meanwhile (it saw the mark) gets a stray wake-up wherever it
+    /// sleeps next, which every sleep in the kernel allows, as with a
+    /// `wake_q`.
     pub(crate) fn unlock_waking(&self, guard: Guard<'_, T, B>) {
         let mut later: [Option<ARef<Task>>; WOKEN_AFTER_UNLOCK] = Default::default();
         if self.holds(&guard) {
