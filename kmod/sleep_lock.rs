@@ -214,32 +214,39 @@ impl<T, B: Backend> SleepLock<T, B> {
         while !next.is_null() {
             let sleeper = next;
             // SAFETY: listed, under the lock the caller holds: valid until
-            // the store to `unlisted`, the last access (`Sleeper`'s
-            // invariants); its entry's `private` is its task, which is
-            // alive while the sleeper is listed.
-            unsafe {
+            // the store to `unlisted`, its last access (`Sleeper`'s invariants).
+            let entry = unsafe {
                 next = *(*sleeper).next.get();
-                let entry = (*sleeper).entry.get();
-                match later.next() {
-                    Some(slot) => {
-                        // As `woken_wake_function` marks it before the
-                        // wake-up: `wait_woken` then either sees the flag
-                        // and does not sleep, or sleeps and is woken.
-                        smp_mb(Full);
+                (*sleeper).entry.get()
+            };
+            match later.next() {
+                Some(slot) => {
+                    // As `woken_wake_function` marks it before the wake-up:
+                    // `wait_woken` then either sees the flag and does not
+                    // sleep, or sleeps and is woken.
+                    smp_mb(Full);
+                    // SAFETY: `entry` is valid (above); its `private` is the
+                    // sleeper's task, alive while the sleeper is listed.
+                    let task = unsafe {
                         (*entry).flags |= bindings::WQ_FLAG_WOKEN;
-                        // Kept for the wake-up after the unlock, when the
-                        // sleeper may have left `sleep`.
-                        let task = &*(*entry).private.cast::<Task>();
-                        *slot = Some(task.into());
-                    }
+                        &*(*entry).private.cast::<Task>()
+                    };
+                    // Kept for the wake-up after the unlock, when the
+                    // sleeper may have left `sleep`.
+                    *slot = Some(task.into());
+                }
+                None => {
                     // `woken_wake_function` sets `WQ_FLAG_WOKEN`, as
                     // `wait_woken` expects, and wakes the entry's task.
-                    None => {
-                        bindings::woken_wake_function(entry, bindings::TASK_NORMAL, 0, null_mut());
-                    }
+                    // SAFETY: `entry` is valid (above).
+                    unsafe {
+                        bindings::woken_wake_function(entry, bindings::TASK_NORMAL, 0, null_mut())
+                    };
                 }
-                (*sleeper).unlisted.store(1, Release);
             }
+            // SAFETY: valid (above); the last access, after which the task
+            // may leave `sleep`.
+            unsafe { (*sleeper).unlisted.store(1, Release) };
         }
     }
 
