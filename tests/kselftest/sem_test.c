@@ -521,6 +521,22 @@ static void *wait_for_point(void *arg)
 	return NULL;
 }
 
+/* How many of `n` point_waiters are done, after up to 5 s for all of them. */
+static int done_within_5s(struct point_waiter *w, int n)
+{
+	int done = 0;
+
+	for (int i = 0; i < 500; i++) {
+		done = 0;
+		for (int j = 0; j < n; j++)
+			done += atomic_load(&w[j].done);
+		if (done == n)
+			break;
+		usleep(10 * 1000);
+	}
+	return done;
+}
+
 /*
  * A change wakes host waiters only once it reaches the lowest point one of
  * them waits for; the others look again and wait on for theirs. Here waits
@@ -565,8 +581,7 @@ TEST_F(sem, waits_for_higher_points_wake_at_theirs)
 	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 10));
 	/* Woken, not left asleep: a lost wake-up is failed after 5 s (no
 	 * deadline would end those waits), and the failure releases them. */
-	for (int i = 0; i < 500 && !(atomic_load(&w[1].done) && atomic_load(&w[2].done)); i++)
-		usleep(10 * 1000);
+	done_within_5s(&w[1], 2);
 	EXPECT_EQ(1, atomic_load(&w[1].done)) TH_LOG("the wait for 10 slept through 10");
 	EXPECT_EQ(1, atomic_load(&w[2].done)) TH_LOG("the alias's wait for 10 slept through 10");
 	if (!atomic_load(&w[1].done) || !atomic_load(&w[2].done))
@@ -609,30 +624,13 @@ TEST_F(sem, waits_that_time_out_leave_the_others_asleep_and_wakeable)
 	EXPECT_EQ(1, waiters_on(h)) TH_LOG("the one left still counts");
 	ASSERT_EQ(0, radiance_sem_signal(self->fd, h, 1));
 	/* A lost wake-up is failed after 5 s, which releases the wait. */
-	for (i = 0; i < 500 && !atomic_load(&w[0].done); i++)
-		usleep(10 * 1000);
+	done_within_5s(w, 1);
 	EXPECT_EQ(1, atomic_load(&w[0].done)) TH_LOG("the wait left listed slept through the change");
 	if (!atomic_load(&w[0].done))
 		radiance_sem_fail(self->fd, h, EIO);
 	ASSERT_EQ(0, pthread_join(t[0], NULL));
 	EXPECT_EQ(0, w[0].result);
 	EXPECT_EQ(0, waiters_on(h));
-}
-
-/* How many of `n` point_waiters are done, after up to 5 s for all of them. */
-static int done_within_5s(struct point_waiter *w, int n)
-{
-	int done = 0;
-
-	for (int i = 0; i < 500; i++) {
-		done = 0;
-		for (int j = 0; j < n; j++)
-			done += atomic_load(&w[j].done);
-		if (done == n)
-			break;
-		usleep(10 * 1000);
-	}
-	return done;
 }
 
 /*
