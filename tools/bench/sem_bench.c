@@ -14,8 +14,18 @@
  * are: a wake-up of a thread on the other CPU costs several times one on
  * the same CPU (under TCG, the other vCPU's host thread must wake too), so
  * there one round's ratio moves with where the echo thread went.
+ *
+ * Each round also times a null ioctl on the device file (a number the
+ * driver does not know: ENOTTY) and a null futex call (an op futex does
+ * not know: ENOSYS), the entry costs of the two paths. A semaphore is an
+ * ioctl on a device file, and pays the ioctl path's entry (the file
+ * lookup, the LSMs' ioctl hooks, do_vfs_ioctl, the miscdevice call) on
+ * each call, where a futex pays a system call's. Its floor is a futex
+ * reached through that path: the futex's round trip with each of its
+ * calls priced at a null ioctl instead of a null futex call.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -25,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -34,6 +45,7 @@
 
 #define ROUNDS 9
 #define TRIPS 400
+#define NULLS 1000
 
 static double now_ns(void)
 {
@@ -123,39 +135,53 @@ static void sem_trips(void)
 	}
 }
 
-/* --- futexes: the word counts rounds; the waiter sleeps until it moves. */
+/*
+ * --- futexes: the word counts rounds; the waiter sleeps until it moves.
+ * Each side counts its futex calls (for the floor), adding them up once
+ * its round is over.
+ */
 static _Atomic uint32_t fping, fpong;
+static _Atomic unsigned long futex_calls;
 
-static void futex_signal(_Atomic uint32_t *w, uint32_t v)
+static unsigned long futex_signal(_Atomic uint32_t *w, uint32_t v)
 {
 	atomic_store(w, v);
 	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	return 1;
 }
 
-static void futex_wait(_Atomic uint32_t *w, uint32_t v)
+static unsigned long futex_wait(_Atomic uint32_t *w, uint32_t v)
 {
+	unsigned long calls = 0;
 	uint32_t cur;
 
-	while ((cur = atomic_load(w)) < v)
+	for (; (cur = atomic_load(w)) < v; calls++)
 		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, cur, NULL, NULL, 0);
+	return calls;
 }
 
 static void *futex_echo(void *arg)
 {
+	unsigned long calls = 0;
+
 	(void)arg;
 	for (uint32_t n = base + 1; n <= base + TRIPS; n++) {
-		futex_wait(&fping, n);
-		futex_signal(&fpong, n);
+		calls += futex_wait(&fping, n);
+		calls += futex_signal(&fpong, n);
 	}
+	atomic_fetch_add(&futex_calls, calls);
 	return NULL;
 }
 
 static void futex_trips(void)
 {
+	unsigned long calls = 0;
+
 	for (uint32_t n = base + 1; n <= base + TRIPS; n++) {
-		futex_signal(&fping, n);
-		futex_wait(&fpong, n);
+		calls += futex_signal(&fping, n);
+		calls += futex_wait(&fpong, n);
 	}
+	atomic_fetch_add(&futex_calls, calls);
 }
 
 /* --- eventfds: one write wakes one blocking read. */
@@ -189,6 +215,27 @@ static void eventfd_trips(void)
 		check(write(eping, &v, 8) != 8, "write");
 		check(read(epong, &v, 8) != 8, "read");
 	}
+}
+
+/* --- the entry costs: calls neither path knows, so each does no work. */
+static void null_ioctl(void)
+{
+	check(ioctl(fd, _IO(RADIANCE_IOCTL_TYPE, 0xff), NULL) != -1 || errno != ENOTTY, "null ioctl");
+}
+
+static void null_futex(void)
+{
+	check(syscall(SYS_futex, &fping, 0x7f, 0, NULL, NULL, 0) != -1 || errno != ENOSYS, "null futex call");
+}
+
+/* One call's mean time over NULLS calls. */
+static double call_ns(void (*call)(void))
+{
+	double start = now_ns();
+
+	for (int n = 0; n < NULLS; n++)
+		call();
+	return (now_ns() - start) / NULLS;
 }
 
 struct mechanism {
@@ -251,15 +298,26 @@ static void pin(int cpu)
 	check(sched_setaffinity(0, sizeof(cpus), &cpus), "sched_setaffinity");
 }
 
-/* ROUNDS interleaved rounds with both threads on CPU cpu (anywhere if < 0). */
+/*
+ * ROUNDS interleaved rounds with both threads on CPU cpu (anywhere if < 0).
+ * m[0] is the semaphore, m[1] the futex.
+ */
 static void run(struct mechanism *m, int count, int cpu, const char *placement)
 {
-	double ratio[ROUNDS];
+	double ratio[ROUNDS], ioctl_ns[ROUNDS], futex_ns[ROUNDS], calls[ROUNDS], floor_ns[ROUNDS];
 
 	pin(cpu);
-	for (int r = 0; r < ROUNDS; r++, base += TRIPS)
-		for (int i = 0; i < count; i++)
+	for (int r = 0; r < ROUNDS; r++, base += TRIPS) {
+		for (int i = 0; i < count; i++) {
+			atomic_store(&futex_calls, 0);
 			m[i].ns[r] = round_trip_ns(&m[i], cpu);
+			if (i == 1)
+				calls[r] = (double)atomic_load(&futex_calls) / TRIPS;
+		}
+		ioctl_ns[r] = call_ns(null_ioctl);
+		futex_ns[r] = call_ns(null_futex);
+		floor_ns[r] = m[1].ns[r] + calls[r] * (ioctl_ns[r] - futex_ns[r]);
+	}
 	printf("signal -> wake round trip, %s, %d interleaved rounds of %d, medians:\n", placement, ROUNDS,
 	       TRIPS);
 	printf("  %-18s %8.0f ns\n", m[0].name, median(m[0].ns, ROUNDS));
@@ -269,6 +327,12 @@ static void run(struct mechanism *m, int count, int cpu, const char *placement)
 		printf("  %-18s %8.0f ns  (semaphore / %-7s = %.2f)\n", m[i].name, median(m[i].ns, ROUNDS),
 		       m[i].name, median(ratio, ROUNDS));
 	}
+	for (int r = 0; r < ROUNDS; r++)
+		ratio[r] = m[0].ns[r] / floor_ns[r];
+	printf("  its floor, a futex reached through the ioctl path: %.0f ns  (semaphore / floor = %.2f)\n",
+	       median(floor_ns, ROUNDS), median(ratio, ROUNDS));
+	printf("    the futex's %.1f calls per round trip, each at a null ioctl's %.0f ns, not a null futex call's %.0f ns\n",
+	       median(calls, ROUNDS), median(ioctl_ns, ROUNDS), median(futex_ns, ROUNDS));
 }
 
 int main(void)
