@@ -32,6 +32,18 @@ pub fn serve_and_open(mut control: Control, opts: ModelOptions) -> Result<(kmod:
     Ok((device, served))
 }
 
+/// An idle gap before a trip: long enough for a thread to be asleep, and
+/// its CPU idle, when the trip begins.
+pub const IDLE_GAP: Duration = Duration::from_micros(200);
+
+/// Spins (yielding) for `gap`, as the client spins on its queue.
+pub fn idle(gap: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < gap {
+        std::thread::yield_now();
+    }
+}
+
 pub fn client_error(e: radiance::Error) -> Error {
     Error::Usage(format!("the bench's client: {e}"))
 }

@@ -63,18 +63,6 @@ pub struct BenchOptions {
     pub launches: usize,
 }
 
-/// The idle gap before each trip of the second measurement: long enough
-/// for a thread to be asleep, and its CPU idle, when the trip begins.
-const IDLE_GAP: Duration = Duration::from_micros(200);
-
-/// Spins (yielding) for `gap`, as the client spins on its queue.
-fn idle(gap: Duration) {
-    let t = Instant::now();
-    while t.elapsed() < gap {
-        std::thread::yield_now();
-    }
-}
-
 /// Host memory of this process, from address 0: the straight side's
 /// launch block.
 struct LocalHost(Vec<u8>);
@@ -123,7 +111,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let epoch = serving.epoch.unwrap_or_else(Instant::now);
     let mut moments: Vec<[f64; 4]> = Vec::new();
     let mut through_device = |gap: Duration, moments: &mut Vec<[f64; 4]>| -> Result<bench::Trip> {
-        idle(gap);
+        bench::idle(gap);
         let trip = bench::timed_trip(&mut queue, |q| q.launch(&device, &launch, kmod::Frame::default()), epoch)?;
         // Stamped by the server before it answered, which came before the
         // completion this saw.
@@ -176,7 +164,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         while far.read_exact(&mut b).is_ok() && far.write_all(&b).is_ok() {}
     });
     let mut wake = |gap: Duration| -> Result<Duration> {
-        idle(gap);
+        bench::idle(gap);
         let mut b = [0u8; 1];
         let t = Instant::now();
         near.write_all(&b).map_err(|e| Error::Usage(format!("wake: {e}")))?;
@@ -208,8 +196,9 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         let w = bench::median_of(opts.launches, || wake(Duration::ZERO))?;
         let pace = Duration::from_nanos(bench::median(&mut paces) as u64);
         let pw = bench::median_of(opts.launches, || wake(pace))?;
-        let ia = bench::median_of(opts.launches, || through_device(IDLE_GAP, &mut idle_moments).map(|t| t.took()))?;
-        let iw = bench::median_of(opts.launches, || wake(IDLE_GAP))?;
+        let ia =
+            bench::median_of(opts.launches, || through_device(bench::IDLE_GAP, &mut idle_moments).map(|t| t.took()))?;
+        let iw = bench::median_of(opts.launches, || wake(bench::IDLE_GAP))?;
         device_ns.push(a);
         straight_ns.push(b);
         wake_ns.push(w);
@@ -247,7 +236,10 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     println!("  the client's pace (seen complete to next launch written) {:>6.0} ns", bench::median(&mut pace_ns));
     println!("  hand-off round trip at that pace {:>10.0} ns", bench::median(&mut paced_wake_ns));
     println!("  device / (straight + paced hand-off) {:>6.2}", bench::median(&mut over_paced));
-    println!("each after {} µs idle (the serving thread and the floor's asleep in read()):", IDLE_GAP.as_micros());
+    println!(
+        "each after {} µs idle (the serving thread and the floor's asleep in read()):",
+        bench::IDLE_GAP.as_micros()
+    );
     println!("  through the bridge-served device {:>10.0} ns", bench::median(&mut idle_device_ns));
     println!("  wake-up round trip (the floor)   {:>10.0} ns", bench::median(&mut idle_wake_ns));
     println!("  device / (straight + wake-up)    {:>10.2}", bench::median(&mut idle_over_floor));

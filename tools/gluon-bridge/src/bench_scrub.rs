@@ -6,7 +6,9 @@
 //! In interleaved rounds, each figure the median of its samples:
 //! - a 4 KiB FILL of another BO, alone;
 //! - the same FILL right after freeing a written BO of `--freed-kib`,
-//!   timed from the free (it should wait for at most about one scrub
+//!   the free coming after an idle gap (the serving thread asleep, as the
+//!   device mostly is when a BO is freed), timed from the free and from
+//!   the FILL's own start (it should wait for at most about one scrub
 //!   command, not for the whole scrub), and how many scrub commands the
 //!   serving thread had run by the time the client saw it complete (an
 //!   upper bound on those it waited for: the thread goes on with the scrub
@@ -20,12 +22,15 @@
 //!   there is no SET and the scrub copies zeros (a FILL there is pattern
 //!   copies of a page each, slower than that copy at 4 KiB);
 //! - the 4 KiB FILL right behind that command on another queue, timed from
-//!   the command's publication: what an operation waits for behind one
-//!   command like a scrub's, with the hand-offs a command running ahead of
-//!   it costs it (the serving thread woken for the first and busy when the
-//!   second comes). What the FILL after the free, which a scrub command
-//!   runs ahead of, waits for beyond the FILL alone is compared with what
-//!   this one waits for beyond it;
+//!   the command's publication, right after the last sample and after the
+//!   same idle gap: what an operation waits for behind one command like a
+//!   scrub's, with the hand-offs a command running ahead of it costs it
+//!   (the serving thread woken for the first and busy when the second
+//!   comes). What the FILL after the free, which a scrub command runs
+//!   ahead of, waits for beyond the FILL alone is compared with what this
+//!   one waits for beyond it: from the free's start (the free's own system
+//!   call, which wakes the serving thread, counted as the FILL's wait) and
+//!   from the FILL's own start, against the one after the idle gap;
 //! - and the device commands a free takes per MiB (counted by the serving
 //!   thread: the scrub's are the kernel's own, which its scheduler does
 //!   not count), up to the end of a FILL over the whole range after the
@@ -34,7 +39,10 @@
 
 use crate::{bench, control::Control, error::Result, model::ModelOptions};
 use radiance::{kmod, Pattern};
-use std::{sync::atomic::Ordering, time::Instant};
+use std::{
+    sync::atomic::Ordering,
+    time::{Duration, Instant},
+};
 
 /// The most VRAM one scrub command zeroes (kmod/hw/user.rs `SCRUB`).
 const SCRUB_COMMAND: u64 = 256 << 10;
@@ -75,6 +83,8 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let (mut after_ratio, mut next_ratio, mut per_mib) = (Vec::new(), Vec::new(), Vec::new());
     let (mut one_command, mut per_like) = (Vec::new(), Vec::new());
     let (mut behind_one, mut behind_ratio) = (Vec::new(), Vec::new());
+    let (mut behind_idle, mut behind_idle_ratio) = (Vec::new(), Vec::new());
+    let (mut own_start, mut own_ratio) = (Vec::new(), Vec::new());
     // Written, so that the scrub has something to zero.
     let write = |q: &mut kmod::Queue, bo: &kmod::BufferObject| bench::round_trip(q, |q| fill(q, bo, freed));
     let mut big = vram(freed)?;
@@ -89,7 +99,8 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         let at = ran();
         let c = bench::median_of(opts.samples, || bench::round_trip(&mut queue, like_scrub))?;
         per_like.push((ran() - at) as f64 / opts.samples as f64);
-        let d = bench::median_of(opts.samples, || {
+        let mut behind = |gap| {
+            bench::idle(gap);
             let t = Instant::now();
             like_scrub(&mut ahead_queue).map_err(bench::client_error)?;
             ahead_queue.flush().map_err(bench::client_error)?;
@@ -97,16 +108,21 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
             let took = t.elapsed();
             ahead_queue.finish(None).map_err(bench::client_error)?;
             Ok(took)
-        })?;
-        let (mut free_ns, mut after_ns, mut next_ns) = (Vec::new(), Vec::new(), Vec::new());
+        };
+        let d = bench::median_of(opts.samples, || behind(Duration::ZERO))?;
+        let e = bench::median_of(opts.samples, || behind(bench::IDLE_GAP))?;
+        let (mut free_ns, mut after_ns, mut own_ns, mut next_ns) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut ahead, mut commands) = (Vec::new(), 0);
         for _ in 0..opts.samples {
+            bench::idle(bench::IDLE_GAP);
             let before = ran();
             let t = Instant::now();
             drop(big);
-            free_ns.push(t.elapsed().as_nanos() as f64);
-            bench::round_trip(&mut queue, |q| fill(q, &small, 4096))?;
-            after_ns.push(t.elapsed().as_nanos() as f64);
+            let freed_at = t.elapsed();
+            let own = bench::round_trip(&mut queue, |q| fill(q, &small, 4096))?;
+            free_ns.push(freed_at.as_nanos() as f64);
+            after_ns.push((freed_at + own).as_nanos() as f64);
+            own_ns.push(own.as_nanos() as f64);
             ahead.push(ran().saturating_sub(before + per_fill) as f64);
             let t = Instant::now();
             big = vram(freed)?;
@@ -116,16 +132,20 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
             // Less the three FILLs.
             commands += ran().saturating_sub(before + 2 * per_fill + per_write);
         }
-        let (b, n) = (bench::median(&mut after_ns), bench::median(&mut next_ns));
+        let (b, o, n) = (bench::median(&mut after_ns), bench::median(&mut own_ns), bench::median(&mut next_ns));
         alone.push(a);
         frees.push(bench::median(&mut free_ns));
         after.push(b);
+        own_start.push(o);
         scrubs_ahead.push(bench::median(&mut ahead));
         next.push(n);
         after_ratio.push(b / a);
         one_command.push(c);
         behind_one.push(d);
         behind_ratio.push((b - a) / (d - a));
+        behind_idle.push(e);
+        behind_idle_ratio.push((b - a) / (e - a));
+        own_ratio.push((o - a) / (e - a));
         next_ratio.push(n / a);
         per_mib.push(commands as f64 / opts.samples as f64 / (freed as f64 / f64::from(1 << 20)));
     }
@@ -138,6 +158,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     println!("  4 KiB FILL elsewhere, alone                  {:>10.0} ns", bench::median(&mut alone));
     println!("  the free itself                              {:>10.0} ns", bench::median(&mut frees));
     println!("  4 KiB FILL elsewhere, right after the free   {:>10.0} ns", bench::median(&mut after));
+    println!("  the same FILL, from its own start            {:>10.0} ns", bench::median(&mut own_start));
     println!("  the freed range's next user, a 4 KiB FILL    {:>10.0} ns", bench::median(&mut next));
     println!("  after free / alone                           {:>10.2}", bench::median(&mut after_ratio));
     println!("  next user / alone                            {:>10.2}", bench::median(&mut next_ratio));
@@ -149,6 +170,13 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
         bench::median(&mut per_like)
     );
     println!("  4 KiB FILL right behind that command         {:>10.0} ns", bench::median(&mut behind_one));
+    println!(
+        "  the same, after {} µs idle                   {:>10.0} ns",
+        bench::IDLE_GAP.as_micros(),
+        bench::median(&mut behind_idle)
+    );
     println!("  (after free - alone) / (behind it - alone)   {:>10.2}", bench::median(&mut behind_ratio));
+    println!("  the same, behind it after the idle           {:>10.2}", bench::median(&mut behind_idle_ratio));
+    println!("  (from its own start - alone) / (the same)    {:>10.2}", bench::median(&mut own_ratio));
     Ok(())
 }
