@@ -16,8 +16,8 @@
 //!   device's IOMMU.
 //! - The CPU cannot map this VRAM (it lives in the server's process), so
 //!   freed VRAM is scrubbed by commands of the kernel's own, [`SCRUB`]
-//!   bytes each: MEM SET where the device has it, else copies from a block
-//!   of zeros. A scrub is a barrier in `pending`: it starts once nothing
+//!   bytes each after a first of [`FIRST_SCRUB`]: MEM SET where the
+//!   device has it, else copies from a block of zeros. A scrub is a barrier in `pending`: it starts once nothing
 //!   read before it is outstanding, so it does not race the range's last
 //!   user; its commands go one at a time, and until the last is answered
 //!   only a frame right behind it whose command keeps off what is not
@@ -110,6 +110,12 @@ use crate::{
 /// that keeps off the range waits for at most one, see the file's
 /// comment).
 const SCRUB: u64 = 256 * 1024;
+
+/// Most bytes a scrub's first command zeroes. The free wakes the server,
+/// which reads that command before the free's caller can publish its next
+/// operation; one that keeps off the range then waits for that command
+/// alone, and short, that wait is short (one command more per free).
+const FIRST_SCRUB: u64 = 32 * 1024;
 
 /// Bytes of zeros a scrub copies from on a device without MEM SET: one
 /// command's worth where host memory's first block is whole ([`HostMem`];
@@ -470,11 +476,13 @@ impl User {
         self.desc.stream_depth.into()
     }
 
-    /// The command that zeroes the next piece of a scrub, and its length.
-    fn scrub_command(&self, addr: u64, left: u64) -> (Command, u64) {
+    /// The command that zeroes the next piece of a scrub, and its length:
+    /// at most [`FIRST_SCRUB`] bytes for its `first` command.
+    fn scrub_command(&self, addr: u64, left: u64, first: bool) -> (Command, u64) {
+        let most = left.min(if first { FIRST_SCRUB } else { SCRUB });
         if self.desc.caps & caps::SET != 0 {
             // Whole words, which every device takes.
-            let len = left.min(SCRUB);
+            let len = most;
             let cmd = Command::Set {
                 dst: addr as u32,
                 value: 0,
@@ -482,7 +490,7 @@ impl User {
             };
             (cmd, len)
         } else {
-            let len = left.min(self.zeros.len.into());
+            let len = most.min(self.zeros.len.into());
             let cmd = Command::Copy {
                 src: self.zeros.dma,
                 dst: addr,
@@ -588,7 +596,8 @@ impl User {
                 Next::ScrubCommand => {
                     if let Some(Pending::Scrub(scrub)) = pending.front_mut() {
                         let addr = scrub.addr + scrub.issued;
-                        let (cmd, n) = self.scrub_command(addr, scrub.len - scrub.issued);
+                        let (cmd, n) =
+                            self.scrub_command(addr, scrub.len - scrub.issued, scrub.issued == 0);
                         scrub.started = true;
                         (scrub.issued, scrub.beside) = (scrub.issued + n, 0);
                         match dialect.encode(0, &cmd) {
