@@ -17,9 +17,10 @@
 //! - The CPU cannot map this VRAM (it lives in the server's process), so
 //!   freed VRAM is scrubbed by commands of the kernel's own, [`SCRUB`]
 //!   bytes each after a first of [`FIRST_SCRUB`]: MEM SET where the
-//!   device has it, else copies from a block of zeros. A scrub is a barrier in `pending`: it starts once nothing
-//!   read before it is outstanding, so it does not race the range's last
-//!   user; its commands go one at a time, and until the last is answered
+//!   device has it, else copies from a block of zeros. A scrub is a
+//!   barrier in `pending`: it starts once nothing read before it is
+//!   outstanding, so it does not race the range's last user; its
+//!   commands go one at a time, and until the last is answered
 //!   only a frame right behind it whose command keeps off what is not
 //!   zeroed yet (a copy, a fill, a counter elsewhere, or on the part whose
 //!   commands were answered) may go before it: ahead of its first command
