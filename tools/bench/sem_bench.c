@@ -247,23 +247,14 @@ struct mechanism {
 
 /*
  * One round of one mechanism: TRIPS round trips against its echo thread,
- * which runs on CPU cpu (anywhere if cpu < 0), as the caller does.
+ * which inherits the caller's CPUs (see pin()).
  */
-static double round_trip_ns(const struct mechanism *m, int cpu)
+static double round_trip_ns(const struct mechanism *m)
 {
-	pthread_attr_t attr;
-	cpu_set_t cpus;
 	pthread_t t;
 	double start;
 
-	check(pthread_attr_init(&attr), "pthread_attr_init");
-	if (cpu >= 0) {
-		CPU_ZERO(&cpus);
-		CPU_SET(cpu, &cpus);
-		check(pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus), "pthread_attr_setaffinity_np");
-	}
-	check(pthread_create(&t, &attr, m->echo, NULL), "pthread_create");
-	pthread_attr_destroy(&attr);
+	check(pthread_create(&t, NULL, m->echo, NULL), "pthread_create");
 	start = now_ns();
 	m->trips();
 	check(pthread_join(t, NULL), "pthread_join");
@@ -286,7 +277,10 @@ static double median(const double *v, int n)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-/* Pins the calling thread to CPU cpu, or lets it run anywhere if cpu < 0. */
+/*
+ * Pins the calling thread to CPU cpu, or lets it run anywhere if cpu < 0;
+ * a thread it starts then starts with the same CPUs.
+ */
 static void pin(int cpu)
 {
 	cpu_set_t cpus;
@@ -310,7 +304,7 @@ static void run(struct mechanism *m, int count, int cpu, const char *placement)
 	for (int r = 0; r < ROUNDS; r++, base += TRIPS) {
 		for (int i = 0; i < count; i++) {
 			atomic_store(&futex_calls, 0);
-			m[i].ns[r] = round_trip_ns(&m[i], cpu);
+			m[i].ns[r] = round_trip_ns(&m[i]);
 			if (i == 1)
 				calls[r] = (double)atomic_load(&futex_calls) / TRIPS;
 		}
