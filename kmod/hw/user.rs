@@ -199,6 +199,13 @@ impl Scrub {
         }
     }
 
+    /// The most bytes its next command zeroes: at most [`FIRST_SCRUB`] for
+    /// the first, [`SCRUB`] for each after it.
+    fn next_len(&self) -> u64 {
+        let most = if self.issued == 0 { FIRST_SCRUB } else { SCRUB };
+        (self.len - self.issued).min(most)
+    }
+
     /// From the start again (a reset: its commands may never have run).
     fn restart(&mut self) {
         *self = Self::new(self.addr, self.len);
@@ -477,19 +484,17 @@ impl User {
         self.desc.stream_depth.into()
     }
 
-    /// The command that zeroes the next piece of a scrub, and its length:
-    /// at most [`FIRST_SCRUB`] bytes for its `first` command.
-    fn scrub_command(&self, addr: u64, left: u64, first: bool) -> (Command, u64) {
-        let most = left.min(if first { FIRST_SCRUB } else { SCRUB });
+    /// The command that zeroes up to `most` bytes of VRAM at `addr` (the
+    /// next piece of a scrub), and its length.
+    fn scrub_command(&self, addr: u64, most: u64) -> (Command, u64) {
         if self.desc.caps & caps::SET != 0 {
             // Whole words, which every device takes.
-            let len = most;
             let cmd = Command::Set {
                 dst: addr as u32,
                 value: 0,
-                len: len as u32,
+                len: most as u32,
             };
-            (cmd, len)
+            (cmd, most)
         } else {
             let len = most.min(self.zeros.len.into());
             let cmd = Command::Copy {
@@ -597,8 +602,7 @@ impl User {
                 Next::ScrubCommand => {
                     if let Some(Pending::Scrub(scrub)) = pending.front_mut() {
                         let addr = scrub.addr + scrub.issued;
-                        let (cmd, n) =
-                            self.scrub_command(addr, scrub.len - scrub.issued, scrub.issued == 0);
+                        let (cmd, n) = self.scrub_command(addr, scrub.next_len());
                         scrub.started = true;
                         (scrub.issued, scrub.beside) = (scrub.issued + n, 0);
                         match dialect.encode(0, &cmd) {
