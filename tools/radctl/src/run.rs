@@ -289,6 +289,23 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether the device itself reported the fault, with a PC and a warp; a
+/// fault the kernel found (a lost device, a timeout, a bad packet) has
+/// only its errno.
+fn device_fault(f: &kmod::QueueFault) -> bool {
+    f.err_code != 0
+}
+
+/// A fault as `run` prints it: Gluon's status, PC and warp only where the
+/// device reported them.
+fn fault_text(f: &kmod::QueueFault) -> String {
+    if device_fault(f) {
+        format!("Gluon status {} at pc {:#010x}, warp {} ({})", f.err_code, f.err_pc, f.err_thread, f.error())
+    } else {
+        f.error().to_string()
+    }
+}
+
 fn report(
     args: &Run,
     exe: &Executable,
@@ -309,13 +326,7 @@ fn report(
     );
     match outcome {
         Outcome::Completed => println!("completed"),
-        Outcome::Faulted(f) => println!(
-            "fault: Gluon status {} at pc {:#010x}, warp {} ({})",
-            f.err_code,
-            f.err_pc,
-            f.err_thread,
-            f.error()
-        ),
+        Outcome::Faulted(f) => println!("fault: {}", fault_text(f)),
     }
     if let Some((at, v)) = verdict {
         println!("riscv-tests verdict (tohost {at:#010x}): {}", v.describe());
@@ -345,10 +356,14 @@ fn report_json(
         Outcome::Completed => ("completed", Value::Null),
         Outcome::Faulted(f) => (
             "faulted",
-            json!({
-                "errno": f.error, "err_code": f.err_code, "pc": f.err_pc, "warp": f.err_thread,
-                "message": f.error().to_string(),
-            }),
+            if device_fault(f) {
+                json!({
+                    "errno": f.error, "err_code": f.err_code, "pc": f.err_pc, "warp": f.err_thread,
+                    "message": f.error().to_string(),
+                })
+            } else {
+                json!({ "errno": f.error, "err_code": null, "pc": null, "warp": null, "message": f.error().to_string() })
+            },
         ),
     };
     json!({
@@ -397,6 +412,19 @@ mod tests {
         assert!(Verdict::of(0).acceptable() && Verdict::of(1).acceptable());
         assert!(!Verdict::of(7).acceptable() && !Verdict::of(6).acceptable());
         assert_eq!(Verdict::of(6), Verdict::Unknown(6));
+    }
+
+    /// A lost device's fault has an errno and nothing of Gluon's: no
+    /// status, PC or warp is printed for it.
+    #[test]
+    fn a_fault_prints_only_what_is_known() {
+        let lost = kmod::QueueFault { queue: 1, error: 19, packet: 2, err_code: 0, err_pc: 0, err_thread: 0 };
+        let text = fault_text(&lost);
+        assert!(!text.contains("Gluon status") && !text.contains("pc 0x"), "{text}");
+        assert!(text.contains("queue 1, packet 2 faulted"), "{text}");
+        let bad_pc = kmod::QueueFault { err_code: 1, err_pc: 0x1000_3000, err_thread: 5, ..lost };
+        let text = fault_text(&bad_pc);
+        assert!(text.starts_with("Gluon status 1 at pc 0x10003000, warp 5 ("), "{text}");
     }
 
     #[test]
