@@ -3,7 +3,7 @@
 //! Command buffers: recorded once, executed many times with different
 //! semaphores, on more than one queue.
 
-use super::{address, device_buffer, launch, mappable, reach, PATIENCE};
+use super::{address, device_buffer, launch, mappable, needs_builtins, reach, PATIENCE};
 use crate::{
     check::{ensure, ensure_eq, expect_err},
     Case, Outcome,
@@ -24,9 +24,7 @@ const REPLAYS: u32 = 100;
 /// execution waits on its own semaphore and signals the next one's, some on
 /// a second queue; one behind a failed semaphore must not run.
 fn replay(device: &Device) -> Outcome {
-    if !device.info().builtin_kernels {
-        return Err(crate::Stop::Skip(format!("{} does not run the built-in kernels", device.info().backend)));
-    }
+    needs_builtins(device)?;
     const N: usize = 64;
     let (step, acc) = (mappable(device, 4 * N as u64)?, mappable(device, 4 * N as u64)?);
     let steps: Vec<u32> = (1..=N as u32).collect();
@@ -65,9 +63,7 @@ fn replay(device: &Device) -> Outcome {
 /// native memory is surely elsewhere.
 fn reallocated(device: &Device) -> Outcome {
     const FINISHED_WORK_RELEASED_WITHIN: usize = 300;
-    if !device.info().builtin_kernels {
-        return Err(crate::Stop::Skip(format!("{} does not run the built-in kernels", device.info().backend)));
-    }
+    needs_builtins(device)?;
     const N: usize = 64;
     const SIZE: u64 = 4 * N as u64;
     let src = mappable(device, SIZE)?;

@@ -3,7 +3,7 @@
 //! Launches of the built-in kernels (`radiance_uapi::builtin`): results,
 //! grids larger and smaller than the element count, and device faults.
 
-use super::{address, launch, mappable, reach, PATIENCE};
+use super::{address, launch, mappable, needs_builtins, reach, PATIENCE};
 use crate::{
     check::{ensure, ensure_eq, expect_err, Stop},
     Case, Outcome,
@@ -20,15 +20,6 @@ pub(super) const CASES: &[Case] = &[
     Case { name: "dispatch_borrowed_runs_the_launch_as_it_was_at_the_call", run: borrowed },
     Case { name: "dispatch_refuses_an_empty_dimension", run: empty_dimensions },
 ];
-
-/// Skips the case on devices without the built-in kernels.
-fn needs_builtins(device: &Device) -> Outcome {
-    if device.info().builtin_kernels {
-        Ok(())
-    } else {
-        Err(Stop::Skip(format!("{} does not run the radiance_uapi::builtin kernels", device.info().backend)))
-    }
-}
 
 fn results(device: &Device) -> Outcome {
     needs_builtins(device)?;

@@ -28,6 +28,16 @@ pub(crate) fn group() -> Vec<GroupCase> {
 /// takes longer is a failure, not a hang.
 const PATIENCE: Duration = Duration::from_secs(10);
 
+/// Skips the case on devices without the built-in kernels: a device that
+/// runs only real machine code faults at their entry PCs.
+fn needs_builtins(device: &Device) -> Outcome {
+    if device.info().builtin_kernels {
+        Ok(())
+    } else {
+        Err(crate::Stop::Skip(format!("{} does not run the radiance_uapi::builtin kernels", device.info().backend)))
+    }
+}
+
 /// A host-visible buffer usable for everything.
 fn mappable(device: &Device, size: u64) -> Result<Buffer> {
     device.allocate_buffer(BufferParams {

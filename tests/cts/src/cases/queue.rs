@@ -3,7 +3,7 @@
 //! Queue semantics: ordering by semaphores only, failure propagation, faults
 //! stopping a queue, destruction cancelling work.
 
-use super::{contents, mappable, reach, PATIENCE};
+use super::{contents, mappable, needs_builtins, reach, PATIENCE};
 use crate::{
     check::{ensure, ensure_eq, expect_err},
     Case, Outcome,
@@ -18,7 +18,8 @@ pub(super) const CASES: &[Case] = &[
     Case { name: "queue_cross_queue_chain", run: cross_queue_chain },
     Case { name: "queue_failure_propagates_to_dependent_ops", run: failure_propagates },
     Case { name: "queue_fault_fails_signals_and_stops_queue", run: fault_stops_queue },
-    Case { name: "queue_destroy_cancels_pending_work", run: destroy_cancels },
+    Case { name: "queue_destroy_cancels_blocked_work", run: destroy_cancels_blocked },
+    Case { name: "queue_destroy_cancels_a_running_launch", run: destroy_cancels_running },
 ];
 
 /// Work submitted first but waiting on a semaphore runs after the work that
@@ -120,22 +121,29 @@ fn fault_stops_queue(device: &Device) -> Outcome {
     Ok(())
 }
 
-/// Destroying a queue fails the signals of work it has not finished: work
-/// blocked on a wait, and a launch that never ends (SPIN).
-fn destroy_cancels(device: &Device) -> Outcome {
-    let (q1, q2) = (device.create_queue()?, device.create_queue()?);
+/// Destroying a queue fails the signals of work it has not started: an op
+/// blocked on a wait never runs, even once the wait is satisfied.
+fn destroy_cancels_blocked(device: &Device) -> Outcome {
+    let q = device.create_queue()?;
     let buffer = mappable(device, 16)?;
-    let (never, blocked, spin) =
-        (device.create_semaphore(0)?, device.create_semaphore(0)?, device.create_semaphore(0)?);
-    q1.fill(&[(&never, 1)], &[(&blocked, 1)], buffer.at(0), 16, Pattern::U8(9))?;
-    q2.dispatch(&[], &[(&spin, 1)], super::launch(builtin::SPIN, [1, 1, 1], [1, 1, 1], &[]))?;
-    expect_err(spin.wait(1, Duration::from_millis(50)), StatusCode::DeadlineExceeded, "SPIN completed")?;
-    drop(q1);
-    drop(q2);
-    for (name, s) in [("blocked op", &blocked), ("SPIN launch", &spin)] {
-        expect_err(s.wait(1, PATIENCE), StatusCode::Cancelled, name)?;
-    }
+    let (never, blocked) = (device.create_semaphore(0)?, device.create_semaphore(0)?);
+    q.fill(&[(&never, 1)], &[(&blocked, 1)], buffer.at(0), 16, Pattern::U8(9))?;
+    drop(q);
+    expect_err(blocked.wait(1, PATIENCE), StatusCode::Cancelled, "blocked op")?;
     never.signal(1)?;
     ensure!(buffer.map()?.read_u32s(0, 4)?.iter().all(|&w| w == 0), "cancelled work ran");
+    Ok(())
+}
+
+/// Destroying a queue fails the signal of a launch that never ends (the
+/// SPIN built-in).
+fn destroy_cancels_running(device: &Device) -> Outcome {
+    needs_builtins(device)?;
+    let q = device.create_queue()?;
+    let spin = device.create_semaphore(0)?;
+    q.dispatch(&[], &[(&spin, 1)], super::launch(builtin::SPIN, [1, 1, 1], [1, 1, 1], &[]))?;
+    expect_err(spin.wait(1, Duration::from_millis(50)), StatusCode::DeadlineExceeded, "SPIN completed")?;
+    drop(q);
+    expect_err(spin.wait(1, PATIENCE), StatusCode::Cancelled, "SPIN launch")?;
     Ok(())
 }
