@@ -30,7 +30,8 @@ socket_suites="reports_the_shape_it_was_given sem_test sync_file_test launch_tes
 for hs in memfd pid; do
 	plan $(for t in $socket_suites; do echo "socket_${hs}_$t"; done)
 done
-plan the_pid_handshake_goes_through_process_vm_readv
+plan the_pid_handshake_goes_through_process_vm_readv cts_on_a_device_without_builtins_or_caps \
+	a_sim_dead_at_connect_is_named_with_the_overcommit_setting
 plan three_clients_at_once_against_a_dropping_sim a_command_behind_scrubs_is_not_overdue \
 	a_stream_works_after_a_reset_the_sim_could_not_take \
 	riscv_tests_verdict_through_socket_mode an_unresettable_sim_loses_the_device run_reports_the_launch_when_the_sim_dies
@@ -159,6 +160,28 @@ done
 # and writev, and counts the bytes it moved so when its client leaves.
 test_one the_pid_handshake_goes_through_process_vm_readv sh -c \
 	"grep sim-model: /tmp/s0pid.log /tmp/s1pid.log; grep -q ' [1-9][0-9]* bytes by process_vm_readv/writev\$' /tmp/s0pid.log"
+
+# The conformance suite on a served device that declares no built-ins and
+# no capabilities, as gluon-sim is served by hand: every case it cannot
+# run skips, saying why, rather than failing.
+s=$(sim sbare pid --spin-ms 700)
+set -- $(serve bbare socket /tmp/sbare.sock --handshake pid --vram-mib 64 --shape 4,8,16)
+b=$1
+suite cts_on_a_device_without_builtins_or_caps /radiance-cts --device kmod:0
+kill -TERM "$b"
+gone "$b"
+gone "$s"
+
+# gluon-sim dies at connect where memory is not overcommitted: the bridge
+# says it died, points at its output and names the setting, and declares
+# no device.
+s=$(sim sdead pid --die-at-connect)
+/gluon-bridge socket /tmp/sdead.sock --handshake pid >/tmp/bdead 2>&1
+rc=$?
+gone "$s"
+test_one a_sim_dead_at_connect_is_named_with_the_overcommit_setting sh -c \
+	"cat /tmp/bdead /tmp/sdead.log; [ $rc = 1 ] && grep -q 'and exited: it died at connect' /tmp/bdead &&
+	grep -q 'vm.overcommit_memory=1' /tmp/bdead && ! grep -q 'other one' /tmp/bdead && ! test -e /dev/radiance0"
 unset RADIANCE_PARAMS_EXTRA
 
 # Three processes at once, against a sim that drops a command whose engine

@@ -11,6 +11,9 @@ pub enum Error {
     /// gluon-sim broke the protocol, went away or stopped answering.
     #[error("gluon-sim: {0}")]
     Sim(String),
+    /// gluon-sim closed the connection.
+    #[error("gluon-sim: it closed the connection")]
+    Closed,
     /// The memory link to a SoC failed.
     #[error("the SoC's link: {0}")]
     Link(#[from] crate::link::LinkError),

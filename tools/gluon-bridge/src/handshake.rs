@@ -107,6 +107,21 @@ impl Staging {
         }
     }
 
+    /// Whether `[addr, addr + len)` lies in stream `s`'s arena as staged
+    /// now. gluon-sim 013add5 ignores a failed `process_vm_readv`/`writev`
+    /// (it moves zeros in, nothing out, and answers OK), so no frame may
+    /// name host bytes outside what the bridge staged for it.
+    pub fn reaches(&self, s: usize, addr: u64, len: u64) -> bool {
+        let (start, size) = match self {
+            Staging::Shared { addr, arena, .. } => (*addr + (s * *arena) as u64, *arena as u64),
+            Staging::Own { arenas, .. } => match arenas.get(s) {
+                Some(buf) => (buf.as_ptr() as u64, buf.len() as u64),
+                None => return false,
+            },
+        };
+        addr >= start && addr.checked_add(len).is_some_and(|end| end <= start + size)
+    }
+
     /// The first `len` bytes of stream `s`'s arena as the sim left them.
     pub fn staged(&mut self, s: usize, len: usize) -> Option<&[u8]> {
         match self {
@@ -335,6 +350,21 @@ mod tests {
         // An address the client does not map: refused, nothing moved.
         assert!(!mem.read(8, &mut read));
         assert_eq!(mem.moved_by_pid(), Some(8));
+        Ok(())
+    }
+
+    /// Only what a stream staged is a host address its frame may name.
+    #[test]
+    fn a_frame_reaches_only_its_own_staged_bytes() -> Result<()> {
+        let (client, _sim) = UnixStream::pair().map_err(|e| Error::Sim(format!("socketpair: {e}")))?;
+        let mut staging = connect(&client, Handshake::Pid, 2, 64, 0)?;
+        let (addr, _) = staging.arena(1, 16).ok_or_else(|| Error::Usage("no arena".into()))?;
+        assert!(staging.reaches(1, addr, 16) && staging.reaches(1, addr + 4, 12));
+        assert!(!staging.reaches(1, addr, 17), "past what was staged");
+        assert!(!staging.reaches(1, addr - 1, 4), "before it");
+        assert!(!staging.reaches(0, addr, 4), "another stream's arena");
+        assert!(!staging.reaches(2, addr, 4), "no such stream");
+        assert!(!staging.reaches(1, u64::MAX, 2), "wrapping");
         Ok(())
     }
 }

@@ -177,6 +177,10 @@ enum Mode {
         /// kernel that never ends on gluon-sim).
         #[arg(long)]
         spin_ms: Option<u64>,
+        /// Exit right after the handshake, as gluon-sim does on a machine
+        /// that refuses its 4 GiB VRAM reservation.
+        #[arg(long)]
+        die_at_connect: bool,
     },
 }
 
@@ -261,9 +265,11 @@ fn run(cli: Cli) -> error::Result<()> {
             let control = control::Control::open(&cli.control)?;
             soc::serve(control, &soc::SocOptions { link, geometry, vram_mib, done_slots, timeout, poll })
         }
-        Mode::SimModel { socket, handshake, vram_mib, latency_ms, drop_busy, spin_ms } => {
+        Mode::SimModel { socket, handshake, vram_mib, latency_ms, drop_busy, spin_ms, die_at_connect } => {
             let spin = spin_ms.map(std::time::Duration::from_millis);
-            sim_model::serve(&sim_model::SimModelOptions { socket, handshake, vram_mib, latency_ms, drop_busy, spin })
+            let opts =
+                sim_model::SimModelOptions { socket, handshake, vram_mib, latency_ms, drop_busy, spin, die_at_connect };
+            sim_model::serve(&opts)
         }
     }
 }

@@ -22,6 +22,12 @@
 //!   the device lost and its clients fail at once with ENODEV, rather than
 //!   each waiting out a watchdog on a sim that will never run anything.
 //! - It may die without answering: every command has the same deadline.
+//!   It may die at connect, reserving its VRAM: the bridge tells a sim
+//!   that closed before answering apart from one that answered what its
+//!   protocol does not (the other handshake).
+//! - 013add5 ignores a failed `process_vm_readv`/`writev` (zeros in,
+//!   nothing out, status OK): a frame never names host bytes outside its
+//!   stream's staging, checked before it is sent.
 
 use crate::{
     control::{declaration, Control, Frame, Ready},
@@ -34,6 +40,7 @@ use radiance_uapi::gluon_err;
 use rustix::{
     event::{poll, PollFd, PollFlags},
     io::{read, write, Errno},
+    net::sockopt::socket_peercred,
     time::Timespec,
 };
 use std::{
@@ -115,15 +122,25 @@ struct Sim {
     staging: Staging,
     /// Response bytes read but not yet whole.
     answers: Vec<u8>,
+    /// The sim's pid, as the socket says (for what to say if it dies).
+    peer: Option<i32>,
 }
 
 impl Sim {
+    /// Says who we are to the sim at the other end of `sock`, `handshake`'s
+    /// way, with `arena` bytes of staging per stream.
+    fn connect(sock: UnixStream, handshake: Handshake, arena: usize, shared_addr: u64) -> Result<Self> {
+        let peer = socket_peercred(&sock).ok().map(|c| c.pid.as_raw_nonzero().get());
+        let staging = handshake::connect(&sock, handshake, STREAMS, arena, shared_addr)?;
+        Ok(Sim { sock, dialect: handshake.dialect(), handshake, staging, answers: Vec::new(), peer })
+    }
+
     /// Reads what the sim sent; its whole responses.
     fn receive(&mut self) -> Result<Vec<[u8; RESPONSE_SIZE]>> {
         let mut buf = [0u8; 256];
         let n = read(&self.sock, &mut buf).map_err(|e| Error::os("read from gluon-sim", e))?;
         if n == 0 {
-            return Err(Error::Sim("it closed the connection".into()));
+            return Err(Error::Closed);
         }
         self.answers.extend_from_slice(&buf[..n]);
         let whole = self.answers.len() / RESPONSE_SIZE * RESPONSE_SIZE;
@@ -149,21 +166,20 @@ impl Sim {
         Ok(())
     }
 
-    /// One command and its answer, before the device is declared.
+    /// One command and its answer, before the device is declared. A sim
+    /// that closes the connection is told apart from one that answers
+    /// what the protocol does not: the first died or turned us away, the
+    /// second may speak the other handshake.
     fn round_trip(&mut self, cmd: &Command, within: Duration) -> Result<Response> {
-        let (this, other) = (self.handshake.name(), self.handshake.other().name());
-        let wrong = |what: &str| {
-            Error::Sim(format!(
-                "{what} to the first command after the {this} handshake: it may speak the other one \
-                 (--handshake {other}; memfd is gluon-sim e554ff7's, pid that of 013add5 and later)"
-            ))
-        };
-        self.send(0, cmd)?;
+        match self.send(0, cmd) {
+            Err(Error::Os { source: Errno::PIPE | Errno::CONNRESET, .. }) => return Err(self.closed()),
+            other => other?,
+        }
         let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(wrong(&format!("no answer in {} ms", within.as_millis())));
+                return Err(self.not_the_protocol(&format!("no answer in {} ms", within.as_millis())));
             }
             let mut fds = [PollFd::new(&self.sock, PollFlags::IN)];
             let ts = Timespec { tv_sec: left.as_secs() as i64, tv_nsec: left.subsec_nanos().into() };
@@ -174,10 +190,54 @@ impl Sim {
             if fds[0].revents().is_empty() {
                 continue;
             }
-            let got = self.receive().map_err(|_| wrong("the connection closed in answer"))?;
+            let got = match self.receive() {
+                Ok(got) => got,
+                Err(Error::Closed | Error::Os { source: Errno::CONNRESET, .. }) => return Err(self.closed()),
+                Err(e) => return Err(e),
+            };
             if let Some(raw) = got.first() {
                 return Ok(self.dialect.decode_response(raw));
             }
+        }
+    }
+
+    /// The sim answered, or failed to answer in time, in a way its
+    /// protocol does not: the other handshake's sim does either.
+    fn not_the_protocol(&self, what: &str) -> Error {
+        let (this, other) = (self.handshake.name(), self.handshake.other().name());
+        Error::Sim(format!(
+            "{what} to the first command after the {this} handshake: it may speak the other one \
+             (--handshake {other}; memfd is gluon-sim e554ff7's, pid that of 013add5 and later)"
+        ))
+    }
+
+    /// The sim closed the connection before answering anything: says
+    /// whether its process died (gluon-sim reserves its VRAM when a client
+    /// connects, which a machine that does not overcommit refuses) or lives
+    /// on and turned this client away.
+    fn closed(&self) -> Error {
+        let hs = self.handshake.name();
+        let Some(pid) = self.peer else {
+            return Error::Sim(format!(
+                "it closed the connection right after the {hs} handshake, before answering anything: it died \
+                 or turned this client away; its own output says which"
+            ));
+        };
+        if exited(pid, Duration::from_secs(1)) {
+            Error::Sim(format!(
+                "it (pid {pid}) closed the connection right after the {hs} handshake, before answering \
+                 anything, and exited: it died at connect; its own output says why. gluon-sim reserves 4 GiB \
+                 for its VRAM when a client connects, which fails (\"memory allocation of 4294967296 bytes \
+                 failed\") where memory is not overcommitted: run `sysctl vm.overcommit_memory=1` and start \
+                 it again"
+            ))
+        } else {
+            Error::Sim(format!(
+                "it (pid {pid}) closed the connection right after the {hs} handshake, before answering \
+                 anything, and still runs: it serves one client per run (start it again for each bridge), or \
+                 it refused the handshake (--handshake {}?); its own output says which",
+                self.handshake.other().name()
+            ))
         }
     }
 
@@ -214,9 +274,7 @@ impl Sim {
 pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
     let sock = UnixStream::connect(&opts.socket).map_err(|e| Error::Sim(format!("connect to {}: {e}", opts.socket)))?;
     let arena = ((opts.shared_mib as usize) << 20) / STREAMS;
-    let staging = handshake::connect(&sock, opts.handshake, STREAMS, arena, opts.shared_addr)?;
-    let mut sim =
-        Sim { sock, dialect: opts.handshake.dialect(), handshake: opts.handshake, staging, answers: Vec::new() };
+    let mut sim = Sim::connect(sock, opts.handshake, arena, opts.shared_addr)?;
     let timeout = Duration::from_millis(opts.timeout_ms);
     sim.probe(timeout.min(Duration::from_secs(5)))?;
 
@@ -296,6 +354,24 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
     }
 }
 
+/// Whether process `pid` has exited (or is a zombie), waiting up to
+/// `within` for it: a process's sockets close while it exits, a moment
+/// before /proc says so.
+fn exited(pid: i32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        // The state is the first field after the command's closing paren.
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_owned)));
+        match state.as_deref() {
+            None | Some("Z" | "X") => return true,
+            Some(_) if Instant::now() >= deadline => return false,
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
 /// Waits for the control file or the sim, at most 100 ms (deadlines are
 /// checked between waits).
 fn wait(control: &Control, sock: &UnixStream) -> Result<(Ready, bool)> {
@@ -356,6 +432,15 @@ fn send(control: &Control, sim: &mut Sim, s: usize, frame: &Frame) -> Result<Opt
         }
         other => other,
     };
+    let host = match staged {
+        Command::Kernel { host_addr, size, .. } => Some((host_addr, u64::from(size))),
+        Command::Copy { src, len, dir: CopyDir::HostToDevice, .. } => Some((src, u64::from(len))),
+        Command::Copy { dst, len, dir: CopyDir::DeviceToHost, .. } => Some((dst, u64::from(len))),
+        _ => None,
+    };
+    if host.is_some_and(|(addr, len)| !sim.staging.reaches(s, addr, len)) {
+        return fail();
+    }
     sim.send(s, &staged)?;
     Ok(Some(InFlight { since: Instant::now(), engine: Engine::of(&staged), copy_back, given_up: false }))
 }
@@ -404,6 +489,7 @@ mod tests {
             latency_ms: 1,
             drop_busy: false,
             spin: None,
+            die_at_connect: false,
         };
         std::thread::spawn(move || sim_model::serve(&opts));
         let sock = loop {
@@ -415,8 +501,7 @@ mod tests {
         // Connected: the sim-model serves no other client, and the path
         // would outlive the test on whatever path it ends.
         let _ = std::fs::remove_file(&socket);
-        let staging = handshake::connect(&sock, spoken, STREAMS, 4096, shared_addr)?;
-        Ok(Sim { sock, dialect: spoken.dialect(), handshake: spoken, staging, answers: Vec::new() })
+        Sim::connect(sock, spoken, 4096, shared_addr)
     }
 
     #[test]
@@ -424,6 +509,29 @@ mod tests {
         for (h, addr) in [(Handshake::Memfd, 0x5000_0000), (Handshake::Pid, 0)] {
             connect(h, h, addr)?.probe(Duration::from_secs(5))?;
         }
+        Ok(())
+    }
+
+    /// A sim that takes the handshake and closes the connection, but lives
+    /// on, is not blamed on the handshake alone: the error says it still
+    /// runs and why it may have turned the bridge away.
+    #[test]
+    fn a_sim_that_closes_after_the_handshake_is_told_apart() -> Result<()> {
+        let socket = format!("/tmp/gluon-bridge-test-{}-closes.sock", std::process::id());
+        let _ = std::fs::remove_file(&socket);
+        let listener = std::os::unix::net::UnixListener::bind(&socket).map_err(|e| Error::Sim(e.to_string()))?;
+        let sim = std::thread::spawn(move || {
+            let (sock, _) = listener.accept().map_err(|e| Error::Sim(e.to_string()))?;
+            crate::handshake::ClientMemory::accept(&sock, Handshake::Pid).map(drop)
+        });
+        let sock = UnixStream::connect(&socket).map_err(|e| Error::Sim(e.to_string()))?;
+        let _ = std::fs::remove_file(&socket);
+        let mut bridge = Sim::connect(sock, Handshake::Pid, 4096, 0)?;
+        sim.join().map_err(|_| Error::Sim("the sim thread panicked".into()))??;
+        let e = bridge.probe(Duration::from_secs(5)).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("closed the connection right after the pid handshake"), "{e}");
+        assert!(e.contains(&format!("(pid {})", std::process::id())) && e.contains("still runs"), "{e}");
+        assert!(!e.contains("overcommit"), "{e}");
         Ok(())
     }
 

@@ -14,7 +14,9 @@
 //!   answered and keeps the KERNEL engine busy for good; with `--spin-ms`
 //!   it ends after that long instead (a slow kernel, which a watchdog reset
 //!   gives up on before it ends);
-//! - the caps of gluon-sim (whole words, no SET, FENCE, WAIT or counters).
+//! - the caps of gluon-sim (whole words, no SET, FENCE, WAIT or counters);
+//! - with `--die-at-connect`, its death right after the handshake where
+//!   the machine refuses its 4 GiB VRAM reservation.
 //!
 //! It prints a line per command it drops, and `sim-model: N in, M answered,
 //! D dropped` when its client leaves (in the pid handshake, with the bytes
@@ -55,6 +57,9 @@ pub struct SimModelOptions {
     pub drop_busy: bool,
     /// How long a `SPIN` runs (None: for ever).
     pub spin: Option<Duration>,
+    /// Exit right after the handshake, as gluon-sim does where it cannot
+    /// reserve its 4 GiB of VRAM.
+    pub die_at_connect: bool,
 }
 
 /// VRAM here, host memory in the client.
@@ -125,6 +130,12 @@ pub fn serve(opts: &SimModelOptions) -> Result<()> {
     eprintln!("sim-model: listening on {} ({} handshake)", opts.socket, opts.handshake.name());
     let (sock, _) = listener.accept().map_err(|e| Error::Sim(format!("accept: {e}")))?;
     let client = ClientMemory::accept(&sock, opts.handshake)?;
+    if opts.die_at_connect {
+        // gluon-sim's words and exit status (SIGABRT's) when Rust's
+        // allocator fails.
+        eprintln!("memory allocation of 4294967296 bytes failed");
+        std::process::exit(134);
+    }
     sock.set_nonblocking(true).map_err(|e| Error::Sim(format!("nonblocking socket: {e}")))?;
     let dialect = opts.handshake.dialect();
     let vram_size = u64::from(opts.vram_mib) << 20;
