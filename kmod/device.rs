@@ -331,6 +331,8 @@ impl Device {
         info.dialect = hw.dialect.id();
         info.streams = hw.streams.into();
         info.caps = hw.caps;
+        info.retired_streams = self.hw.retired_streams();
+        info.pad3 = 0;
     }
 
     /// debugfs `mem`: one `key value` pair a line, for `radctl mem`.

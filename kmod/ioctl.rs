@@ -83,6 +83,7 @@ ioctl_args! {
     uapi::UserDeclare => uapi::sizes::USER_DECLARE;
     uapi::UserHostAccess => uapi::sizes::USER_HOST_ACCESS;
     uapi::UserReset => uapi::sizes::USER_RESET;
+    uapi::UserRetire => uapi::sizes::USER_RETIRE;
 }
 
 // Read from user memory as plain bytes: SEM_WAIT's points, packets from
@@ -151,6 +152,12 @@ pub(crate) fn dispatch_control(ctl: &ControlFile, cmd: u32, arg: usize) -> Resul
                 return Err(EINVAL);
             }
             ctl.user()?.server_reset()
+        }),
+        uapi::nr::USER_RETIRE => call(cmd, arg, |a: &mut uapi::UserRetire| {
+            if a.flags != 0 {
+                return Err(EINVAL);
+            }
+            ctl.user()?.retire(a.streams)
         }),
         _ => Err(ENOTTY),
     }

@@ -143,6 +143,20 @@ type Peers = Ring<(Arc<Scheduler>, bool), 8>;
 /// markers between them.
 const STREAM_ENTRIES: usize = 64;
 
+/// Whether `stream` is in the bit set `streams`.
+fn on_stream(streams: u32, stream: u8) -> bool {
+    stream < 32 && streams & (1 << stream) != 0
+}
+
+/// The stream in service (not in `retired`) with the fewest queues.
+fn least_loaded(state: &State, retired: u32) -> u8 {
+    let load = |s: u8| state.queues.iter().filter(|q| q.stream == s).count();
+    (0..state.streams.len() as u8)
+        .filter(|&s| !on_stream(retired, s))
+        .min_by_key(|&s| load(s))
+        .unwrap_or(0)
+}
+
 /// A queue as the scheduler keeps it.
 struct Scheduled {
     queue: Arc<Queue>,
@@ -432,9 +446,7 @@ impl Scheduler {
         if state.queues.len() >= crate::device::MAX_QUEUES as usize {
             return Err(ENOSPC);
         }
-        let streams = state.streams.len() as u8;
-        let load = |s: u8| state.queues.iter().filter(|q| q.stream == s).count();
-        let stream = (0..streams).min_by_key(|&s| load(s)).unwrap_or(0);
+        let stream = least_loaded(&state, this.hw.retired_streams());
         state.queues.push(
             Scheduled {
                 queue,
@@ -965,8 +977,37 @@ impl Scheduler {
         Ok(true)
     }
 
+    /// Moves the queues on streams the device retired
+    /// ([`Gluon::retired_streams`]) to the streams in service with fewest
+    /// queues, each once its stream holds nothing more (what it held fails
+    /// as the stream is retired, and completes in order).
+    fn rebind(&self, state: &mut State) {
+        let retired = self.hw.retired_streams();
+        if retired == 0 {
+            return;
+        }
+        for i in 0..state.queues.len() {
+            let Some(from) = state.queues.get(i).map(|q| q.stream) else {
+                break;
+            };
+            let drained = state
+                .streams
+                .get(usize::from(from))
+                .is_some_and(|s| s.fifo.is_empty());
+            if !on_stream(retired, from) || !drained {
+                continue;
+            }
+            let to = least_loaded(state, retired);
+            if let Some(q) = state.queues.get_mut(i) {
+                q.stream = to;
+            }
+        }
+    }
+
     /// One round-robin turn: every queue may submit one packet.
     fn submit(&self, state: &mut State) -> bool {
+        self.rebind(state);
+        let retired = self.hw.retired_streams();
         let mut progressed = false;
         let n = state.queues.len();
         for turn in 0..n {
@@ -975,6 +1016,11 @@ impl Scheduler {
                 break;
             };
             entry.stalled = false;
+            // Its stream is retired and still holds its work: it moves
+            // once that work has failed and completed.
+            if on_stream(retired, entry.stream) {
+                continue;
+            }
             let fresh = entry.staged.is_none();
             // Asking for kicks, it is looked at only once its doorbell
             // rang: its process kicks for what it publishes, and an idle

@@ -148,6 +148,13 @@ pub(crate) trait Gluon: Send + Sync {
         None
     }
 
+    /// Bit `i` set: stream `i` runs nothing (a user device's server
+    /// retired it: USER_RETIRE). The scheduler issues nothing to such a
+    /// stream and moves its queues once it holds nothing of theirs.
+    fn retired_streams(&self) -> u32 {
+        0
+    }
+
     /// The windows through which the device reaches host memory, if the
     /// kernel is what confines it (see [`host_windows`]).
     fn host_windows(&self) -> Option<&Arc<HostWindows>> {

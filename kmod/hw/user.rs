@@ -242,6 +242,8 @@ struct Channel {
     returning: bool,
     /// A doorbell the server took and has not run the pass for.
     doorbell: bool,
+    /// Bit `i` set: the server retired stream `i` (USER_RETIRE).
+    retired: u32,
 }
 
 /// The stream of `frame` if its command may run beside a scrub of
@@ -309,6 +311,12 @@ impl Channel {
         counts.iter().any(|&n| n > 0)
     }
 
+    /// The stream scrubs run on: the first in service (USER_RETIRE never
+    /// retires them all).
+    fn scrub_stream(&self) -> u8 {
+        (!self.retired).trailing_zeros() as u8
+    }
+
     /// Commands on `stream`, of the scheduler's and of scrubs.
     fn on_stream(&self, stream: u8) -> u32 {
         let s = usize::from(stream);
@@ -342,10 +350,12 @@ impl Channel {
                 }
             }
         }
-        // Stream 0 free of the scheduler's commands, so that its answers
+        // Its stream free of the scheduler's commands, so that its answers
         // come in the order `write_responses` takes them.
         if scrub.issued < scrub.len {
-            (!Self::busy(&self.scrubbing) && self.on_stream(0) == 0 && !self.unseen)
+            (!Self::busy(&self.scrubbing)
+                && self.on_stream(self.scrub_stream()) == 0
+                && !self.unseen)
                 .then_some(Next::ScrubCommand)
         } else {
             (!Self::busy(&self.scrubbing)).then_some(Next::ScrubDone)
@@ -462,6 +472,7 @@ impl User {
             answering: 0,
             returning: false,
             doorbell: false,
+            retired: 0,
         };
         Arc::pin_init(
             try_pin_init!(Self {
@@ -560,6 +571,7 @@ impl User {
             let Some(next) = ch.next(dialect, self.depth()) else {
                 break;
             };
+            let scrub_stream = ch.scrub_stream();
             let Channel {
                 pending,
                 outstanding,
@@ -605,10 +617,10 @@ impl User {
                         let (cmd, n) = self.scrub_command(addr, scrub.next_len());
                         scrub.started = true;
                         (scrub.issued, scrub.beside) = (scrub.issued + n, 0);
-                        match dialect.encode(0, &cmd) {
+                        match dialect.encode(scrub_stream, &cmd) {
                             Ok(frame) => {
                                 append(out, frame.as_bytes())?;
-                                if let Some(n) = scrubbing.first_mut() {
+                                if let Some(n) = scrubbing.get_mut(usize::from(scrub_stream)) {
                                     *n += 1;
                                 }
                             }
@@ -825,6 +837,84 @@ impl User {
         }
         dev_warn!(self.dev.device(), "the server reset the device\n");
         self.raise();
+        self.ready.notify_all();
+        Ok(())
+    }
+
+    /// USER_RETIRE: the streams in `streams` take no command from now on,
+    /// the others are in service. What a newly retired stream holds (read
+    /// and not answered, or not read) completes with `gluon_err::RESET`, as
+    /// at the server's own reset; a scrub whose command it held starts
+    /// again on a stream in service. EINVAL for a stream the device does
+    /// not have, EBUSY if none would be left in service.
+    pub(crate) fn retire(&self, streams: u32) -> Result {
+        let all = u32::MAX >> (32 - u32::from(self.desc.streams.clamp(1, 32)));
+        if streams & !all != 0 {
+            return Err(EINVAL);
+        }
+        if streams == all {
+            return Err(EBUSY);
+        }
+        let dialect = self.desc.dialect;
+        let newly = {
+            let mut ch = self.channel.lock();
+            if ch.gone {
+                return Err(ENODEV);
+            }
+            let newly = streams & !ch.retired;
+            ch.retired = streams;
+            let failed = |stream: u8| {
+                dialect.encode_response(&Response {
+                    stream,
+                    status: gluon_err::RESET,
+                    ..Default::default()
+                })
+            };
+            let on = |s: usize| s < 32 && newly & (1 << s) != 0;
+            let Channel {
+                pending,
+                outstanding,
+                scrubbing,
+                responses,
+                ..
+            } = &mut *ch;
+            for (s, n) in outstanding.iter_mut().enumerate().filter(|(s, _)| on(*s)) {
+                for _ in 0..*n {
+                    responses.push(failed(s as u8))?;
+                }
+                *n = 0;
+            }
+            let mut unread = Ok(());
+            pending.retain_pending(|p| match p {
+                Pending::Frame(frame) if on(stream_of(dialect, frame).into()) => {
+                    unread = unread.and(responses.push(failed(stream_of(dialect, frame))));
+                    false
+                }
+                _ => true,
+            });
+            unread?;
+            let scrub_lost = scrubbing
+                .iter_mut()
+                .enumerate()
+                .filter(|(s, n)| on(*s) && **n > 0)
+                .fold(false, |_, (_, n)| {
+                    *n = 0;
+                    true
+                });
+            if scrub_lost {
+                if let Some(Pending::Scrub(scrub)) = pending.front_mut() {
+                    scrub.restart();
+                }
+            }
+            newly
+        };
+        if newly != 0 {
+            dev_warn!(
+                self.dev.device(),
+                "the server retired streams {newly:#x} (retired now: {streams:#x})\n"
+            );
+            self.raise();
+        }
         self.ready.notify_all();
         Ok(())
     }
@@ -1081,6 +1171,10 @@ impl Gluon for User {
             "device reset: waiting for the server to acknowledge\n"
         );
         self.ready.notify_all();
+    }
+
+    fn retired_streams(&self) -> u32 {
+        self.channel.lock().retired
     }
 
     fn host_windows(&self) -> Option<&Arc<HostWindows>> {

@@ -118,8 +118,8 @@ TEST_F(dev, bad_sizes_are_einval)
 {
 	/* Room for the largest size tried, so only the size is wrong. */
 	char buf[2 * sizeof(struct radiance_get_info)] = { 0 };
-	/* Released sizes are 96 and 104: anything else is garbage. */
-	size_t sizes[] = { 0, 8, 95, 97, 100, 103, 105, 112, sizeof(buf) };
+	/* Released sizes are 96, 104, 120 and 128: anything else is garbage. */
+	size_t sizes[] = { 0, 8, 95, 97, 100, 103, 105, 112, 124, 136, sizeof(buf) };
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		EXPECT_EQ(-EINVAL, radiance_ioctl(self->fd, GET_INFO_SIZED(sizes[i]), buf))
@@ -141,6 +141,15 @@ TEST_F(dev, an_older_shorter_get_info_still_works)
 	EXPECT_EQ(0, info->features);
 	/* Nothing past the caller's 96 bytes is written. */
 	for (size_t i = RADIANCE_GET_INFO_SIZE_V1; i < sizeof(buf); i++)
+		EXPECT_EQ(0xa5, buf[i]);
+	/* ABI 1.8's size, as a library of 1.8 to 1.13 asks: no
+	 * retired_streams written past it. */
+	memset(buf, 0xa5, sizeof(buf));
+	info->flags = 0;
+	info->pad0 = 0;
+	ASSERT_EQ(0, radiance_ioctl(self->fd, GET_INFO_SIZED(RADIANCE_GET_INFO_SIZE_V1_8), buf));
+	EXPECT_EQ(RADIANCE_ABI_MINOR, info->abi_minor);
+	for (size_t i = RADIANCE_GET_INFO_SIZE_V1_8; i < sizeof(buf); i++)
 		EXPECT_EQ(0xa5, buf[i]);
 }
 

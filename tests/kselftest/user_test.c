@@ -1126,6 +1126,90 @@ TEST_F(user, a_server_reset_fails_what_is_outstanding)
 	queue_close(&q);
 }
 
+/* Reads one frame (waiting up to 2 s for it): its stream, or -1. */
+static int read_one(struct server *s, uint8_t f[16])
+{
+	for (int i = 0; i < 20000; i++) {
+		if (read(s->ctl, f, 16) == 16)
+			return f[0];
+		usleep(100);
+	}
+	return -1;
+}
+
+TEST_F(user, a_retired_stream_fails_what_it_holds_and_its_queues_move)
+{
+	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);
+	int src = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	struct radiance_user_retire retire = { 0 };
+	struct radiance_get_info info = { 0 };
+	struct queue q[5];
+	uint8_t f[16];
+	int held, i;
+
+	ASSERT_LE(0, vram);
+	ASSERT_LE(0, src);
+	/* One queue on each of the four streams, and a fifth beside the
+	 * first (the stream with fewest queues, the lowest first). */
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, queue_open(self->fd, 16, &q[i]));
+	copy(&q[0], src, vram, 4096);
+	queue_publish(&q[0]);
+	held = read_one(self->s, f);
+	ASSERT_LE(0, held);
+
+	/* Read and never answered: it fails as its stream is retired. */
+	retire.streams = 1u << held;
+	ASSERT_EQ(0, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_RETIRE, &retire));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q[0]));
+	EXPECT_EQ(EIO, q[0].ctl->error);
+	EXPECT_EQ(RADIANCE_GLUON_ERR_RESET, q[0].ctl->err_code);
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_GET_INFO, &info));
+	EXPECT_EQ(retire.streams, info.retired_streams);
+
+	/* The queue that shared the stream goes on another, as does a new
+	 * one; nothing goes to the retired stream. */
+	queue_close(&q[0]);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q[0]));
+	for (i = 4; i >= 0; i -= 4) {
+		copy(&q[i], src, vram, 4096);
+		queue_publish(&q[i]);
+		ASSERT_LE(0, read_one(self->s, f)) TH_LOG("queue %d's copy", i);
+		EXPECT_NE(held, f[0]) TH_LOG("queue %d's copy on the retired stream", i);
+		ASSERT_EQ(0, server_run(self->s, f, 16, 1));
+		EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&q[i]));
+		EXPECT_EQ(1, q[i].ctl->read_index);
+	}
+
+	/* What it refuses: a flag, a stream the device lacks, none left. */
+	retire.flags = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_RETIRE, &retire));
+	retire = (struct radiance_user_retire){ .streams = 1u << 4 };
+	EXPECT_EQ(-EINVAL, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_RETIRE, &retire));
+	retire.streams = 0xf;
+	EXPECT_EQ(-EBUSY, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_RETIRE, &retire));
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_GET_INFO, &info));
+	EXPECT_EQ(1u << held, info.retired_streams) TH_LOG("unchanged by a refusal");
+
+	/* Back in service. */
+	retire.streams = 0;
+	ASSERT_EQ(0, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_RETIRE, &retire));
+	ASSERT_EQ(0, radiance_ioctl(self->fd, RADIANCE_IOCTL_GET_INFO, &info));
+	EXPECT_EQ(0, info.retired_streams);
+	for (i = 0; i < 5; i++)
+		queue_close(&q[i]);
+}
+
+TEST(a_control_file_retires_nothing_before_it_declares)
+{
+	struct radiance_user_retire retire = { .streams = 1 };
+	int ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, ctl);
+	EXPECT_EQ(-ENXIO, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_RETIRE, &retire));
+	close(ctl);
+}
+
 /* Closes the server's control file after a while. */
 static void *die_later(void *arg)
 {

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define RADIANCE_ABI_MAJOR 1
-#define RADIANCE_ABI_MINOR 13
+#define RADIANCE_ABI_MINOR 14
 
 #define RADIANCE_IOCTL_TYPE 0xB9
 #define RADIANCE_MAX_DEVICES 8
@@ -73,12 +73,17 @@ struct radiance_get_info {
 	__u32 dialect;		/* RADIANCE_DIALECT_* */
 	__u32 streams;		/* hardware streams */
 	__u64 caps;		/* RADIANCE_CAP_* */
+	/* ABI 1.14: bit i set: stream i is retired (USER_RETIRE). */
+	__u32 retired_streams;
+	__u32 pad3;		/* zero */
 };
 
 /* GET_INFO as released in ABI 1.0, which the kernel still accepts. */
 #define RADIANCE_GET_INFO_SIZE_V1 96
 /* GET_INFO as grown in ABI 1.4. */
 #define RADIANCE_GET_INFO_SIZE_V1_4 104
+/* GET_INFO as grown in ABI 1.8. */
+#define RADIANCE_GET_INFO_SIZE_V1_8 120
 
 /* Where a BO's memory lives. */
 #define RADIANCE_PLACEMENT_VRAM 1
@@ -522,6 +527,16 @@ struct radiance_user_reset {
 	__u32 pad;
 };
 
+/* ABI 1.14: the streams that take no command from now on (bit i: stream
+ * i; clear: back in service). What a newly retired stream held fails
+ * RESET; its queues move to streams in service. EINVAL for a flag or a
+ * bit at or past the streams, EBUSY if none would be left in service,
+ * ENXIO before USER_DECLARE. */
+struct radiance_user_retire {
+	__u32 streams;
+	__u32 flags;		/* 0 */
+};
+
 #define RADIANCE_IOCTL_GET_INFO _IOWR(RADIANCE_IOCTL_TYPE, 0x00, struct radiance_get_info)
 #define RADIANCE_IOCTL_BO_CREATE _IOWR(RADIANCE_IOCTL_TYPE, 0x01, struct radiance_bo_create)
 #define RADIANCE_IOCTL_BO_DESTROY _IOWR(RADIANCE_IOCTL_TYPE, 0x02, struct radiance_bo_destroy)
@@ -550,5 +565,6 @@ struct radiance_user_reset {
 #define RADIANCE_IOCTL_USER_HOST_WRITE \
 	_IOWR(RADIANCE_IOCTL_TYPE, 0x42, struct radiance_user_host_access)
 #define RADIANCE_IOCTL_USER_RESET _IOWR(RADIANCE_IOCTL_TYPE, 0x43, struct radiance_user_reset)
+#define RADIANCE_IOCTL_USER_RETIRE _IOWR(RADIANCE_IOCTL_TYPE, 0x44, struct radiance_user_retire)
 
 #endif /* _RADIANCE_UAPI_H */

@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 13;
+pub const ABI_MINOR: u16 = 14;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -216,6 +216,11 @@ pub struct GetInfo {
     pub streams: u32,
     /// Out (ABI 1.8): [`caps`] bits.
     pub caps: u64,
+    /// Out (ABI 1.14): bit `i` set: stream `i` is retired and runs nothing
+    /// (a device served by a process said so with USER_RETIRE).
+    pub retired_streams: u32,
+    /// Out: zero.
+    pub pad3: u32,
 }
 
 /// Where a buffer object's memory lives.
@@ -751,6 +756,31 @@ pub struct UserReset {
     pub pad: u32,
 }
 
+/// `RADIANCE_IOCTL_USER_RETIRE` (ABI 1.14): the server says which of its
+/// streams take no command from now on. A device that cannot reset a
+/// stream (gluon-sim, still running a launch the kernel gave up at a
+/// reset) retires it instead of being removed; it puts the stream back in
+/// service once the stream is usable again.
+///
+/// Every command read and not answered on a stream this retires, and
+/// every frame for it not read, completes with [`gluon_err::RESET`], as
+/// at a server's own reset; the queues on it move to streams in service
+/// once their commands on it have completed, and nothing is issued to it
+/// until a later USER_RETIRE leaves it out. GET_INFO's `retired_streams`
+/// reports the set.
+///
+/// EINVAL for a flag or a bit at or past the declared streams, EBUSY if no
+/// stream would be left in service (close the control file to remove the
+/// device), ENXIO before USER_DECLARE.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserRetire {
+    /// In: bit `i` set: stream `i` is retired; clear: in service.
+    pub streams: u32,
+    /// In: no flags are defined yet; must be zero.
+    pub flags: u32,
+}
+
 /// `RADIANCE_IOCTL_QUEUE_QUERY`: the kernel's view of a queue.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -1093,6 +1123,8 @@ pub mod nr {
     pub const USER_HOST_WRITE: u8 = 0x42;
     /// [`super::UserReset`], on the control node.
     pub const USER_RESET: u8 = 0x43;
+    /// [`super::UserRetire`], on the control node (ABI 1.14).
+    pub const USER_RETIRE: u8 = 0x44;
 }
 
 /// `RADIANCE_IOCTL_GET_INFO`.
@@ -1141,14 +1173,17 @@ pub const IOCTL_USER_HOST_READ: u32 = iowr::<UserHostAccess>(nr::USER_HOST_READ)
 pub const IOCTL_USER_HOST_WRITE: u32 = iowr::<UserHostAccess>(nr::USER_HOST_WRITE);
 /// `RADIANCE_IOCTL_USER_RESET`.
 pub const IOCTL_USER_RESET: u32 = iowr::<UserReset>(nr::USER_RESET);
+/// `RADIANCE_IOCTL_USER_RETIRE`.
+pub const IOCTL_USER_RETIRE: u32 = iowr::<UserRetire>(nr::USER_RETIRE);
 
 /// Every argument size ever released for each ioctl, oldest first (the
 /// last is the current struct): the kernel accepts exactly these, and
 /// zero-extends an older, shorter one.
 pub mod sizes {
     /// [`super::GetInfo`] as released in ABI 1.0, grown by `builtins` in
-    /// 1.4 and by `dialect`, `streams` and `caps` in 1.8.
-    pub const GET_INFO: &[usize] = &[96, 104, 120];
+    /// 1.4, by `dialect`, `streams` and `caps` in 1.8 and by
+    /// `retired_streams` in 1.14.
+    pub const GET_INFO: &[usize] = &[96, 104, 120, 128];
     /// [`super::BoCreate`] as released in ABI 1.1.
     pub const BO_CREATE: &[usize] = &[40];
     /// [`super::BoDestroy`] as released in ABI 1.1.
@@ -1191,10 +1226,12 @@ pub mod sizes {
     pub const USER_HOST_ACCESS: &[usize] = &[24];
     /// [`super::UserReset`] as released in ABI 1.9.
     pub const USER_RESET: &[usize] = &[8];
+    /// [`super::UserRetire`] as released in ABI 1.14.
+    pub const USER_RETIRE: &[usize] = &[8];
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
-const _: () = assert!(core::mem::size_of::<GetInfo>() == 120);
+const _: () = assert!(core::mem::size_of::<GetInfo>() == 128);
 const _: () = assert!(core::mem::size_of::<UserInlineBlock>() == 8);
 const _: () = assert!(core::mem::size_of::<BoCreate>() == 40);
 const _: () = assert!(core::mem::size_of::<BoDestroy>() == 8);
@@ -1218,6 +1255,7 @@ const _: () = assert!(core::mem::size_of::<QueueKick>() == 8);
 const _: () = assert!(core::mem::size_of::<UserDeclare>() == 88);
 const _: () = assert!(core::mem::size_of::<UserHostAccess>() == 24);
 const _: () = assert!(core::mem::size_of::<UserReset>() == 8);
+const _: () = assert!(core::mem::size_of::<UserRetire>() == 8);
 const _: () = assert!(core::mem::size_of::<PacketHeader>() == 8);
 const _: () = assert!(core::mem::size_of::<Packet>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<FillPacket>() == PACKET_SIZE);

@@ -70,6 +70,8 @@ fn facts() -> Vec<Fact> {
             dialect,
             streams,
             caps,
+            retired_streams,
+            pad3,
         ]
     );
     abi_struct!(
@@ -226,6 +228,7 @@ fn facts() -> Vec<Fact> {
         [addr, user_ptr, len, flags]
     );
     abi_struct!(f, uapi::UserReset, "radiance_user_reset", [flags, pad]);
+    abi_struct!(f, uapi::UserRetire, "radiance_user_retire", [streams, flags]);
     abi_struct!(
         f,
         uapi::UserInlineBlock,
@@ -404,6 +407,7 @@ fn facts() -> Vec<Fact> {
             uapi::IOCTL_USER_HOST_WRITE as u64,
         ),
         ("RADIANCE_IOCTL_USER_RESET", uapi::IOCTL_USER_RESET as u64),
+        ("RADIANCE_IOCTL_USER_RETIRE", uapi::IOCTL_USER_RETIRE as u64),
         (
             "RADIANCE_USER_HOST_ACCESS_MAX",
             uapi::USER_HOST_ACCESS_MAX as u64,
@@ -511,6 +515,10 @@ fn facts() -> Vec<Fact> {
         (
             "RADIANCE_GET_INFO_SIZE_V1_4",
             uapi::sizes::GET_INFO[1] as u64,
+        ),
+        (
+            "RADIANCE_GET_INFO_SIZE_V1_8",
+            uapi::sizes::GET_INFO[2] as u64,
         ),
         ("RADIANCE_BUILTIN_FILL_U32", uapi::builtin::FILL_U32 as u64),
         ("RADIANCE_BUILTIN_COPY_U32", uapi::builtin::COPY_U32 as u64),

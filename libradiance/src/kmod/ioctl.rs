@@ -23,6 +23,19 @@ macro_rules! radiance_ioctl {
 }
 
 radiance_ioctl!(get_info, uapi::IOCTL_GET_INFO, uapi::GetInfo);
+
+/// GET_INFO as a module of ABI 1.8 to 1.13 takes it: their last released
+/// size, which a newer `GetInfo` is larger than (a module accepts only
+/// the sizes it released). The fields after it are left as they are.
+pub(super) fn get_info_1_8(fd: impl AsFd, arg: &mut uapi::GetInfo) -> Result<()> {
+    const SIZE: usize = uapi::sizes::GET_INFO[2];
+    const OPCODE: u32 = uapi::ioc(uapi::IOC_READ | uapi::IOC_WRITE, uapi::nr::GET_INFO, SIZE);
+    const _: () = assert!(SIZE <= std::mem::size_of::<uapi::GetInfo>());
+    // SAFETY: the opcode encodes SIZE bytes, and `arg` is a `GetInfo`,
+    // which is larger (checked above): the kernel reads and writes only
+    // its first SIZE bytes, whose layout ABI 1.8 released.
+    unsafe { ioctl(fd, Updater::<{ OPCODE as Opcode }, uapi::GetInfo>::new(arg)) }
+}
 radiance_ioctl!(bo_create, uapi::IOCTL_BO_CREATE, uapi::BoCreate);
 radiance_ioctl!(bo_destroy, uapi::IOCTL_BO_DESTROY, uapi::BoDestroy);
 radiance_ioctl!(bo_info, uapi::IOCTL_BO_INFO, uapi::BoInfo);

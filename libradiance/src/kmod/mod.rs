@@ -97,6 +97,9 @@ pub struct DeviceInfo {
     pub streams: u32,
     /// `radiance_uapi::caps` bits.
     pub caps: u64,
+    /// Bit `i` set: stream `i` is retired and runs nothing (ABI 1.14; 0
+    /// before).
+    pub retired_streams: u32,
 }
 
 impl DeviceInfo {
@@ -107,6 +110,11 @@ impl DeviceInfo {
             uapi::dialect::GLUON_24 => "gluon-24",
             _ => "unknown",
         }
+    }
+
+    /// The retired streams, in order.
+    pub fn retired(&self) -> Vec<u32> {
+        (0..self.streams.min(32)).filter(|s| self.retired_streams & (1 << s) != 0).collect()
     }
 
     /// The names of the capability bits set.
@@ -150,6 +158,7 @@ impl From<&uapi::GetInfo> for DeviceInfo {
             dialect: i.dialect,
             streams: i.streams,
             caps: i.caps,
+            retired_streams: i.retired_streams,
         }
     }
 }
@@ -205,7 +214,14 @@ impl Device {
             e => Error::os(format!("opening {}", path.display()), e),
         })?;
         let mut raw = uapi::GetInfo::default();
-        ioctl::get_info(&fd, &mut raw).map_err(|e| Error::os(format!("{}: GET_INFO", path.display()), e))?;
+        // A module before ABI 1.14 refuses the larger struct: ask as it
+        // knows it (its retired_streams stay 0).
+        ioctl::get_info(&fd, &mut raw)
+            .or_else(|e| match e {
+                rustix::io::Errno::INVAL => ioctl::get_info_1_8(&fd, &mut raw),
+                e => Err(e),
+            })
+            .map_err(|e| Error::os(format!("{}: GET_INFO", path.display()), e))?;
         let info = DeviceInfo::from(&raw);
         if info.abi_major != uapi::ABI_MAJOR {
             return Err(Error::AbiMismatch { path, major: info.abi_major, minor: info.abi_minor });
