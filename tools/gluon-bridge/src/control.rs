@@ -50,6 +50,7 @@ control_ioctl!(declare_ioctl, uapi::IOCTL_USER_DECLARE, uapi::UserDeclare);
 control_ioctl!(host_read_ioctl, uapi::IOCTL_USER_HOST_READ, uapi::UserHostAccess);
 control_ioctl!(host_write_ioctl, uapi::IOCTL_USER_HOST_WRITE, uapi::UserHostAccess);
 control_ioctl!(reset_ioctl, uapi::IOCTL_USER_RESET, uapi::UserReset);
+control_ioctl!(retire_ioctl, uapi::IOCTL_USER_RETIRE, uapi::UserRetire);
 
 /// What poll says about the control file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -256,6 +257,14 @@ impl Control {
     /// reset itself.
     pub fn ack_reset(&self) -> Result<()> {
         reset_ioctl(self.fd.as_fd(), &mut uapi::UserReset::default()).map_err(|e| Error::os("USER_RESET", e))
+    }
+
+    /// Says which streams take no command from now on (bit `i`: stream
+    /// `i`), the others being in service (USER_RETIRE, ABI 1.14): what a
+    /// newly retired stream held fails with GLUON_ERR_RESET and its queues
+    /// move. EBUSY if none would be left; ENOTTY on an older module.
+    pub fn retire(&self, streams: u32) -> rustix::io::Result<()> {
+        retire_ioctl(self.fd.as_fd(), &mut uapi::UserRetire { streams, flags: 0 })
     }
 
     /// Reads the launch block at DMA address `addr` into `dst`: from

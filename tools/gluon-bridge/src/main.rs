@@ -69,8 +69,9 @@ enum Mode {
         /// Where the shared region is mapped (memfd; below 4 GiB).
         #[arg(long, default_value = "0x40000000", value_parser = parse_u64)]
         shared_addr: u64,
-        /// Milliseconds a command may go unanswered (or, after a reset,
-        /// stay at the sim) before the device is removed.
+        /// Milliseconds a command may go unanswered (or, after a reset, a
+        /// copy stay at the sim) before the device is removed; a launch
+        /// still at the sim after a reset retires its stream instead.
         #[arg(long, default_value_t = 10_000)]
         timeout_ms: u64,
         /// gluon-sim's config.toml: GET_INFO's cores, warps and threads

@@ -16,11 +16,13 @@
 //!   overwrites when full: the same limit keeps within it.
 //! - gluon-sim has no reset command. After the kernel's watchdog resets the
 //!   device, a command still at the sim keeps its engine (and stream) busy
-//!   until the sim answers it, and the answer is dropped. If it never
-//!   comes (a kernel that never ends), the device cannot be made usable
-//!   again: past `--timeout-ms` the bridge exits, so the kernel declares
-//!   the device lost and its clients fail at once with ENODEV, rather than
-//!   each waiting out a watchdog on a sim that will never run anything.
+//!   until the sim answers it, and the answer is dropped. A launch may
+//!   never end: its stream is retired (USER_RETIRE), so the kernel moves
+//!   that stream's queues to the others and they carry on, until the sim
+//!   answers and the stream is back in service. Launches wait while the
+//!   sim's kernel engine runs it. Only when no stream would be left (or on
+//!   a module that cannot retire, past `--timeout-ms`) is the device lost:
+//!   the bridge exits and clients fail at once with ENODEV.
 //! - It may die without answering: every command has the same deadline.
 //!   It may die at connect, reserving its VRAM: the bridge tells a sim
 //!   that closed before answering apart from one that answered what its
@@ -297,11 +299,11 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
     );
 
     let mut streams: Vec<Stream> = (0..STREAMS).map(|_| Stream::default()).collect();
+    let mut retired = Retired::default();
     let mut next = 0;
     loop {
         let (ctl, readable) = wait(&control, &sim.sock)?;
         if ctl.reset {
-            control.ack_reset()?;
             for s in &mut streams {
                 s.queue.clear();
                 // Its deadline runs from the first reset that gave it up:
@@ -311,6 +313,16 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
                     f.since = Instant::now();
                 }
             }
+            // A launch given up may never end, and gluon-sim cannot stop
+            // it: its stream is retired, before the reset is acknowledged
+            // so that nothing more goes to it, until the sim answers.
+            let stuck = streams
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.at_sim.as_ref().is_some_and(|f| f.given_up && f.engine == Engine::Kernel))
+                .fold(retired.set, |set, (i, _)| set | 1 << i);
+            retired.update(&control, stuck)?;
+            control.ack_reset()?;
         }
         if ctl.frames {
             for frame in control.read_frames()? {
@@ -320,10 +332,19 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
         }
         if readable {
             for raw in sim.receive()? {
+                let s = usize::from(sim.dialect.decode_response(&raw).stream);
                 answer(&control, &mut streams, &mut sim.staging, sim.dialect, raw)?;
+                // The launch it was retired for ended: back in service.
+                if retired.has(s) {
+                    retired.update(&control, retired.set & !(1 << s))?;
+                }
             }
         }
         for (s, stream) in streams.iter().enumerate() {
+            // A retired stream's launch may run for ever: no deadline.
+            if retired.has(s) {
+                continue;
+            }
             if let Some(f) = stream.at_sim.as_ref().filter(|f| f.since.elapsed() > timeout) {
                 return Err(Error::Sim(if f.given_up {
                     format!(
@@ -339,7 +360,7 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
         // In turn from `next`, so that no stream waits behind the others.
         for i in 0..STREAMS {
             let s = (next + i) % STREAMS;
-            if streams[s].at_sim.is_some() {
+            if streams[s].at_sim.is_some() || retired.has(s) {
                 continue;
             }
             let Some(frame) = streams[s].queue.front() else { continue };
@@ -369,6 +390,59 @@ fn exited(pid: i32, within: Duration) -> bool {
             Some(_) if Instant::now() >= deadline => return false,
             Some(_) => std::thread::sleep(Duration::from_millis(20)),
         }
+    }
+}
+
+/// The streams retired (USER_RETIRE) because gluon-sim still runs a launch
+/// the kernel gave up at a reset.
+#[derive(Default)]
+struct Retired {
+    /// Bit `i`: stream `i`.
+    set: u32,
+    /// The module cannot retire streams (before ABI 1.14): a given-up
+    /// launch that outlives `--timeout-ms` then loses the device.
+    unsupported: bool,
+}
+
+impl Retired {
+    fn has(&self, s: usize) -> bool {
+        s < 32 && self.set & (1 << s) != 0
+    }
+
+    /// Tells the kernel that `to` is the retired set now, saying so on
+    /// stderr. The device is lost when no stream would be left.
+    fn update(&mut self, control: &Control, to: u32) -> Result<()> {
+        if to == self.set || self.unsupported {
+            return Ok(());
+        }
+        match control.retire(to) {
+            Ok(()) => {}
+            Err(Errno::NOTTY) => {
+                eprintln!("gluon-bridge: this module cannot retire a stream (ABI before 1.14)");
+                self.unsupported = true;
+                return Ok(());
+            }
+            Err(Errno::BUSY) => {
+                return Err(Error::Sim(
+                    "every stream still runs a launch the kernel gave up at a reset, and gluon-sim has no \
+                     reset: the device is lost (restart gluon-sim and the bridge)"
+                        .into(),
+                ))
+            }
+            Err(e) => return Err(Error::os("USER_RETIRE", e)),
+        }
+        for s in 0..STREAMS {
+            match (self.has(s), to & (1 << s) != 0) {
+                (false, true) => eprintln!(
+                    "gluon-bridge: stream {s} retired: gluon-sim still runs a launch the kernel gave up at a \
+                     reset and cannot stop it; the other streams carry on (launches wait for its kernel engine)"
+                ),
+                (true, false) => eprintln!("gluon-bridge: stream {s} back in service: its launch ended"),
+                _ => {}
+            }
+        }
+        self.set = to;
+        Ok(())
     }
 }
 
