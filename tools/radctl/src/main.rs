@@ -137,11 +137,21 @@ fn info(device: &str, as_json: bool) -> Result<()> {
         ["features", &format!("{:#x}", i.features)],
         ["builtin kernels", &builtin_names(&i.builtins).join(", ")],
         ["dialect", i.dialect_name()],
-        ["streams", &i.streams.to_string()],
+        ["streams", &streams_text(i)],
         ["capabilities", &i.cap_names().join(", ")],
     ];
     print_pairs(&rows);
     Ok(())
+}
+
+/// The device's streams, and those retired (USER_RETIRE).
+fn streams_text(i: &kmod::DeviceInfo) -> String {
+    let retired = i.retired();
+    if retired.is_empty() {
+        return i.streams.to_string();
+    }
+    let list: Vec<String> = retired.iter().map(u32::to_string).collect();
+    format!("{} ({} retired: {})", i.streams, retired.len(), list.join(", "))
 }
 
 /// Whether `device` names a HAL device that is not a Radiance node.
@@ -256,6 +266,11 @@ fn queues(device: &str, as_json: bool) -> Result<()> {
         })
         .collect();
     print_table(["PID", "QUEUE", "STREAM", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED"], &rows);
+    let retired = dev.info().retired();
+    if !retired.is_empty() {
+        let list: Vec<String> = retired.iter().map(u32::to_string).collect();
+        println!("retired streams (their queues moved to the others): {}", list.join(", "));
+    }
     Ok(())
 }
 
@@ -335,6 +350,7 @@ fn info_json(path: &std::path::Path, i: &DeviceInfo) -> Value {
         "builtin_kernels": builtin_names(&i.builtins),
         "dialect": i.dialect_name(),
         "streams": i.streams,
+        "retired_streams": i.retired(),
         "caps": i.cap_names(),
     })
 }
