@@ -11,7 +11,7 @@
 # KDIR: the kernel build tree (default: the running kernel's headers);
 # PREFIX: where the userspace goes (/usr/local); DESTDIR: staged installs.
 # On a distribution kernel whose headers lack the rust/ metadata (Debian's),
-# run tools/distro/rust-metadata.sh first (README, "On your own kernel").
+# run tools/distro/rust-metadata.sh first (Documentation/deploy/debian.md).
 
 KERNELRELEASE ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KERNELRELEASE)/build
@@ -25,7 +25,8 @@ modules:
 # Into /lib/modules/RELEASE/updates, then depmod (distribution headers
 # carry no System.map, so the kernel's Makefile skips it). Unsigned: the
 # distribution's signing key is not on this machine (MODULE_SIG_ALL would
-# try it); under Secure Boot sign with your MOK key (README).
+# try it); under Secure Boot sign with your MOK key
+# (Documentation/deploy/debian.md).
 modules_install: modules
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates CONFIG_MODULE_SIG_ALL= modules_install
 	depmod -a $(KERNELRELEASE)

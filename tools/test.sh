@@ -104,6 +104,16 @@ log "host: the files holding unsafe are README's list"
 host_check unsafe-files "README.md's table of files holding unsafe is not the tree's" \
 	"$TOP"/tools/check-unsafe-files.sh
 
+# The documents keep to their rules (README.md's length, line width, no
+# history, links that resolve), and so do commit subjects (CONTRIBUTING.md).
+log "host: the documents and the commit subjects"
+host_check docs "a document breaks a rule of tools/check-docs.sh (above)" "$TOP"/tools/check-docs.sh
+host_check commits "a commit subject breaks CONTRIBUTING.md's rule (above)" "$TOP"/tools/check-commits.sh
+
+# The C header's kernel-doc, as the kernel's own scripts/kernel-doc reads it.
+log "host: kernel-doc -none -Wall uapi/include/radiance.h"
+host_check kernel-doc "uapi/include/radiance.h's kernel-doc has warnings (above)" "$TOP"/tools/check-kernel-doc.sh
+
 # The module is kernel code: it keeps the kernel's rustfmt style.
 log "host: kmod/ against the kernel's .rustfmt.toml"
 host_check rustfmt "rustfmt: kmod/ is not formatted (bash tools/rustfmt-kmod.sh fixes it)" \

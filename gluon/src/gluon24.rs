@@ -27,7 +27,7 @@
 //!   submitted ones; the WAIT is met when that number reaches the count.
 //!   gluon-sim consumes a met WAIT without a response; our model (the
 //!   emulated device) answers it like any command, and counts from its
-//!   last reset. The driver emits no WAIT (README: "Gluon dialects").
+//!   last reset. The driver emits no WAIT (Documentation/design/gluon.md says why).
 //! - CSR as a counter read (2..6 counter, 6..10 VRAM address) and COPY's
 //!   flags bit 1 (device to device) are ours: gluon-sim's CSR engine does
 //!   something else and it copies only between host and VRAM, so a device

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
-//! The seam between the public HAL types and the backends (`host` today;
-//! `kmod`, `cuda` and `hsa` later).
+//! The seam between the public HAL types and the backends (`host`, `kmod`,
+//! `cuda` and `hsa`).
 //!
 //! A backend implements [`Backend`] for a device and the object traits for
 //! what the device creates. The public types ([`crate::Device`],

@@ -82,7 +82,7 @@ pub struct Edge {
 }
 
 impl SemaphoreRoute {
-    /// The name `radctl topology` and the README use.
+    /// The name `radctl topology` and libradiance/README.md use.
     pub fn name(self) -> &'static str {
         match self {
             Self::Local => "local",
@@ -95,7 +95,7 @@ impl SemaphoreRoute {
 }
 
 impl BufferRoute {
-    /// The name `radctl topology` and the README use.
+    /// The name `radctl topology` and libradiance/README.md use.
     pub fn name(self) -> &'static str {
         match self {
             Self::Local => "local",
@@ -108,7 +108,7 @@ impl BufferRoute {
 }
 
 impl LinkClass {
-    /// The name `radctl topology` and the README use.
+    /// The name `radctl topology` and libradiance/README.md use.
     pub fn name(self) -> &'static str {
         match self {
             Self::Local => "local",

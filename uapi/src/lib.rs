@@ -140,7 +140,7 @@ pub mod dialect {
 
 /// What a device implements (GET_INFO's `caps`, ABI 1.8). Userspace sees the
 /// same packets on every device: the kernel makes up what a device lacks
-/// (see the README), so these are for information and tests.
+/// (Documentation/design/gluon.md), so these are for information and tests.
 pub mod caps {
     /// MEM SET; without it fills are copies of a pattern from host memory.
     pub const SET: u64 = 1 << 0;

@@ -228,7 +228,12 @@ fn facts() -> Vec<Fact> {
         [addr, user_ptr, len, flags]
     );
     abi_struct!(f, uapi::UserReset, "radiance_user_reset", [flags, pad]);
-    abi_struct!(f, uapi::UserRetire, "radiance_user_retire", [streams, flags]);
+    abi_struct!(
+        f,
+        uapi::UserRetire,
+        "radiance_user_retire",
+        [streams, flags]
+    );
     abi_struct!(
         f,
         uapi::UserInlineBlock,

@@ -33,7 +33,7 @@
 //! returning `Result`) → the safe types of the other files.
 //!
 //! Never run on an AMD GPU: everything past `hsa_init`. What is tested
-//! here is listed in the README ("AMD GPUs").
+//! here is listed in Documentation/todo.md.
 
 mod device;
 mod epoch;

@@ -103,7 +103,8 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
-    /// The dialect's name, as the driver's module parameter and README say.
+    /// The dialect's name, as the driver's module parameter and
+    /// Documentation/design/gluon.md say.
     pub fn dialect_name(&self) -> &'static str {
         match self.dialect {
             uapi::dialect::GLUON_SIM_16 => "gluon-sim-16",

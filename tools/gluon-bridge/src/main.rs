@@ -102,7 +102,8 @@ enum Mode {
     /// Serve a Radiance SoC reached over a memory link.
     Soc {
         /// `model[:hang|:epilogue|:print=TEXT]` (the in-repo SoC model) or
-        /// `unix:PATH` (a process serving the link protocol, README).
+        /// `unix:PATH` (a process serving the link protocol,
+        /// Documentation/deploy/soc.md).
         #[arg(long, default_value = "model")]
         link: String,
         /// GPU DRAM to declare, in MiB (the SoC has 2048).

@@ -289,7 +289,8 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
     decl.warps_per_core = opts.shape.warps_per_core;
     decl.threads_per_warp = opts.shape.threads_per_warp;
     // What gluon-sim implements: whole-word KERNEL and MEM COPY, nothing
-    // else (013add5's SET and WAIT are not used: README says why).
+    // else (013add5's SET and WAIT are not used: Documentation/design/gluon.md
+    // says why).
     decl.caps = 0;
     decl.builtins = opts.builtins;
     let index = control.declare(&mut decl)?;
@@ -382,9 +383,9 @@ fn exited(pid: i32, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     loop {
         // The state is the first field after the command's closing paren.
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_owned)));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|stat| {
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_owned))
+        });
         match state.as_deref() {
             None | Some("Z" | "X") => return true,
             Some(_) if Instant::now() >= deadline => return false,
