@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Staging pages: launch blocks on their way to the device, and host pages
-//! the kernel uses to make up what a device lacks (fill patterns, bounces).
+//! Staging memory: launch blocks on their way to the device, and host
+//! memory the kernel uses to make up what a device lacks (fill patterns,
+//! bounces).
 //!
 //! Gluon DMAs a launch block from host memory. The kernel copies each block
 //! out of the process's buffer into a page of its own first, so that the
 //! device reads a block the process can no longer change, with the printf
 //! address the kernel set. Those pages are pinned and DMA-mapped once, when
 //! the device is created: the scheduler stages blocks under its lock, where
-//! nothing may pin or map memory. A fill on a device without MEM SET
-//! copies from a page full of its pattern, and a VRAM-to-VRAM copy on a
-//! device that cannot do one bounces through a page.
+//! nothing may pin or map memory. A VRAM-to-VRAM copy on a device that
+//! cannot do one bounces through a page.
 //!
 //! A slot is the device's from [`Staging::take`] until the
 //! [`Slot`] is dropped: when its launch completes, or a reset drops it.
 //! When every slot is taken, launches wait for one to complete.
+//!
+//! A fill on a device without MEM SET copies from a [`PatternSource`]: a
+//! MiB of host memory full of its pattern, so that a fill costs the
+//! device about what a copy of its size does (a command per MiB, where a
+//! page of pattern took one per page). A device has [`PATTERN_SOURCES`];
+//! fills of one pattern share a source, and a fill whose pattern no idle
+//! source holds rewrites an idle one, or waits for one to go idle.
 
 use kernel::{
     new_mutex,
@@ -37,11 +44,32 @@ use crate::{
         pieces,
         Handover, //
     },
+    uapi::caps,
 };
 
 /// Launch blocks staged at once, at most. The emulated device runs one
 /// launch at a time; a few more keep it fed.
 const SLOTS: usize = 16;
+
+/// Bytes of one pattern source: as much as a server reads in one
+/// USER_HOST_READ, and a command's worth where the allocator gave the
+/// pages in one block ([`HostMem`]).
+pub(crate) const PATTERN_SOURCE_BYTES: u64 = 1 << 20;
+
+/// Pattern sources of a device without MEM SET: fills of as many patterns
+/// run at once (zeros and one other, commonly).
+const PATTERN_SOURCES: usize = 2;
+
+/// Host memory full of one fill pattern.
+struct Source {
+    /// The device's window on `mem` (closed first, while it is mapped).
+    _window: Option<Window>,
+    mem: HostMem,
+    /// The pattern every word of `mem` holds; `None` while it is written.
+    pattern: Option<u32>,
+    /// Fills in flight that copy from it.
+    users: usize,
+}
 
 /// The pages and which of them are taken.
 struct Pages {
@@ -59,6 +87,9 @@ pub(crate) struct Staging {
     pages: Mutex<Pages>,
     /// Slot `i`'s DMA address: one page, one piece, below 4 GiB.
     dma: [u32; SLOTS],
+    /// A device without MEM SET: its pattern sources; none otherwise.
+    #[pin]
+    patterns: Mutex<KVec<Source>>,
 }
 
 impl Staging {
@@ -85,6 +116,20 @@ impl Staging {
             *addr = found.ok_or(EINVAL)?;
         }
         let window = open_window(hw, mem.segments())?;
+        let mut sources = KVec::new();
+        if hw.desc().caps & caps::SET == 0 {
+            for _ in 0..PATTERN_SOURCES {
+                let mem = HostMem::new(hw.dma_device(), PATTERN_SOURCE_BYTES)?;
+                let source = Source {
+                    _window: open_window(hw, mem.segments())?,
+                    mem,
+                    // Zeroed memory: the pattern 0.
+                    pattern: Some(0),
+                    users: 0,
+                };
+                sources.push(source, GFP_KERNEL)?;
+            }
+        }
         Arc::pin_init(
             try_pin_init!(Self {
                 pages <- new_mutex!(
@@ -96,9 +141,39 @@ impl Staging {
                     "Staging::pages"
                 ),
                 dma,
+                patterns <- new_mutex!(sources, "Staging::patterns"),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// A source full of `pattern` (shared with the fills of that pattern
+    /// in flight), or `None` while every source holds another pattern
+    /// that fills in flight copy from. EINVAL on a device with MEM SET.
+    pub(crate) fn pattern(this: &Arc<Self>, pattern: u32) -> Result<Option<PatternSource>> {
+        let mut sources = this.patterns.lock();
+        if sources.is_empty() {
+            return Err(EINVAL);
+        }
+        let index = match sources.iter().position(|s| s.pattern == Some(pattern)) {
+            Some(i) => i,
+            None => {
+                let Some(i) = sources.iter().position(|s| s.users == 0) else {
+                    return Ok(None);
+                };
+                let source = &mut sources[i];
+                // Holds no pattern until the whole of it holds this one.
+                source.pattern = None;
+                fill_with(&source.mem, pattern)?;
+                source.pattern = Some(pattern);
+                i
+            }
+        };
+        sources[index].users += 1;
+        Ok(Some(PatternSource {
+            staging: this.clone(),
+            index,
+        }))
     }
 
     /// A free slot, or `None` when launches in flight hold them all.
@@ -160,5 +235,44 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.staging.pages.lock().taken &= !(1 << self.index);
+    }
+}
+
+/// Writes `pattern` into every word of `mem` and hands it to the device.
+fn fill_with(mem: &HostMem, pattern: u32) -> Result {
+    let mut page = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
+    for word in page.chunks_exact_mut(4) {
+        word.copy_from_slice(&pattern.to_le_bytes());
+    }
+    let mut at = 0;
+    while at < mem.size() {
+        mem.write(at, &page)?;
+        at += PAGE_SIZE as u64;
+    }
+    mem.sync(0, mem.size(), Handover::ToDevice)
+}
+
+/// A pattern source a fill copies from, the fill's until dropped: when it
+/// completes, or a reset drops it.
+pub(crate) struct PatternSource {
+    staging: Arc<Staging>,
+    index: usize,
+}
+
+impl PatternSource {
+    /// Calls `each(dma_address, length)` for the pieces of the source's
+    /// first `len` bytes (at most [`PATTERN_SOURCE_BYTES`]), in order.
+    pub(crate) fn pieces(&self, len: u64, each: &mut dyn FnMut(u64, u64) -> Result) -> Result {
+        let sources = self.staging.patterns.lock();
+        let source = sources.get(self.index).ok_or(EINVAL)?;
+        pieces(source.mem.segments(), 0, len, each)
+    }
+}
+
+impl Drop for PatternSource {
+    fn drop(&mut self) {
+        if let Some(source) = self.staging.patterns.lock().get_mut(self.index) {
+            source.users = source.users.saturating_sub(1);
+        }
     }
 }

@@ -5,7 +5,8 @@
 //! make-up from what it has, so every device takes the same packets. Every
 //! capability's make-up, and every refusal for one missing, is here:
 //!
-//! - no MEM SET: a fill copies a page of the pattern from host memory;
+//! - no MEM SET: a fill copies from host memory full of its pattern
+//!   ([`PatternSource`]), a command per MiB;
 //! - no COPY_D2D: a VRAM-to-VRAM copy bounces through a host page;
 //! - no SUBWORD (gluon-sim moves whole 4-byte words only): the words
 //!   around a range's partial ends are read into a host page, the bytes
@@ -17,6 +18,7 @@
 //! - no COUNTERS: READ_COUNTER and TIMESTAMP are refused with EOPNOTSUPP.
 //!
 //! [`HwDesc::caps`]: crate::hw::HwDesc::caps
+//! [`PatternSource`]: crate::staging::PatternSource
 
 use kernel::{
     page::PAGE_SIZE,
@@ -39,16 +41,17 @@ use crate::{
         CopyDir, //
     },
     sg_table::Handover,
-    staging::Slot,
+    staging::{
+        PatternSource,
+        Slot,
+        Staging,
+        PATTERN_SOURCE_BYTES, //
+    },
     uapi::{
         self,
         caps, //
     },
 };
-
-/// Bytes of a staging page a fill's pattern copies read; the words after
-/// them are scratch for the fill's edges.
-const PATTERN_BYTES: usize = PAGE_SIZE - 16;
 
 /// Bytes a sub-word copy moves per piece: a piece's whole words, one more
 /// at each end, fit in half a page.
@@ -163,9 +166,10 @@ pub(super) fn check_words(t: &Translator<'_>, commands: &[Step]) -> Result {
 
 /// A fill of VRAM `[start, end)` with `pattern` (little-endian, in phase
 /// with address 0). MEM SET where the device has it, else copies from a
-/// host page full of the pattern. On a device without sub-word accesses,
-/// the range's partial words at either end are read, filled on the CPU and
-/// written back. False if the staging page this needs is not to be had now.
+/// pattern source. On a device without sub-word accesses, the range's
+/// partial words at either end are read into a staging page, filled on the
+/// CPU and written back. False if the source or page this needs is not to
+/// be had now.
 pub(super) fn fill(
     t: &Translator<'_>,
     out: &mut Staged,
@@ -180,28 +184,30 @@ pub(super) fn fill(
         words(start, end)
     };
     let (whole_start, whole_end) = whole;
-    let need_page = !edges.is_empty() || (!t.has(caps::SET) && whole_start < whole_end);
-    let slot = if need_page {
+    let slot = if edges.is_empty() {
+        None
+    } else {
         let Some(slot) = t.slot()? else {
             return Ok(false);
         };
         Some(slot)
-    } else {
-        None
     };
     if whole_start < whole_end {
         let len = u64::from(whole_end - whole_start);
-        match &slot {
-            Some(slot) if !t.has(caps::SET) => {
-                pattern_copies(out, slot, whole_start, len, pattern)?
-            }
-            _ => split(len, MAX_COMMAND_BYTES, |done, n| {
+        if t.has(caps::SET) {
+            split(len, MAX_COMMAND_BYTES, |done, n| {
                 out.push(Command::Set {
                     dst: whole_start + done as u32,
                     value: pattern,
                     len: n,
                 })
-            })?,
+            })?;
+        } else {
+            let Some(source) = Staging::pattern(t.staging, pattern)? else {
+                return Ok(false);
+            };
+            pattern_copies(out, &source, whole_start, len)?;
+            out.completion.pattern = Some(source);
         }
     }
     if let Some(slot) = &slot {
@@ -212,31 +218,30 @@ pub(super) fn fill(
 }
 
 /// A fill of the `len` bytes of whole words at VRAM `dst` without MEM SET:
-/// copies from `slot`, filled with `pattern` here.
-fn pattern_copies(out: &mut Staged, slot: &Slot, dst: u32, len: u64, pattern: u32) -> Result {
-    let mut page = KVec::from_elem(0u8, PATTERN_BYTES, GFP_KERNEL)?;
-    for word in page.chunks_exact_mut(4) {
-        word.copy_from_slice(&pattern.to_le_bytes());
-    }
-    slot.write(0, &page)?;
-    let src = u64::from(slot.dma_address());
-    // The page is whole words: every copy starts in phase.
-    split(len, PATTERN_BYTES as u64, |done, n| {
-        out.push(Command::Copy {
-            src,
-            dst: u64::from(dst) + done,
-            len: n,
-            dir: CopyDir::HostToDevice,
+/// copies from `source`, a command per piece of it.
+fn pattern_copies(out: &mut Staged, source: &PatternSource, dst: u32, len: u64) -> Result {
+    // The source is whole words: every copy starts in phase.
+    split(len, PATTERN_SOURCE_BYTES, |done, n| {
+        let mut at = u64::from(dst) + done;
+        source.pieces(n.into(), &mut |src, piece| {
+            out.push(Command::Copy {
+                src,
+                dst: at,
+                len: u32::try_from(piece)?,
+                dir: CopyDir::HostToDevice,
+            })?;
+            at += piece;
+            Ok(())
         })
     })
 }
 
 /// A fill's partial words on a device without sub-word accesses: each
-/// word is read into `slot` after the pattern, filled on the CPU where the
-/// range covers it, and written back.
+/// word is read into `slot`, filled on the CPU where the range covers it,
+/// and written back.
 fn edge_fills(out: &mut Staged, slot: &Arc<Slot>, edges: &Edges, pattern: u32) -> Result {
     for (k, &(word, from, to)) in edges.iter().enumerate() {
-        let at = PATTERN_BYTES + 4 * k;
+        let at = 4 * k;
         let bounce = u64::from(slot.dma_address()) + at as u64;
         out.push(Command::Copy {
             src: word.into(),

@@ -51,6 +51,7 @@ use crate::{
     semaphore::SlotHint,
     sg_table::Handover,
     staging::{
+        PatternSource,
         Slot, //
         Staging,
     },
@@ -81,9 +82,11 @@ pub(crate) struct Completion {
     /// Host ranges the device writes: `(BO, offset, length)`, handed back
     /// to the CPU when the packet completes.
     written: LazyVec<(Arc<Bo>, u64, u64)>,
-    /// A staging page (launch block, fill pattern or bounce), the device's
-    /// until the packet completes.
+    /// A staging page (launch block, a fill's edges or bounce), the
+    /// device's until the packet completes.
     staging: Option<Arc<Slot>>,
+    /// The source a fill without MEM SET copies from, until it completes.
+    pattern: Option<PatternSource>,
     pub(crate) update: Option<SemUpdate>,
 }
 
@@ -93,6 +96,7 @@ impl Completion {
             bos: LazyVec::new(),
             written: LazyVec::new(),
             staging: None,
+            pattern: None,
             update: None,
         }
     }
@@ -145,8 +149,9 @@ pub(crate) enum Translated {
     Run(Staged),
     /// A WAIT_SEMAPHORE that is not satisfied yet.
     Blocked,
-    /// It needs a staging page, but launches, fills or copies in flight
-    /// hold them all: it is translated again once one completes.
+    /// It needs a staging page or a pattern source, but launches, fills or
+    /// copies in flight hold them all: it is translated again once one
+    /// completes.
     Busy,
     /// A WAIT_SEMAPHORE with SKIP_ON_FAILURE on a semaphore that failed
     /// with the positive errno `error`: skip it and `count` more packets.

@@ -1137,6 +1137,80 @@ static int read_one(struct server *s, uint8_t f[16])
 	return -1;
 }
 
+static void fill(struct queue *q, uint32_t dst, uint64_t size, uint32_t pattern)
+{
+	struct radiance_fill_packet p = {
+		.header = { .kind = RADIANCE_PACKET_FILL }, .dst = dst, .pattern_size = 4, .size = size,
+		.pattern = pattern,
+	};
+
+	queue_put(q, &p);
+}
+
+/* Whether every word of `len` bytes of the server's VRAM at `at` is
+ * `pattern`. */
+static int holds(const struct server *s, uint64_t at, uint64_t len, uint32_t pattern)
+{
+	for (uint64_t i = at; i < at + len; i += 4) {
+		if (le32(s->vram + i) != pattern)
+			return 0;
+	}
+	return 1;
+}
+
+/* The device has no MEM SET: a fill copies from host memory full of its
+ * pattern, a command per contiguous run of it (not per page). Two such
+ * sources: fills of a third pattern wait while two others run. */
+TEST_F(user, fills_without_set_copy_from_pattern_sources_and_a_third_pattern_waits)
+{
+	enum { SIZE = 256 << 10 };
+	const uint32_t patterns[3] = { 0x11111111, 0xa5a51234, 0xfeedf00d };
+	struct radiance_bo_create bo[3];
+	struct queue q[3];
+	uint8_t f[2][16], none[16];
+	int i, frames = 0;
+
+	for (i = 0; i < 3; i++) {
+		ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, SIZE, 0, &bo[i]));
+		ASSERT_EQ(0, queue_open(self->fd, 16, &q[i]));
+	}
+	/* Two fills of two patterns, each read and held by the server. */
+	for (i = 0; i < 2; i++) {
+		fill(&q[i], bo[i].handle, SIZE, patterns[i]);
+		queue_publish(&q[i]);
+		ASSERT_LE(0, read_one(self->s, f[i])) TH_LOG("fill %d's first copy", i);
+		EXPECT_EQ(1, f[i][1]) TH_LOG("fill %d: a MEM command", i);
+		EXPECT_EQ(0, f[i][2]) TH_LOG("fill %d: a COPY", i);
+		EXPECT_LT(4096, le32(f[i] + 11)) TH_LOG("fill %d: more than a page a command", i);
+	}
+	/* A third pattern finds no source free: nothing of it comes. */
+	fill(&q[2], bo[2].handle, SIZE, patterns[2]);
+	queue_publish(&q[2]);
+	usleep(200 * 1000);
+	EXPECT_EQ(-1, read(self->s->ctl, none, sizeof(none))) TH_LOG("the third fill went");
+	EXPECT_EQ(EAGAIN, errno);
+	/* Answered, the first frees its source: the third goes. */
+	ASSERT_EQ(0, server_run(self->s, f[0], 16, 1));
+	ASSERT_EQ(0, server_run(self->s, f[1], 16, 1));
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q[i]));
+		EXPECT_EQ(1, q[i].ctl->read_index);
+		EXPECT_TRUE(holds(self->s, bo[i].device_address, SIZE, patterns[i])) TH_LOG("fill %d", i);
+	}
+	/* A 1 MiB fill of a pattern a source holds: a command per contiguous
+	 * run of a 1 MiB source, where a page of pattern took 257. */
+	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 1 << 20, 0, &bo[0]));
+	frames = issued(self->s);
+	fill(&q[0], bo[0].handle, 1 << 20, patterns[1]);
+	queue_publish(&q[0]);
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q[0]));
+	frames = issued(self->s) - frames;
+	EXPECT_TRUE(holds(self->s, bo[0].device_address, 1 << 20, patterns[1]));
+	EXPECT_GE(16, frames) TH_LOG("%d commands for a 1 MiB fill", frames);
+	for (i = 0; i < 3; i++)
+		queue_close(&q[i]);
+}
+
 TEST_F(user, a_retired_stream_fails_what_it_holds_and_its_queues_move)
 {
 	int vram = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, 4096, 0, NULL);

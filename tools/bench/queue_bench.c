@@ -38,8 +38,11 @@
  *     once, per launch, against one launch's round trip (the median of
  *     nine). A queue's next command waits until its launch has completed
  *     (a queue stops at its fault), so on a device that takes more than
- *     one command per stream this is about 1: what that rule costs.
- * 2 to 6 run in interleaved rounds and print medians. Absolute
+ *     one command per stream this is about 1: what that rule costs;
+ *  7. a 1 MiB FILL against a 1 MiB COPY HOST->VRAM, and the device
+ *     commands each took: on a device without MEM SET a fill copies from
+ *     host memory full of its pattern, and should cost about a copy.
+ * 2 to 7 run in interleaved rounds and print medians. Absolute
  * times under TCG are noise; the ratios within one run are not.
  */
 #define _GNU_SOURCE
@@ -214,6 +217,7 @@ int main(void)
 	double edge_floor[ROUNDS], pair[ROUNDS], pair_ratio[ROUNDS], pair_floor[ROUNDS];
 	double kcopy_ns[ROUNDS], kcopy_ratio[ROUNDS], per_mib[ROUNDS], fill_ns[ROUNDS], after_free_ns[ROUNDS], free_ns[ROUNDS], scrub_ratio[ROUNDS];
 	double launch_ns[ROUNDS], launches_ns[ROUNDS], launch_ratio[ROUNDS], alone[ALONE];
+	double mib_fill_ns[ROUNDS], mib_copy_ns[ROUNDS], mib_ratio[ROUNDS], fill_cmds[ROUNDS], copy_cmds[ROUNDS];
 	struct radiance_launch_packet launch = { .header = { .kind = RADIANCE_PACKET_LAUNCH_DESC } };
 	struct radiance_launch_desc desc = {
 		.start_pc = RADIANCE_BUILTIN_START, .kernel_pc = RADIANCE_BUILTIN_FILL_U32, .grid = { 1, 1, 1 },
@@ -380,6 +384,24 @@ int main(void)
 		launch_ns[r] = median(alone, ALONE);
 		launches_ns[r] = burst(&q, &launch, LAUNCHES);
 		launch_ratio[r] = launches_ns[r] / launch_ns[r];
+
+		/* 7. A 1 MiB FILL against a 1 MiB COPY into the same VRAM. */
+		{
+			struct radiance_fill_packet fp = {
+				.header = { .kind = RADIANCE_PACKET_FILL }, .dst = vc.handle, .pattern_size = 4,
+				.size = 1 << 20, .pattern = 0x5a5a0000 + r,
+			};
+			struct radiance_copy_packet cp = p;
+
+			cp.size = 1 << 20;
+			before = radiance_mem_stat("commands_issued");
+			mib_copy_ns[r] = round_trip(&q, &cp);
+			copy_cmds[r] = radiance_mem_stat("commands_issued") - before;
+			before = radiance_mem_stat("commands_issued");
+			mib_fill_ns[r] = round_trip(&q, &fp);
+			fill_cmds[r] = radiance_mem_stat("commands_issued") - before;
+			mib_ratio[r] = mib_fill_ns[r] / mib_copy_ns[r];
+		}
 	}
 
 	printf("queue packets: %d NOPs in bursts of 64, %ld kicks\n", PACKETS, burst_kicks);
@@ -410,5 +432,8 @@ int main(void)
 	       median(scrub_ratio, ROUNDS));
 	printf("FILL_U32 launch of 1 thread: %.0f ns alone (median of %d); %d published at once: %.0f ns each (back to back / alone = %.2f)\n",
 	       median(launch_ns, ROUNDS), ALONE, LAUNCHES, median(launches_ns, ROUNDS), median(launch_ratio, ROUNDS));
+	printf("1 MiB FILL %.0f ns (%.0f device commands) vs 1 MiB COPY HOST->VRAM %.0f ns (%.0f) (fill / copy = %.2f)\n",
+	       median(mib_fill_ns, ROUNDS), median(fill_cmds, ROUNDS), median(mib_copy_ns, ROUNDS),
+	       median(copy_cmds, ROUNDS), median(mib_ratio, ROUNDS));
 	return 0;
 }

@@ -5,7 +5,8 @@
 # the queue figures again on an emulated gluon-sim device (no SET), and on
 # devices served by gluon-bridge in model mode, in full and as gluon-sim
 # (no SET: freed VRAM is scrubbed by copies through the bridge), with the
-# launch round trip through such a device and the cost of a scrub.
+# launch round trip through such a device and the cost of a scrub; then
+# in socket mode, in front of the sim-model playing gluon-sim.
 set -eu
 insmod /radiance.ko emulated_devices=2
 /vram_bench
@@ -40,3 +41,26 @@ bridged() {
 }
 bridged
 bridged --gluon-sim
+
+# The queue figures on a device served in socket mode, in front of the
+# sim-model playing gluon-sim 013add5 (the pid handshake, no MEM SET):
+# every command a round trip through two processes, as with gluon-sim.
+echo "queue_bench on a device served by gluon-bridge socket (sim-model, pid handshake):"
+insmod /radiance.ko emulated_devices=0
+/gluon-bridge sim-model /tmp/sim.sock --handshake pid >/tmp/sim 2>&1 &
+sim=$!
+for _ in $(seq 100); do
+	[ -S /tmp/sim.sock ] && break
+	sleep 0.1
+done
+/gluon-bridge socket /tmp/sim.sock --handshake pid --vram-mib 256 --builtins 0x3f >/tmp/bridge 2>&1 &
+bridge=$!
+for _ in $(seq 100); do
+	[ -e /dev/radiance0 ] && break
+	sleep 0.1
+done
+/queue_bench
+kill "$bridge"
+wait "$bridge" || true
+wait "$sim" || true
+rmmod radiance
