@@ -480,7 +480,7 @@ fn ecanceled() -> u32 {
 /// table wakes the waiters of every file that aliases it). A wake-up's
 /// own locks (the woken task's, the run queue's) nest inside `wake`; a
 /// change's wake-ups of its own file's waits take them once `table` is
-/// dropped, but for any past the first few (see `sleep_lock.rs`).
+/// dropped, but for any past the first few (see `wrappers/sleep_lock.rs`).
 #[pin_data]
 pub(crate) struct Semaphores {
     /// The waits on this file's own semaphores only sleep on it, woken by

@@ -17,11 +17,15 @@
 //! and device-tree SoC backends implement the same trait; they are not
 //! written yet because there is no board to bring them up against.
 
-mod dma_device;
 pub(crate) mod emu;
-mod host_map;
 pub(crate) mod host_windows;
 pub(crate) mod user;
+
+// The backends' wrappers over the kernel's bindings (`crate::wrappers`).
+use crate::wrappers::{
+    dma_device,
+    host_map, //
+};
 
 use kernel::{
     device::Device,

@@ -636,7 +636,7 @@ TEST_F(sem, waits_that_time_out_leave_the_others_asleep_and_wakeable)
 /*
  * A change wakes every wait asleep on its file, marked woken under the
  * table and woken once it is dropped: the first few through references the
- * waker keeps, any more under the table (kmod/sleep_lock.rs). Here eight
+ * waker keeps, any more under the table (kmod/wrappers/sleep_lock.rs). Here eight
  * waits on one point, more than are woken after the unlock, all end at its
  * change; two waits on another semaphore of the file, woken with them, look
  * again and sleep on, counted, until theirs comes.
