@@ -23,3 +23,4 @@ echo "--- radctl submit printf (the device's printf, drained to the host)"
 echo "--- radctl mem kmod:0"
 /radctl mem kmod:0
 rmmod radiance
+echo "demo: /dev/radiance0 shown by radctl; buffers, a HAL pipeline, a vector add and device printf ran on it; the module unloaded"
