@@ -3,11 +3,8 @@
 //! The per-open-file context: what one process sees of a device through one
 //! file descriptor. Everything a file creates belongs to its context and is
 //! torn down with it; its handles and mmap offsets mean nothing in another
-//! file.
-//!
-//! Lock order: `Context::objects` is never held while VRAM is allocated,
-//! freed or mapped (those take `Vram::free` and the backend's VRAM lock):
-//! objects are looked up or removed under it, and used or dropped after.
+//! file. Objects are looked up or removed under `Context::objects`, and
+//! used or dropped after (Documentation/design/locking.md).
 
 use kernel::{
     mm::virt::VmaNew,
@@ -120,6 +117,7 @@ pub(crate) struct Context {
     device: Arc<Device>,
     /// The process that opened it, for debugfs.
     pub(crate) tgid: i32,
+    /// Lock order: level 5 (Documentation/design/locking.md).
     #[pin]
     objects: Mutex<Objects>,
     /// Shared with imports in flight, which `Semaphores::close` ends.

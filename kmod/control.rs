@@ -69,6 +69,7 @@ struct Served {
 #[pin_data]
 pub(crate) struct ControlFile {
     registry: Arc<Registry>,
+    /// Lock order: level 1, the outermost (Documentation/design/locking.md).
     #[pin]
     served: Mutex<Option<Served>>,
 }

@@ -83,6 +83,7 @@ struct Slots {
 #[pin_data]
 pub(crate) struct Registry {
     settings: Settings,
+    /// Lock order: level 2 (Documentation/design/locking.md).
     #[pin]
     slots: Mutex<Slots>,
     /// `radiance/` in debugfs, one directory per device below it.
@@ -194,10 +195,11 @@ pub(crate) struct Device {
     exclusive: bool,
     /// Most bytes of host memory pinned for HOST BOs at once.
     pinned_limit: u64,
+    /// Lock order: a leaf (Documentation/design/locking.md).
     #[pin]
     counters: Mutex<Counters>,
-    /// Every open file's semaphores, for debugfs. Lock order: before a
-    /// file's `Semaphores::table`.
+    /// Every open file's semaphores, for debugfs.
+    /// Lock order: level 3 (Documentation/design/locking.md).
     #[pin]
     sem_tables: Mutex<KVec<Arc<Semaphores>>>,
     _alive: Alive,

@@ -99,6 +99,7 @@ pub(crate) struct Queue {
     /// Innermost lock (see the scheduler), held for a few loads and
     /// stores and never across a sleep: a spinlock, which every packet of
     /// every pass takes twice (on a lockdep kernel a mutex costs more).
+    /// Lock order: level 8, the innermost (Documentation/design/locking.md).
     #[pin]
     state: SpinLock<QueueState>,
 }

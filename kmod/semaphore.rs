@@ -144,7 +144,7 @@ pub(crate) enum Wake<'a> {
     /// usually in a pass, which looks at its own queues again anyway (see
     /// [`Scheduler::changed_under_lock`]): the other schedulers that must
     /// look go on `later`, which the pass runs in its own worker once it has
-    /// dropped its lock (see [`Scheduler::pass`]), rather than waking
+    /// dropped its lock (see [`Scheduler::run_passes`]), rather than waking
     /// another worker for each.
     Later {
         this: &'a Scheduler,
@@ -471,26 +471,21 @@ fn ecanceled() -> u32 {
     ECANCELED.to_errno().unsigned_abs()
 }
 
-/// The semaphores of one file.
-///
-/// Lock order: `imports` and `table` are never held together. Two files'
-/// tables are never held together either: an alias is resolved under its
-/// own file's table, which is dropped before the owner's is taken. `wake`
-/// (a spinlock) nests inside any file's `table` (a change under one file's
-/// table wakes the waiters of every file that aliases it). A wake-up's
-/// own locks (the woken task's, the run queue's) nest inside `wake`; a
-/// change's wake-ups of its own file's waits take them once `table` is
-/// dropped, but for any past the first few (see `wrappers/sleep_lock.rs`).
+/// The semaphores of one file. Its locks' rules (two files' tables never
+/// held together, `wake` inside any file's `table`) are in
+/// Documentation/design/locking.md.
 #[pin_data]
 pub(crate) struct Semaphores {
     /// The waits on this file's own semaphores only sleep on it, woken by
     /// a change under it (see [`Semaphores::unlock`]).
+    /// Lock order: level 5 (Documentation/design/locking.md).
     #[pin]
     table: SleepLock<Table, MutexBackend>,
     /// Counts changes while `aliased_waits` is not 0; such a wait sleeps on
     /// it only if no change came since it last looked, so that it looks at
     /// its points (in several files' tables) without holding a lock across
     /// them.
+    /// Lock order: level 6 (Documentation/design/locking.md).
     #[pin]
     wake: SleepLock<u64, SpinLockBackend>,
     /// Waits of this file in progress with a point on an alias (see
@@ -505,6 +500,7 @@ pub(crate) struct Semaphores {
     /// table checks that the slot has had no other owner since it looked.
     destroyed: Atomic<u64>,
     /// Imports whose fence has not been handled yet.
+    /// Lock order: a leaf (Documentation/design/locking.md).
     #[pin]
     imports: Mutex<KVec<Arc<FenceImport>>>,
     /// Slot `i` holds the value of the semaphore in slot `i`.

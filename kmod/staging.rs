@@ -83,11 +83,13 @@ struct Pages {
 /// One device's staging pages.
 #[pin_data]
 pub(crate) struct Staging {
+    /// Lock order: level 6 (Documentation/design/locking.md).
     #[pin]
     pages: Mutex<Pages>,
     /// Slot `i`'s DMA address: one page, one piece, below 4 GiB.
     dma: [u32; SLOTS],
     /// A device without MEM SET: its pattern sources; none otherwise.
+    /// Lock order: level 6 (Documentation/design/locking.md).
     #[pin]
     patterns: Mutex<KVec<Source>>,
 }

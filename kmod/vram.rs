@@ -172,6 +172,7 @@ fn node_pair() -> Result<NodePair> {
 /// One device's VRAM.
 #[pin_data]
 pub(crate) struct Vram {
+    /// Lock order: level 6 (Documentation/design/locking.md).
     #[pin]
     free: Mutex<FreeSpace>,
 }

@@ -110,17 +110,19 @@ struct Fifos {
 struct Engine {
     vram_size: u64,
     dialect: &'static dyn Dialect,
-    /// What the commands do. Lock order: `model` before `vram` (the model
-    /// reaches VRAM through the engine).
+    /// What the commands do.
+    /// Lock order: level 6 (Documentation/design/locking.md).
     #[pin]
     model: Mutex<Model>,
     /// VRAM page `i` holds bytes `[i * PAGE_SIZE, (i + 1) * PAGE_SIZE)`;
     /// `None` reads as zeros.
+    /// Lock order: level 7 (Documentation/design/locking.md).
     #[pin]
     vram: Mutex<KVVec<Option<Page>>>,
+    /// Lock order: level 6 (Documentation/design/locking.md).
     #[pin]
     fifos: Mutex<Fifos>,
-    /// Lock order: `fifos` before `irq`.
+    /// Lock order: level 7 (Documentation/design/locking.md).
     #[pin]
     irq: Mutex<Option<Arc<dyn Interrupt>>>,
     /// 1 while a reset is under way: the running kernel stops and the rest

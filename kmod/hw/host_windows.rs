@@ -25,6 +25,7 @@ use kernel::{
 pub(crate) struct HostWindows {
     /// `(DMA address, length)` of every open window's segments; a range
     /// mapped twice is listed twice.
+    /// Lock order: level 7 (Documentation/design/locking.md).
     #[pin]
     ranges: Mutex<KVec<(u64, u64)>>,
 }

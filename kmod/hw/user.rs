@@ -384,14 +384,13 @@ pub(crate) struct User {
     takes_doorbells: bool,
     /// USER_DECLARE's `INLINE_BLOCKS`.
     inline_blocks: bool,
-    /// Lock order: before the windows' lock, which reading an inline
-    /// block takes under it.
+    /// Lock order: level 6 (Documentation/design/locking.md).
     #[pin]
     channel: Mutex<Channel>,
     /// Woken when the server may read, or has a reset to acknowledge.
     #[pin]
     ready: PollCondVar,
-    /// Lock order: after `channel`, never held while taking it.
+    /// Lock order: level 7 (Documentation/design/locking.md).
     #[pin]
     irq: Mutex<Option<Arc<dyn Interrupt>>>,
 }

@@ -319,6 +319,7 @@ pub(crate) struct Import {
     table: MappedTable,
     size: u64,
     /// The CPU's mapping, made on first use; held by every CPU access.
+    /// Lock order: level 6 (Documentation/design/locking.md).
     cpu: Pin<KBox<Mutex<Option<CpuMap>>>>,
 }
 

@@ -130,6 +130,7 @@ pub(crate) struct HostMem {
     dma: KBox<DmaSgTable>,
     pages: KVec<HostPage>,
     /// Held by every Rust access to the pages' bytes.
+    /// Lock order: level 7 (Documentation/design/locking.md).
     bytes: Pin<KBox<Mutex<()>>>,
 }
 

@@ -2,56 +2,18 @@
 
 //! The scheduler: every queue of every file of a device, multiplexed onto
 //! the device's command FIFO and its hardware streams. It queues, completes
-//! and watches; what a packet turns into is [`translate`]'s business.
+//! and watches; what a packet turns into is [`translate`]'s business, and
+//! the watchdog and reset are [`watchdog`]'s.
 //!
-//! Each queue runs on one stream (the one with fewest queues when it was
-//! created), so its packets complete in order. A response names only its
-//! stream: it completes that stream's oldest command. A packet with no
-//! command for the device (a NOP, a semaphore packet) completes as it is
-//! taken when nothing is before it on its stream; else it is a marker in
-//! the stream's FIFO, completed by the scheduler once everything before it
-//! has: draining, where a FENCE would cost a round trip to the device. A
-//! stream takes as many commands at once as the device says (gluon-sim:
-//! one), and all streams at most [`MAX_IN_FLIGHT`]. A queue's commands
-//! after a launch wait until the launch has completed: a device runs what
-//! it was given after a fault, and a queue stops at its fault.
-//!
-//! Queues on different streams are ordered by semaphores, drained here: a
-//! WAIT_SEMAPHORE holds its queue until the signal's command has completed
-//! and its outcome is known. A device WAIT (`gluon-24`) is never emitted:
-//! it would release the waiter when the waited command completes even if
-//! it failed, and a failed semaphore must fail or skip what waits on it.
-//!
-//! It runs as a work item, woken by a doorbell (QUEUE_KICK), a new queue or
-//! the device's interrupt; a doorbell, and a server's answers through the
-//! control node, run the pass right in their system call when no other
-//! holds the scheduler (no worker to wake). A device served by a process
-//! that takes doorbells may have a doorbell's pass run in its server's
-//! write() or read() instead (see [`Scheduler::doorbell`]). Each pass takes
-//! responses first (completing packets in order), then visits the queues
-//! round-robin, translating at most one packet per queue per turn. A
-//! queue's `needs_kick` is cleared when a pass takes packets from it (the
-//! process need not kick while it is served). When nothing moves, the pass
-//! sets it again on those whose stream runs nothing and that are not
-//! stopped at a semaphore wait (a semaphore's change wakes it), looks at
-//! each once more, and sleeps. A queue that asks for
-//! kicks is looked at only once its doorbell rang (its process kicks for
-//! what it publishes): an idle queue costs the passes that serve the
-//! others nothing.
-//!
-//! A watchdog (a delayed work item) watches the command at the head of each
-//! stream: one that has not completed within the launch timeout resets the
-//! device; its queue faults with ETIMEDOUT, and the other queues' commands
-//! that the reset dropped are issued again, in order. A launch of a
-//! destroyed queue at a stream's head is reset at once, the same way.
-//!
-//! Lock order: `Scheduler::state`, then a file's `Context::objects` (BO
-//! lookups) or `Semaphores::table`, then `Staging::pages`, VRAM and
-//! backend locks. `Queue::state` is innermost: taken under any of these,
-//! it is never held while taking another. Two schedulers' `state`s are
-//! never held together: a packet that signals another device's queue
-//! (through an alias) only notes that scheduler, and the pass runs its
-//! pass once it has dropped its own `state` (see [`Scheduler::pass`]).
+//! Each queue runs on one stream, so its packets complete in order; a
+//! response completes its stream's oldest command. A pass takes responses
+//! first, then visits the queues round-robin, one packet each per turn. It
+//! runs in a work item, or right in the system call that brings the work
+//! (a doorbell, a server's answer) when no other pass holds the scheduler.
+//! Documentation/design/scheduler.md tells the whole story: streams and
+//! order, passes, the doorbell and `needs_kick`, hand-over between devices,
+//! retired streams. Its locks' place in the one hierarchy of the module is
+//! in Documentation/design/locking.md.
 
 use kernel::{
     new_mutex,
@@ -70,8 +32,6 @@ use kernel::{
         Arc, Mutex,
     },
     time::{
-        msecs_to_jiffies,
-        Delta,
         Instant,
         Monotonic, //
     },
@@ -85,6 +45,8 @@ use kernel::{
         WorkItem, //
     },
 };
+
+mod watchdog;
 
 use crate::{
     fifo::Fifo,
@@ -125,7 +87,7 @@ use crate::{
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 /// Other devices' passes one pass runs after its own, at most (see
-/// [`Scheduler::pass`]): past it, one worker wake-up per this many passes
+/// [`Scheduler::run_passes`]): past it, one worker wake-up per this many passes
 /// of a chain between two devices (a pass of one device takes a chain
 /// between its own queues to its end with none). Each of the two devices
 /// is woken then, and two workers run their passes at once, one spinning
@@ -134,7 +96,7 @@ pub(crate) const MAX_IN_FLIGHT: usize = 64;
 const PEER_PASSES: usize = 1024;
 
 /// The other devices' schedulers a pass runs after its own (see
-/// [`Scheduler::pass`]), each marked if it handed over. Each is there once
+/// [`Scheduler::run_passes`]), each marked if it handed over. Each is there once
 /// at most (one woken again while there is not added again): room for
 /// eight devices; past that, the rest are woken through their work items.
 type Peers = Ring<(Arc<Scheduler>, bool), 8>;
@@ -237,7 +199,7 @@ struct State {
     lost: bool,
     /// Other devices' schedulers with a queue waiting on a semaphore that
     /// a packet completed here changed (through an alias): woken once the
-    /// lock is dropped (see [`Scheduler::pass`]).
+    /// lock is dropped (see [`Scheduler::run_passes`]).
     woken: KVec<Arc<Scheduler>>,
 }
 
@@ -264,6 +226,7 @@ pub(crate) struct Scheduler {
     /// the device was created; for debugfs: what edges cost.
     passes: Atomic<i64>,
     wakeups: Atomic<i64>,
+    /// Lock order: level 4 (Documentation/design/locking.md).
     #[pin]
     state: Mutex<State>,
     #[pin]
@@ -380,7 +343,7 @@ impl Scheduler {
     /// before, so the pass that holds it or the next one sees the work.
     pub(crate) fn run_or_kick(this: &Arc<Self>) {
         match this.state.try_lock() {
-            Some(state) => Self::pass_from(this, state),
+            Some(state) => Self::run_passes_locked(this, state),
             None => Self::kick(this),
         }
     }
@@ -569,135 +532,6 @@ impl Scheduler {
         drop(dropped);
         flush_delayed_work(&self.watchdog);
         flush_work(&self.work);
-    }
-
-    /// The watchdog's work item.
-    fn check_overdue(this: &Arc<Self>) {
-        let mut state = this.state.lock();
-        if state.lost {
-            return;
-        }
-        this.take_responses(&mut state);
-        Self::watchdog(this, &mut state);
-        Self::unlock_and_wake(state);
-    }
-
-    /// Resets the device if the command at the head of a stream is overdue,
-    /// or is a launch of a destroyed queue (it may never end, and nobody
-    /// waits for it); else looks again when the first would be overdue.
-    fn watchdog(this: &Arc<Self>, state: &mut State) {
-        match this.watch(state) {
-            Watch::Idle => {}
-            Watch::Due(left) => {
-                let ms = u32::try_from(left.as_millis() + 1).unwrap_or(this.timeout_ms);
-                let _ = crate::raw::system_dfl()
-                    .enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(ms));
-            }
-            Watch::Reset { stream, abandoned } => Self::reset(this, state, stream, abandoned),
-        }
-    }
-
-    /// What the watchdog finds at the heads of the streams.
-    fn watch(&self, state: &State) -> Watch {
-        let timeout = Delta::from_millis(self.timeout_ms.into());
-        let mut next: Option<Delta> = None;
-        for (i, stream) in state.streams.iter().enumerate() {
-            // Markers never stay at a head (see `settle`).
-            let Some(head) = stream.fifo.front() else {
-                continue;
-            };
-            let abandoned =
-                matches!(head.cmd, Some(Command::Kernel { .. })) && head.queue.state().destroyed;
-            let mut age = stream.head_since.elapsed();
-            // Held back behind the device's own work: the device is slow
-            // only if it stands still, and a command it took late ages
-            // from then.
-            if let Some(since) = self.hw.ages_from(i as u8) {
-                age = age.min(since.elapsed());
-            }
-            if age >= timeout || abandoned {
-                return Watch::Reset {
-                    stream: i,
-                    abandoned,
-                };
-            }
-            let left = timeout - age;
-            next = Some(next.map_or(left, |n| if left < n { left } else { n }));
-        }
-        next.map_or(Watch::Idle, Watch::Due)
-    }
-
-    /// Resets the device for the command at the head of stream
-    /// `guilty_stream` (overdue, or `abandoned`): its queue faults, and the
-    /// other queues' commands are issued again.
-    fn reset(this: &Arc<Self>, state: &mut State, guilty_stream: usize, abandoned: bool) {
-        this.hw.reset();
-        state.resets += 1;
-        let why = if abandoned {
-            "a launch of a destroyed queue"
-        } else {
-            "overdue"
-        };
-        dev_warn!(
-            this.hw.dma_device(),
-            "stream {guilty_stream}: {why}: device reset {}\n",
-            state.resets
-        );
-        let error = if abandoned { ECANCELED } else { ETIMEDOUT };
-        // The reset dropped every command: the head's queue is guilty and
-        // loses its commands; the others' are issued again, each stream in
-        // order.
-        let Some(head) = state
-            .streams
-            .get(guilty_stream)
-            .and_then(|s| s.fifo.front())
-        else {
-            return;
-        };
-        let guilty = head.queue.clone();
-        guilty.fault(head.packet, error.to_errno().unsigned_abs(), 0, 0, 0);
-        this.reissue(state, &guilty);
-        for i in 0..state.streams.len() {
-            this.settle(state, i);
-        }
-        Self::kick(this);
-    }
-
-    /// After a reset: issues every stream's commands again, in order, but
-    /// `guilty`'s, and but those behind a host step still to run (their
-    /// packets fault with EIO).
-    fn reissue(&self, state: &mut State, guilty: &Arc<Queue>) {
-        let dialect = self.hw.desc().dialect;
-        let mut sent = 0;
-        for (i, stream) in state.streams.iter_mut().enumerate() {
-            stream.sent = 0;
-            stream.host_steps = 0;
-            stream.fifo.retain_pending(|e| {
-                if Arc::ptr_eq(&e.queue, guilty) {
-                    return false;
-                }
-                let Some(cmd) = e.cmd else {
-                    stream.host_steps += usize::from(e.host.is_some());
-                    return true;
-                };
-                if stream.host_steps > 0 {
-                    // It would read a page before the CPU wrote it: its
-                    // packet cannot run whole any more.
-                    e.queue
-                        .fault(e.packet, EIO.to_errno().unsigned_abs(), 0, 0, 0);
-                    return false;
-                }
-                // The device was emptied and takes at most MAX_IN_FLIGHT.
-                let issued = dialect
-                    .encode(i as u8, &cmd)
-                    .is_ok_and(|frame| self.hw.push_command(frame.as_bytes()).is_ok());
-                stream.sent += usize::from(issued);
-                issued
-            });
-            sent += stream.sent;
-            stream.head_since = Instant::now();
-        }
-        state.sent = sent;
     }
 
     /// What completing a packet does: hands back what the device wrote,
@@ -1137,19 +971,11 @@ impl Scheduler {
     }
 }
 
-impl WorkItem<1> for Scheduler {
-    type Pointer = Arc<Self>;
-
-    fn run(this: Arc<Self>) {
-        crate::kcov::work(|| Self::check_overdue(&this));
-    }
-}
-
 impl WorkItem for Scheduler {
     type Pointer = Arc<Self>;
 
     fn run(this: Arc<Self>) {
-        crate::kcov::work(|| Self::pass(&this));
+        crate::kcov::work(|| Self::run_passes(&this));
     }
 }
 
@@ -1160,19 +986,19 @@ impl Scheduler {
     /// were woken, each once the pass before has dropped its lock: no
     /// scheduler lock is ever held while another is taken. A pass that
     /// woke one hands over to it and passes again after it (see
-    /// [`Scheduler::pass_locked`]). A scheduler whose lock is held (its own
+    /// [`Scheduler::serve_queues`]). A scheduler whose lock is held (its own
     /// pass runs, or an ioctl) is woken as before; so are those past
     /// [`PEER_PASSES`], which keeps two devices signalling each other from
     /// holding one worker.
-    fn pass(this: &Arc<Self>) {
-        Self::pass_from(this, this.state.lock());
+    fn run_passes(this: &Arc<Self>) {
+        Self::run_passes_locked(this, this.state.lock());
     }
 
-    /// [`Scheduler::pass`], with its own lock already taken.
-    fn pass_from(this: &Arc<Self>, state: Guard<'_, State, MutexBackend>) {
+    /// [`Scheduler::run_passes`], with its own lock already taken.
+    fn run_passes_locked(this: &Arc<Self>, state: Guard<'_, State, MutexBackend>) {
         let mut next = Ring::new();
-        if Self::pass_once(this, state, &mut next) {
-            Self::pass_again(this.clone(), &mut next);
+        if Self::pass_and_note_peers(this, state, &mut next) {
+            Self::pass_after_peers(this.clone(), &mut next);
         }
         let mut budget = PEER_PASSES;
         while let Some((peer, handed_over)) = next.pop() {
@@ -1191,15 +1017,15 @@ impl Scheduler {
                 continue;
             };
             budget -= 1;
-            if Self::pass_once(&peer, state, &mut next) {
-                Self::pass_again(peer, &mut next);
+            if Self::pass_and_note_peers(&peer, state, &mut next) {
+                Self::pass_after_peers(peer, &mut next);
             }
         }
     }
 
     /// One that handed over passes again after the others; with no room
     /// left on `next`, in its work item.
-    fn pass_again(this: Arc<Self>, next: &mut Peers) {
+    fn pass_after_peers(this: Arc<Self>, next: &mut Peers) {
         if let Err((this, _)) = next.push((this, true)) {
             Self::kick(&this);
         }
@@ -1210,9 +1036,9 @@ impl Scheduler {
     /// go on `next`, once each, moved out of [`State::woken`], which
     /// keeps its memory: a chain between two devices allocates nothing per
     /// edge. True if it handed over to them: it is to pass again after
-    /// them (see [`Scheduler::pass_again`]), and that pass sees what
+    /// them (see [`Scheduler::pass_after_peers`]), and that pass sees what
     /// `missed` says.
-    fn pass_once(
+    fn pass_and_note_peers(
         this: &Arc<Self>,
         mut state: Guard<'_, State, MutexBackend>,
         next: &mut Peers,
@@ -1222,7 +1048,7 @@ impl Scheduler {
         }
         this.passes.add(1, Relaxed);
         this.passing.xchg(1, Full);
-        let handed_over = Self::pass_locked(this, &mut state);
+        let handed_over = Self::serve_queues(this, &mut state);
         this.passing.xchg(0, Full);
         // The full barrier above orders this load after the store (see
         // [`Scheduler::semaphore_changed`]); most passes find it clear.
@@ -1253,7 +1079,7 @@ impl Scheduler {
     /// would be blocked, and looked at again in the pass the answer brings.
     /// Handed over, the next look is that pass's, and the chain takes two
     /// looks per edge, as between two queues of one device.
-    fn pass_locked(this: &Arc<Self>, state: &mut State) -> bool {
+    fn serve_queues(this: &Arc<Self>, state: &mut State) -> bool {
         // Set again below by any queue still waiting on a semaphore.
         this.blocked.store(0, Relaxed);
         loop {
@@ -1341,15 +1167,4 @@ enum Head {
     Waiting,
     /// Something to take (or a packet that faults the queue).
     Runnable,
-}
-
-/// What the watchdog finds at the heads of the streams.
-enum Watch {
-    /// No stream runs anything.
-    Idle,
-    /// Nothing is overdue; the first head will be in this long.
-    Due(Delta),
-    /// Stream `stream`'s head is overdue, or `abandoned`: a launch of a
-    /// destroyed queue.
-    Reset { stream: usize, abandoned: bool },
 }
