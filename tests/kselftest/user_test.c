@@ -376,7 +376,7 @@ TEST_F(user, freed_vram_is_scrubbed_by_commands)
 	}
 }
 
-/* A scrub's command sizes (kmod/hw/user.rs): a short first one, which an
+/* A scrub's command sizes (kmod/hw/user/scrub.rs): a short first one, which an
  * operation right after a free may find running, then longer ones. */
 enum { SCRUB_FIRST = 32 << 10, SCRUB = 256 << 10 };
 

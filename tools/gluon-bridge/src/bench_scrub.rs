@@ -17,7 +17,7 @@
 //!   serving thread);
 //! - the freed range's next user, a 4 KiB FILL of a BO made right after
 //!   the free (it waits for the scrub's commands over its part);
-//! - one command like a scrub's (`SCRUB` in kmod/hw/user.rs): a MEM SET of
+//! - one command like a scrub's (`SCRUB` in kmod/hw/user/scrub.rs): a MEM SET of
 //!   its size on the full model, a copy of its size from a host BO where
 //!   there is no SET and the scrub copies zeros (a FILL there is pattern
 //!   copies of a page each, slower than that copy at 4 KiB);
@@ -44,7 +44,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// The most VRAM one scrub command zeroes (kmod/hw/user.rs `SCRUB`).
+/// The most VRAM one scrub command zeroes (kmod/hw/user/scrub.rs `SCRUB`).
 const SCRUB_COMMAND: u64 = 256 << 10;
 
 /// What to run.

@@ -5,51 +5,18 @@
 //! Today's real Gluons are processes (gluon-sim, RTL simulations, a
 //! bring-up link's TSI client); this is how the driver reaches them.
 //!
-//! The channel between the scheduler and the server:
-//! - Frames the scheduler pushes wait in `pending` until the server reads
-//!   them; each read frame is outstanding on its stream until the server
-//!   writes its response, which is checked against what is outstanding (a
-//!   response for a stream running nothing is the server's bug: EPROTO,
-//!   `dev_err!`) and handed to the scheduler with an interrupt.
-//! - The server reaches host memory only through the kernel, at DMA
-//!   addresses mapped for this device ([`HostWindows`]): the kernel is the
-//!   device's IOMMU.
-//! - The CPU cannot map this VRAM (it lives in the server's process), so
-//!   freed VRAM is scrubbed by commands of the kernel's own, [`SCRUB`]
-//!   bytes each after a first of [`FIRST_SCRUB`]: MEM SET where the
-//!   device has it, else copies from a block of zeros. A scrub is a
-//!   barrier in `pending`: it starts once nothing read before it is
-//!   outstanding, so it does not race the range's last user; its
-//!   commands go one at a time, and until the last is answered
-//!   only a frame right behind it whose command keeps off what is not
-//!   zeroed yet (a copy, a fill, a counter elsewhere, or on the part whose
-//!   commands were answered) may go before it: ahead of its first command
-//!   and between two of them (up to [`BESIDE_SCRUB`] of such frames
-//!   between two). So the range's next user waits for the commands over
-//!   its part, and any other for at most the one running.
-//!   The next command also waits until the scheduler has taken the
-//!   answers given before it (a pass ended: [`Gluon::pass_done`]). The
-//!   pass usually runs in the server's write() itself; where another held
-//!   the scheduler, it runs in a work item, and the server would otherwise
-//!   keep its CPU busy with the whole scrub while that work item waits for
-//!   the CPU.
-//!   A frame waiting behind scrubs is not yet the device's: the watchdog
-//!   ages it only while the server stands still, and from when the server
-//!   reads it ([`Gluon::ages_from`]), or a backlog of scrubs (megabytes
-//!   freed, each command a round trip through the server) would reset the
-//!   device for a command it was never given, or the moment it is given.
-//! - A reset (the watchdog's) drops what was not read and forgets what was
-//!   outstanding; until the server acknowledges it (`USER_RESET`, after
-//!   POLLPRI), reads and writes fail with ECONNRESET, so no answer to a
-//!   command from before the reset can complete one from after it. Scrubs
-//!   survive a reset and start again.
-//! - A server that takes doorbells (USER_DECLARE's `TAKES_DOORBELLS`) is
-//!   left one rung while it answers or is on its way back to read(): its
-//!   write() or read() runs the pass ([`Gluon::take_doorbell`]).
-//! - A server that declared `INLINE_BLOCKS` reads each KERNEL frame's
-//!   launch block right after it ([`User::inline_block`]): a launch then
-//!   costs it no USER_HOST_READ, one system call fewer per launch.
-//! - When the server goes, everything fails with ENODEV.
+//! The server reads command frames through the [`channel`], reaches host
+//! memory only through the kernel, at DMA addresses mapped for this device
+//! ([`HostWindows`]: the kernel is the device's IOMMU), and answers each
+//! frame with a response. Freed VRAM is zeroed by [`scrub`] commands;
+//! doorbells may be left to the server ([`doorbell`]). A reset waits for
+//! the server's USER_RESET; a stream the server cannot reset it retires
+//! (USER_RETIRE). When the server goes, everything fails with ENODEV.
+//! Documentation/design/user-devices.md tells the whole story.
+
+mod channel;
+mod doorbell;
+mod scrub;
 
 use kernel::{
     device::Device,
@@ -76,13 +43,22 @@ use kernel::{
     },
 };
 
+use self::{
+    channel::{
+        Channel,
+        Next,
+        Pending, //
+    },
+    scrub::{
+        Scrub,
+        Zeros,
+        ZEROS, //
+    },
+};
 use super::{
     dma_device::DmaDevice,
     host_map::HostMap,
-    host_windows::{
-        HostWindows,
-        Window, //
-    },
+    host_windows::HostWindows,
     stream_of,
     Gluon,
     HwDesc,
@@ -92,8 +68,6 @@ use crate::{
     fifo::Fifo,
     gluon::{
         Command,
-        CopyDir,
-        Dialect,
         Frame,
         Response,
         RESPONSE_SIZE, //
@@ -105,29 +79,6 @@ use crate::{
         gluon_err, //
     },
 };
-
-/// Most bytes one scrub command zeroes: few commands per free, and short
-/// enough that a command waiting for one is not held up long (a frame
-/// that keeps off the range waits for at most one, see the file's
-/// comment).
-const SCRUB: u64 = 256 * 1024;
-
-/// Most bytes a scrub's first command zeroes. The free wakes the server,
-/// which reads that command before the free's caller can publish its next
-/// operation; one that keeps off the range then waits for that command
-/// alone, and short, that wait is short (one command more per free).
-const FIRST_SCRUB: u64 = 32 * 1024;
-
-/// Bytes of zeros a scrub copies from on a device without MEM SET: one
-/// command's worth where host memory's first block is whole ([`HostMem`];
-/// a smaller one only makes more commands).
-const ZEROS: usize = SCRUB as usize;
-
-/// Most frames that go beside a scrub between two of its commands: enough
-/// for an operation of a few commands (a fill by pattern copies, a copy's
-/// sub-word ends) to go whole, few enough that neither side starves the
-/// other.
-const BESIDE_SCRUB: u32 = 16;
 
 /// The header before an inline block in read() (`INLINE_BLOCKS`).
 const INLINE_HEADER: usize = core::mem::size_of::<uapi::UserInlineBlock>();
@@ -164,214 +115,6 @@ enum Fit {
 
 /// Most commands one stream may take at once.
 const MAX_STREAM_DEPTH: u32 = 16;
-
-/// What waits for the server to read it, in order.
-enum Pending {
-    /// A frame the scheduler pushed.
-    Frame(Frame),
-    /// VRAM to zero (see [`Scrub`]).
-    Scrub(Scrub),
-}
-
-/// VRAM to zero by commands.
-struct Scrub {
-    addr: u64,
-    len: u64,
-    /// Nothing read before it is outstanding any more.
-    started: bool,
-    /// Bytes handed out as commands.
-    issued: u64,
-    /// Bytes whose commands were answered: zeroed.
-    done: u64,
-    /// Frames that went before it since its last command.
-    beside: u32,
-}
-
-impl Scrub {
-    fn new(addr: u64, len: u64) -> Self {
-        Self {
-            addr,
-            len,
-            started: false,
-            issued: 0,
-            done: 0,
-            beside: 0,
-        }
-    }
-
-    /// The most bytes its next command zeroes: at most [`FIRST_SCRUB`] for
-    /// the first, [`SCRUB`] for each after it.
-    fn next_len(&self) -> u64 {
-        let most = if self.issued == 0 { FIRST_SCRUB } else { SCRUB };
-        (self.len - self.issued).min(most)
-    }
-
-    /// From the start again (a reset: its commands may never have run).
-    fn restart(&mut self) {
-        *self = Self::new(self.addr, self.len);
-    }
-}
-
-/// Between the scheduler and the server.
-struct Channel {
-    pending: Fifo<Pending>,
-    /// Per stream: the scheduler's frames read and not answered.
-    outstanding: KVec<u32>,
-    /// Per stream: when the server read its oldest outstanding frame (the
-    /// count left 0), so that the watchdog ages a frame that waited
-    /// behind scrubs from then (see [`Gluon::ages_from`]).
-    taken: KVec<Instant<Monotonic>>,
-    /// Per stream: scrub commands read and not answered.
-    scrubbing: KVec<u32>,
-    /// Answers for the scheduler.
-    responses: Fifo<[u8; RESPONSE_SIZE]>,
-    /// Answers were given to the scheduler and no pass has ended since
-    /// (see [`Gluon::pass_done`]): the next scrub command waits.
-    unseen: bool,
-    /// When the server last read or answered anything (see
-    /// [`Gluon::ages_from`]).
-    progress: Instant<Monotonic>,
-    /// The kernel reset the device and the server has not acknowledged it.
-    reset_pending: bool,
-    /// The server is gone.
-    gone: bool,
-    /// Server threads in write() past taking answers.
-    answering: u32,
-    /// The server answered everything it read and has not read since:
-    /// one that takes doorbells is on its way back to read().
-    returning: bool,
-    /// A doorbell the server took and has not run the pass for.
-    doorbell: bool,
-    /// Bit `i` set: the server retired stream `i` (USER_RETIRE).
-    retired: u32,
-}
-
-/// The stream of `frame` if its command may run beside a scrub of
-/// `[addr, addr + len)`: it names the VRAM it reaches, all of it off that
-/// range. A launch may reach any VRAM, and a fence or a wait orders what
-/// does: never.
-fn beside_scrub(dialect: &dyn Dialect, frame: &Frame, addr: u64, len: u64) -> Option<u8> {
-    let (stream, cmd) = dialect.decode(frame.as_bytes()).ok()?;
-    let off = |at: u64, n: u64| at.saturating_add(n) <= addr || addr.saturating_add(len) <= at;
-    let beside = match cmd {
-        Command::Set { dst, len: n, .. } => off(dst.into(), n.into()),
-        Command::Copy {
-            src,
-            dst,
-            len: n,
-            dir,
-        } => match dir {
-            CopyDir::HostToDevice => off(dst, n.into()),
-            CopyDir::DeviceToHost => off(src, n.into()),
-            CopyDir::DeviceToDevice => off(src, n.into()) && off(dst, n.into()),
-        },
-        Command::ReadCounter { dst, .. } => off(dst.into(), 8),
-        Command::Kernel { .. } | Command::Fence | Command::Wait { .. } => false,
-    };
-    beside.then_some(stream)
-}
-
-/// What the server may read next.
-enum Next {
-    /// The frame at the front of `pending`, on this stream.
-    Frame(u8),
-    /// The frame right behind the scrub at the front, on this stream,
-    /// before the scrub's next command.
-    BesideScrub(u8),
-    /// The next command of the scrub at the front.
-    ScrubCommand,
-    /// Nothing: the scrub at the front is done, and leaves.
-    ScrubDone,
-}
-
-impl Channel {
-    /// A reset: drops the frames not read from `pending` (calling `each`
-    /// with them), and starts every scrub again, since its commands handed
-    /// out (counted in `scrubbing`) may never have run. Over the fields, so
-    /// that `each` may use the others.
-    fn drop_unread(
-        pending: &mut Fifo<Pending>,
-        scrubbing: &mut [u32],
-        mut each: impl FnMut(&Frame),
-    ) {
-        pending.retain_pending(|p| match p {
-            Pending::Frame(frame) => {
-                each(frame);
-                false
-            }
-            Pending::Scrub(scrub) => {
-                scrub.restart();
-                true
-            }
-        });
-        scrubbing.iter_mut().for_each(|n| *n = 0);
-    }
-
-    fn busy(counts: &[u32]) -> bool {
-        counts.iter().any(|&n| n > 0)
-    }
-
-    /// The stream scrubs run on: the first in service (USER_RETIRE never
-    /// retires them all).
-    fn scrub_stream(&self) -> u8 {
-        (!self.retired).trailing_zeros() as u8
-    }
-
-    /// Commands on `stream`, of the scheduler's and of scrubs.
-    fn on_stream(&self, stream: u8) -> u32 {
-        let s = usize::from(stream);
-        self.outstanding.get(s).copied().unwrap_or(0) + self.scrubbing.get(s).copied().unwrap_or(0)
-    }
-
-    /// What the server may read now, if anything (see the file's comment
-    /// for scrubs); `depth`: commands a stream takes at once.
-    fn next(&self, dialect: &dyn Dialect, depth: u32) -> Option<Next> {
-        let scrub = match self.pending.front()? {
-            Pending::Frame(frame) => {
-                return (!Self::busy(&self.scrubbing))
-                    .then(|| Next::Frame(stream_of(dialect, frame)));
-            }
-            Pending::Scrub(scrub) => scrub,
-        };
-        // What was read before it is done (a frame that went beside it
-        // since does not hold it back: `started` is set then).
-        if !scrub.started && (Self::busy(&self.outstanding) || Self::busy(&self.scrubbing)) {
-            return None;
-        }
-        if let Some(Pending::Frame(frame)) = self
-            .pending
-            .second()
-            .filter(|_| scrub.beside < BESIDE_SCRUB)
-        {
-            let (at, left) = (scrub.addr + scrub.done, scrub.len - scrub.done);
-            if let Some(stream) = beside_scrub(dialect, frame, at, left) {
-                if self.on_stream(stream) < depth {
-                    return Some(Next::BesideScrub(stream));
-                }
-            }
-        }
-        // Its stream free of the scheduler's commands, so that its answers
-        // come in the order `write_responses` takes them.
-        if scrub.issued < scrub.len {
-            (!Self::busy(&self.scrubbing)
-                && self.on_stream(self.scrub_stream()) == 0
-                && !self.unseen)
-                .then_some(Next::ScrubCommand)
-        } else {
-            (!Self::busy(&self.scrubbing)).then_some(Next::ScrubDone)
-        }
-    }
-}
-
-/// A page of zeros mapped for the device, for scrubs by copy.
-struct Zeros {
-    /// Closed before the memory is unmapped.
-    _window: Option<Window>,
-    _mem: HostMem,
-    /// Its first segment: DMA address and length.
-    dma: u64,
-    len: u32,
-}
 
 /// A Gluon served by a process.
 #[pin_data]
@@ -492,29 +235,6 @@ impl User {
     /// Commands one stream takes at once.
     fn depth(&self) -> u32 {
         self.desc.stream_depth.into()
-    }
-
-    /// The command that zeroes up to `most` bytes of VRAM at `addr` (the
-    /// next piece of a scrub), and its length.
-    fn scrub_command(&self, addr: u64, most: u64) -> (Command, u64) {
-        if self.desc.caps & caps::SET != 0 {
-            // Whole words, which every device takes.
-            let cmd = Command::Set {
-                dst: addr as u32,
-                value: 0,
-                len: most as u32,
-            };
-            (cmd, most)
-        } else {
-            let len = most.min(self.zeros.len.into());
-            let cmd = Command::Copy {
-                src: self.zeros.dma,
-                dst: addr,
-                len: len as u32,
-                dir: CopyDir::HostToDevice,
-            };
-            (cmd, len)
-        }
     }
 
     /// read(): into `out` (emptied first), as many whole frames as fit in
@@ -1014,21 +734,6 @@ impl User {
         Ok(())
     }
 
-    /// The end of a write(): runs the passes of doorbells the device took
-    /// while it answered, which come before the server is back in read().
-    fn run_doorbells(&self) {
-        loop {
-            let mut ch = self.channel.lock();
-            if !core::mem::take(&mut ch.doorbell) {
-                ch.answering -= 1;
-                ch.returning = !Channel::busy(&ch.outstanding) && !Channel::busy(&ch.scrubbing);
-                return;
-            }
-            drop(ch);
-            self.raise();
-        }
-    }
-
     /// Called from the server's own system calls once no lock is held: the
     /// scheduler may take the answers right in them (see
     /// [`Interrupt::raise_here`]), outside `irq`'s lock.
@@ -1086,35 +791,8 @@ impl Gluon for User {
         Ok(())
     }
 
-    /// Taken while the server is in write() past its answers, or has
-    /// answered all it read and not read since: it declared it comes back
-    /// to read() then. Not while a reset waits, nor while the server
-    /// sleeps in read(): the ringer's CPU runs the pass faster than the
-    /// server's, just woken, would (under QEMU, 5 to 10 µs against 25 to 28
-    /// after a 200 µs idle). Outside write(), `ready` is notified at once,
-    /// taken or not: a server asleep in read() or poll() wakes while the
-    /// ringer builds its frame rather than after it (a CPU idle for long
-    /// takes tens of µs to run again), at the cost of going back to sleep
-    /// if the frame is not there yet or the pass makes none; one on its
-    /// way back to read() is not on the queue yet.
     fn take_doorbell(&self) -> bool {
-        if !self.takes_doorbells {
-            return false;
-        }
-        let (taken, in_write) = {
-            let mut ch = self.channel.lock();
-            if ch.gone || ch.reset_pending {
-                return false;
-            }
-            let in_write = ch.answering > 0;
-            let taken = in_write || ch.returning;
-            ch.doorbell |= taken;
-            (taken, in_write)
-        };
-        if !in_write {
-            self.ready.notify_all();
-        }
-        taken
+        self.doorbell_taken()
     }
 
     fn pop_response(&self) -> Option<[u8; RESPONSE_SIZE]> {
