@@ -22,7 +22,7 @@ use kernel::{
 };
 
 use crate::{
-    context::Context,
+    file::Context,
     hw::Gluon,
     misc_node::Node,
     scheduler::Scheduler,

@@ -24,7 +24,7 @@ use kernel::{
 };
 
 use crate::{
-    context::Context,
+    file::Context,
     control::ControlFile,
     uapi::{
         self,

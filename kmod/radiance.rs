@@ -12,10 +12,10 @@ use kernel::prelude::*;
 // The driver's objects: devices and their nodes, each process's file, and
 // what a file holds.
 mod bo;
-mod context;
 mod control;
 mod device;
 mod driver;
+mod file;
 mod ioctl;
 mod queue;
 mod sem_import;
