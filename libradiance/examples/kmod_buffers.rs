@@ -7,7 +7,7 @@
 //!
 //!     kmod_buffers [DEVICE]      (default kmod:0)
 
-use radiance::kmod::{map_dma_buf, Device, MemStats, Placement};
+use radiance::node::{map_dma_buf, Device, MemStats, Placement};
 use std::{os::fd::AsFd, process::ExitCode};
 
 fn run(name: &str) -> radiance::Result<()> {

@@ -10,6 +10,7 @@ use crate::{
     host,
     hsa,
     kmod,
+    node,
     semaphore::owned_list,
     Buffer,
     BufferParams,
@@ -31,7 +32,7 @@ use std::{
 pub struct DeviceInfo {
     /// The URI it was opened by.
     pub uri: String,
-    /// The backend: `host`, later `kmod`, `cuda`, `hsa`.
+    /// The backend: `host`, `kmod`, `cuda` or `hsa`.
     pub backend: &'static str,
     /// A human-readable name.
     pub name: String,
@@ -76,7 +77,7 @@ impl Device {
             return Ok(Self::new(host::HostDevice::new(uri)));
         }
         if uri.starts_with("kmod:") || uri.starts_with("/dev/") {
-            return Ok(Self::new(kmod::hal::KmodDevice::open(uri)?));
+            return Ok(Self::new(kmod::KmodDevice::open(uri)?));
         }
         if uri.starts_with("cuda:") {
             return Ok(Self::new(cuda::CudaDevice::open(uri)?));
@@ -121,7 +122,7 @@ impl Device {
     /// The URIs of the devices present: `host`, `kmod:N` for each
     /// `/dev/radianceN`, and `hsa:N` for each AMD GPU where ROCr starts.
     pub fn enumerate() -> Vec<String> {
-        let nodes = kmod::enumerate().unwrap_or_default();
+        let nodes = node::enumerate().unwrap_or_default();
         let kmod_uris = nodes.iter().filter_map(|p| {
             let index = p.file_name()?.to_str()?.strip_prefix("radiance")?;
             Some(format!("kmod:{index}"))

@@ -3,7 +3,7 @@
 //! Muon executables: ELF32 images linked at fixed device addresses (as
 //! Cyclotron's ISA tests are, at 0x10000000), parsed with the `object`
 //! crate. The device parses no ELF: a loader puts the `PT_LOAD` segments in
-//! VRAM at their link addresses ([`crate::kmod::Device::load`]), and a
+//! VRAM at their link addresses ([`crate::node::Device::load`]), and a
 //! launch names PCs inside them: the entry point as the start code, a symbol
 //! as the kernel.
 

@@ -9,8 +9,10 @@
 //! Behind it, one backend per kind of device: `host` (a CPU reference),
 //! `kmod`, `cuda` and `hsa`, all behind the same traits (`backend.rs`).
 //!
-//! `kmod` talks to `/dev/radianceN` (the radiance.ko kernel module) through
-//! its ioctls; `ffi` is the C ABI of `include/libradiance.h`.
+//! Each backend is a folder with the same files (`device`, `buffer`,
+//! `queue`, `semaphore`). [`node`] is `/dev/radianceN` (the radiance.ko
+//! kernel module) through its ioctls, which the `kmod` backend is built on
+//! and radctl uses directly; `ffi` is the C ABI of `include/libradiance.h`.
 
 mod backend;
 mod bridge;
@@ -25,9 +27,10 @@ mod ffi;
 mod host;
 mod host_waits;
 pub mod hsa;
-pub mod kmod;
+mod kmod;
 mod lock;
 mod native_launch;
+pub mod node;
 pub mod queue;
 pub mod semaphore;
 mod soc_elf;

@@ -6,7 +6,7 @@
 //! with `--ignored` inside the QEMU guest by tools/test.sh.
 
 use radiance::{
-    kmod::{map_dma_buf, Device, Placement},
+    node::{map_dma_buf, Device, Placement},
     Error, StatusCode,
 };
 use std::os::fd::AsFd;

@@ -11,7 +11,7 @@
 //! by tools/test.sh.
 
 use radiance::{
-    kmod::{self, MemStats, QueueStats, SemStats},
+    node::{self, MemStats, QueueStats, SemStats},
     BufferParams, BufferRoute, BufferUsage, Device, DeviceGroup, DeviceGroupBuilder, Launch, MemoryType,
     SemaphoreRoute, StatusCode,
 };
@@ -40,7 +40,7 @@ fn buffer(device: &Device, memory: MemoryType) -> radiance::Buffer {
 /// Whether the CPU can map the devices' VRAM (not in gluon-sim mode): only
 /// then are host-visible buffers dma-bufs that the other device can import.
 fn vram_mappable() -> bool {
-    kmod::Device::open("kmod:0").unwrap().info().caps & caps::VRAM_MAPPABLE != 0
+    node::Device::open("kmod:0").unwrap().info().caps & caps::VRAM_MAPPABLE != 0
 }
 
 /// The kernel's semaphore routes between two kmod devices, best first.

@@ -7,7 +7,7 @@
 //! machine, run with `--ignored` inside the QEMU guest by tools/test.sh.
 
 use radiance::{
-    kmod::{self, Placement},
+    node::{self, Placement},
     Buffer, BufferParams, BufferUsage, Device, Launch, MemoryType, Pattern, Semaphore, StatusCode,
 };
 use radiance_uapi::{builtin, caps};
@@ -26,13 +26,13 @@ fn host_visible(device: &Device, size: u64) -> Buffer {
 
 /// Whether the CPU can map device 0's VRAM (not in gluon-sim mode).
 fn vram_mappable() -> bool {
-    kmod::Device::open("kmod:0").unwrap().info().caps & caps::VRAM_MAPPABLE != 0
+    node::Device::open("kmod:0").unwrap().info().caps & caps::VRAM_MAPPABLE != 0
 }
 
 /// Pinned host memory of `size` bytes, mapped, and a dma-buf of it: memory
 /// of another driver, as far as the HAL device is concerned.
 fn host_dma_buf(size: u64) -> (memmap2::MmapMut, OwnedFd) {
-    let bo = kmod::Device::open("kmod:0").unwrap().create_bo(size, Placement::Host, true).unwrap();
+    let bo = node::Device::open("kmod:0").unwrap().create_bo(size, Placement::Host, true).unwrap();
     // The mapping and the dma-buf keep the memory after the handle goes.
     (bo.map().unwrap(), bo.export_dma_buf().unwrap())
 }

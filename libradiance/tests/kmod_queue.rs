@@ -4,7 +4,7 @@
 //! machine, run with `--ignored` inside the QEMU guest by tools/test.sh.
 
 use radiance::{
-    kmod::{BufferObject, Device, Frame, MemStats, Placement, Queue},
+    node::{BufferObject, Device, Frame, MemStats, Placement, Queue},
     Launch, Pattern,
 };
 use radiance_uapi::builtin;

@@ -4,7 +4,7 @@
 //! build machine, run with `--ignored` inside the QEMU guest by
 //! tools/test.sh.
 
-use radiance::kmod::Device;
+use radiance::node::Device;
 use rustix::io::Errno;
 use std::{
     thread,

@@ -4,8 +4,8 @@
 //! loaded into it, and what its queues, semaphores and buffers share.
 
 use super::{
+    buffer::CudaBuffer,
     context::Context,
-    memory::CudaBuffer,
     module::Module,
     queue::CudaQueue,
     result::Api,

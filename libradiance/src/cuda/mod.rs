@@ -23,10 +23,10 @@
 //! this module. `sys` and the kernels' PTX are public for the benchmark's
 //! raw-driver baseline.
 
+mod buffer;
 mod context;
 mod device;
 mod graph;
-mod memory;
 mod module;
 mod queue;
 mod result;

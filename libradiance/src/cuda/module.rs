@@ -8,8 +8,8 @@
 //! (`native_launch.rs`) and fails the launch before anything is queued.
 
 use super::{
+    buffer::CudaBuffer,
     device::Shared,
-    memory::CudaBuffer,
     result::Api,
     sys::{CUdeviceptr, CUfunction, CUmodule, CUstream},
 };

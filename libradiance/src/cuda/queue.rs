@@ -33,9 +33,9 @@
 //! queries when it records the next.
 
 use super::{
+    buffer::{cuda_buffer, spin_started, spins_stopped, CudaBuffer, Pinned},
     device::Shared,
     graph::{self, Captured, Graphs},
-    memory::{cuda_buffer, spin_started, spins_stopped, CudaBuffer, Pinned},
     module::Prepared,
     semaphore::{cuda_semaphore, Locked, HUB},
     sys::{CUevent, CUstream},

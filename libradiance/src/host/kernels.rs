@@ -8,7 +8,7 @@
 //! [`Error::DeviceFault`] naming the PC and the first faulting thread.
 
 use super::{
-    memory::{AddressSpace, HostBuffer},
+    buffer::{AddressSpace, HostBuffer},
     semaphore::Hub,
 };
 use crate::{backend::BackendBuffer, buffer::u32s_from_le, Error, Launch, Result};

@@ -7,8 +7,8 @@
 //! command that fails (a device fault) stops the queue.
 
 use super::{
+    buffer::{host_buffer, AddressSpace},
     kernels,
-    memory::{host_buffer, AddressSpace},
     semaphore::{host_semaphore, Hub},
 };
 use crate::{

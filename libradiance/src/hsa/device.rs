@@ -5,7 +5,7 @@
 //! buffers share.
 
 use super::{
-    memory::HsaBuffer,
+    buffer::HsaBuffer,
     packet::KernelObject,
     queue::{HsaQueue, Scheduler},
     result::Api,

@@ -35,9 +35,9 @@
 //! Never run on an AMD GPU: everything past `hsa_init`. What is tested
 //! here is listed in Documentation/todo.md.
 
+mod buffer;
 mod device;
 mod epoch;
-mod memory;
 mod packet;
 mod queue;
 mod result;

@@ -27,9 +27,9 @@
 //! later submissions fail with the same error.
 
 use super::{
+    buffer::{hsa_buffer, HsaBuffer, PoolMemory},
     device::{Shared, HAL_COPY, HAL_FILL},
     epoch::{self, NotificationRing},
-    memory::{hsa_buffer, HsaBuffer, PoolMemory},
     packet::{self, KernelObject, RingSlot, Words},
     result::Api,
     semaphore::{hsa_semaphore, QueueKey},

@@ -1,210 +1,275 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
-//! Timeline semaphores of a kmod device. Queries read the file's value page
-//! (no syscall); waits spin on it briefly before they sleep in SEM_WAIT.
+//! Timeline semaphores of the kmod backend, and the one place that waits on
+//! them.
+//!
+//! The kernel knows a failed semaphore's errno only. The error the HAL
+//! reports is found here, once, and then kept: the failure the host gave
+//! [`BackendSemaphore::fail`]; else a device fault of a queue that was to
+//! signal the semaphore, at or before its signal; else the failure of a
+//! semaphore such a submission waited on (the kernel skipped the submission
+//! and failed its signals with that errno), traced the same way; else the
+//! errno alone (another process, an imported sync_file, a destroyed queue).
+//!
+//! Lock order: a queue's lock, then a semaphore's `record`. Tracing a
+//! failure takes no queue lock (it reads the queues' control blocks).
 
-use super::{ioctl, Device};
-use crate::{Error, Result};
-use memmap2::{Mmap, MmapOptions};
+use crate::{
+    backend::BackendSemaphore,
+    lock::lock,
+    node::{self, Device, QueueStatus},
+    semaphore::decide,
+    Error, Result, Semaphore, SemaphoreList, WaitMode,
+};
 use radiance_uapi as uapi;
-use rustix::{io::Errno, time::ClockId};
+use rustix::io::Errno;
 use std::{
-    os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd},
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc,
-    },
-    time::{Duration, Instant},
+    any::Any,
+    cell::Cell,
+    collections::VecDeque,
+    os::fd::{BorrowedFd, OwnedFd},
+    sync::{Arc, Mutex, Weak},
+    time::Instant,
 };
 
-/// How long a wait spins on the value page before it sleeps in the kernel:
-/// about the cost of the syscall it may save.
-const SPIN: Duration = Duration::from_micros(20);
+/// How many semaphores deep a failure is traced (a chain of submissions,
+/// each waiting on the one before).
+const TRACE_DEPTH: usize = 64;
 
-/// A timeline semaphore; destroyed when dropped (its waiters get
-/// ECANCELED).
-#[derive(Debug)]
-pub struct Semaphore {
-    fd: Arc<OwnedFd>,
-    handle: u32,
-    values: Arc<Mmap>,
-    /// Byte offset of the value in `values`.
-    at: usize,
+pub(super) struct KmodSemaphore {
+    sem: node::Semaphore,
+    record: Mutex<Record>,
+    /// This semaphore, for the submissions that wait on it.
+    me: Weak<KmodSemaphore>,
 }
 
-impl Device {
-    /// A semaphore whose value starts at `initial`.
-    pub fn create_semaphore(&self, initial: u64) -> Result<Semaphore> {
-        let mut args = uapi::SemCreate { initial, ..Default::default() };
-        ioctl::sem_create(&*self.fd, &mut args).map_err(|e| Error::os("SEM_CREATE", e))?;
-        self.semaphore_at(args.handle, args.value_offset)
+#[derive(Default)]
+struct Record {
+    /// The failure as the HAL reports it, with the errno the kernel holds
+    /// for it; it counts only while the two agree.
+    known: Option<(Errno, Error)>,
+    /// Queue submissions that are to signal this semaphore, oldest first.
+    producers: VecDeque<Producer>,
+    /// The semaphores whose failures reach this one through the kernel (a
+    /// device group's edges: their sync_files imported into this one, or
+    /// the semaphore this one is an alias of, or an alias this one is
+    /// signalled through): a failure that came through one of them is
+    /// theirs.
+    origins: Vec<Arc<dyn BackendSemaphore>>,
+}
+
+thread_local! {
+    /// How many origins deep the failure being explained on this thread
+    /// is: two devices' semaphores may name each other as origins.
+    static ORIGIN_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A submission that is to signal a semaphore.
+#[derive(Clone)]
+pub(super) struct Producer {
+    /// The control block of its queue.
+    pub(super) queue: QueueStatus,
+    /// The ring index of its signal packet for this semaphore.
+    pub(super) signal: u64,
+    /// The semaphores it waits on (shared by its signals).
+    pub(super) waits: Arc<[Weak<KmodSemaphore>]>,
+}
+
+impl KmodSemaphore {
+    pub(super) fn new(device: &Device, initial: u64) -> Result<Arc<Self>> {
+        Ok(Self::wrap(device.create_semaphore(initial)?))
     }
 
-    /// A handle in this device's file for `semaphore`, a semaphore of
-    /// another device (or file) of the module (SEM_IMPORT_HANDLE, ABI
-    /// 1.10): this file's queues wait on and signal that semaphore itself.
-    /// Once it is destroyed or its file closed, the alias reads as failed
-    /// with ECANCELED.
-    pub fn import_semaphore(&self, semaphore: &Semaphore) -> Result<Semaphore> {
-        let mut args =
-            uapi::SemImportHandle { fd: semaphore.fd.as_raw_fd(), handle: semaphore.handle, ..Default::default() };
-        ioctl::sem_import_handle(&*self.fd, &mut args).map_err(|e| Error::os("SEM_IMPORT_HANDLE", e))?;
-        self.semaphore_at(args.new_handle, args.value_offset)
+    /// A handle on `device` for `semaphore`, a kmod semaphore of another
+    /// device: see [`node::Device::import_semaphore`].
+    pub(super) fn alias(device: &Device, semaphore: &KmodSemaphore) -> Result<Arc<Self>> {
+        Ok(Self::wrap(device.import_semaphore(&semaphore.sem)?))
     }
 
-    /// Semaphore `handle` of this file, whose value is at `value_offset`.
-    fn semaphore_at(&self, handle: u32, value_offset: u64) -> Result<Semaphore> {
-        let page = page_size();
-        let values = match self.sem_values.get() {
-            Some(v) => v.clone(),
-            None => {
-                // SAFETY: the page is read-only to us and only the kernel
-                // writes it, 8 aligned bytes at a time (read atomically).
-                let map = unsafe {
-                    MmapOptions::new().offset(value_offset / page * page).len(page as usize).map(self.fd.as_ref())
-                }
-                .map_err(|e| Error::io("mmap semaphore values", &e))?;
-                self.sem_values.get_or_init(|| Arc::new(map)).clone()
-            }
-        };
-        Ok(Semaphore { fd: self.fd.clone(), handle, values, at: (value_offset % page) as usize })
+    fn wrap(sem: node::Semaphore) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self { sem, record: Mutex::default(), me: me.clone() })
     }
 
-    /// Waits until every point (or, with `any`, one of them) is reached, a
-    /// semaphore fails (its error), or `deadline` passes (DeadlineExceeded).
-    /// Returns the index of the point that ended an `any` wait.
-    pub fn wait_semaphores(
-        &self,
-        points: &[(&Semaphore, u64)],
-        any: bool,
-        deadline: Option<Instant>,
-    ) -> Result<Option<usize>> {
-        let raw: Vec<uapi::SemWaitPoint> =
-            points.iter().map(|(s, value)| uapi::SemWaitPoint { handle: s.handle, pad: 0, value: *value }).collect();
-        let mut args = uapi::SemWait {
-            points: raw.as_ptr() as u64,
-            count: u32::try_from(raw.len()).map_err(|_| Error::InvalidArgument("too many wait points".into()))?,
-            flags: if any { uapi::sem_wait_flags::ANY } else { 0 },
-            deadline_ns: deadline.map_or(i64::MAX, monotonic_ns),
-            ..Default::default()
-        };
-        loop {
-            match ioctl::sem_wait(&*self.fd, &mut args) {
-                Ok(()) => return Ok(any.then_some(args.index as usize)),
-                // A signal handler ran; the deadline is absolute, go on.
-                Err(Errno::INTR) => continue,
-                Err(Errno::TIME) => return Err(Error::DeadlineExceeded),
-                Err(e) => return Err(Error::os(format!("SEM_WAIT (point {})", args.index), e)),
-            }
+    pub(super) fn kernel(&self) -> &node::Semaphore {
+        &self.sem
+    }
+
+    pub(super) fn weak(&self) -> Weak<Self> {
+        self.me.clone()
+    }
+
+    /// Records a submission that is to signal this semaphore.
+    pub(super) fn add_producer(&self, producer: Producer) {
+        let mut record = lock(&self.record);
+        // A completed signal explains nothing unless the semaphore has
+        // failed. The kernel applies a packet's semaphore update before
+        // the packet counts as completed, so after reading the completion
+        // first, an unfailed value means the signal went through. Pruned
+        // from the oldest only: O(1) per submission, while what lingers
+        // behind a pending one is bounded by the work in flight.
+        while record.producers.front().is_some_and(|p| p.queue.completed() > p.signal)
+            && self.sem.value() != uapi::SEM_FAILED_VALUE
+        {
+            record.producers.pop_front();
         }
-    }
-}
-
-impl Semaphore {
-    /// The handle in its file, for queue packets.
-    pub(crate) fn handle(&self) -> u32 {
-        self.handle
+        record.producers.push_back(producer);
     }
 
-    fn value_cell(&self) -> &AtomicU64 {
-        // SAFETY: `at` is an 8-aligned offset inside the mapped page, which
-        // lives as long as `self.values`; the kernel writes it atomically.
-        unsafe { AtomicU64::from_ptr(self.values.as_ptr().add(self.at).cast::<u64>().cast_mut()) }
-    }
-
-    /// The value page's word: the value, or `SEM_FAILED_VALUE` once
-    /// failed.
-    pub fn value(&self) -> u64 {
-        self.value_cell().load(Ordering::Acquire)
-    }
-
-    /// The value, read from the value page; the error if it failed.
-    pub fn query(&self) -> Result<u64> {
-        match self.value() {
-            uapi::SEM_FAILED_VALUE => Err(match self.error() {
-                Ok(errno) => Error::os("semaphore failed", errno.unwrap_or(Errno::PROTO)),
+    /// The value, or the error if the semaphore has failed. The value page
+    /// is read once: a failure landing between two reads would make
+    /// `SEM_FAILED_VALUE` pass for a value reached.
+    fn state(&self) -> Result<u64> {
+        match self.sem.value() {
+            uapi::SEM_FAILED_VALUE => Err(match self.sem.error() {
+                Ok(errno) => self.explain(errno.unwrap_or(Errno::PROTO), 0),
                 Err(e) => e,
             }),
             value => Ok(value),
         }
     }
 
-    /// The errno the semaphore failed with (SEM_QUERY); `None` if it has
-    /// not failed.
-    pub fn error(&self) -> Result<Option<Errno>> {
-        let mut args = uapi::SemQuery { handle: self.handle, ..Default::default() };
-        ioctl::sem_query(&*self.fd, &mut args).map_err(|e| Error::os("SEM_QUERY", e))?;
-        Ok((args.error != 0).then(|| Errno::from_raw_os_error(args.error as i32)))
+    /// The error of the semaphore if it has failed.
+    fn failure(&self) -> Option<Error> {
+        self.state().err()
     }
 
-    /// Raises the value to `value` (must be above it).
-    pub fn signal(&self, value: u64) -> Result<()> {
-        let mut args = uapi::SemSignal { handle: self.handle, pad: 0, value };
-        ioctl::sem_signal(&*self.fd, &mut args).map_err(|e| Error::os(format!("SEM_SIGNAL to {value}"), e))
-    }
-
-    /// Fails the semaphore with a positive errno; every waiter gets it.
-    pub fn fail(&self, errno: Errno) -> Result<()> {
-        let mut args = uapi::SemFail { handle: self.handle, error: errno.raw_os_error().unsigned_abs() };
-        ioctl::sem_fail(&*self.fd, &mut args).map_err(|e| Error::os("SEM_FAIL", e))
-    }
-
-    /// Waits until the value reaches `value`: spins on the value page for a
-    /// moment, then sleeps in the kernel until `deadline` (None: for ever).
-    pub fn wait(&self, device: &Device, value: u64, deadline: Option<Instant>) -> Result<()> {
-        let spin_until = Instant::now() + SPIN;
-        while Instant::now() < spin_until {
-            if self.query()? >= value {
-                return Ok(());
+    /// The error the HAL reports for this semaphore's failure with `errno`.
+    fn explain(&self, errno: Errno, depth: usize) -> Error {
+        let (producers, origins) = {
+            let record = lock(&self.record);
+            match &record.known {
+                Some((known, error)) if *known == errno => return error.clone(),
+                _ => (Vec::from(record.producers.clone()), record.origins.clone()),
             }
-            std::hint::spin_loop();
-        }
-        device.wait_semaphores(&[(self, value)], false, deadline).map(drop)
-    }
-}
-
-impl Semaphore {
-    /// A close-on-exec sync_file whose fence signals when the value reaches
-    /// `value`, signals with the error if the semaphore fails, and with
-    /// ECANCELED if it goes first: how a point crosses to other processes
-    /// and drivers.
-    pub fn export_sync_file(&self, value: u64) -> Result<OwnedFd> {
-        let mut args = uapi::SemExportSyncFile {
-            handle: self.handle,
-            flags: uapi::export_flags::CLOEXEC,
-            value,
-            ..Default::default()
         };
-        ioctl::sem_export_sync_file(&*self.fd, &mut args).map_err(|e| Error::os("SEM_EXPORT_SYNC_FILE", e))?;
-        // SAFETY: the kernel just gave us this new descriptor; we own it.
-        Ok(unsafe { OwnedFd::from_raw_fd(args.fd) })
+        let error =
+            self.trace(&producers, depth).or_else(|| from_origins(errno, &origins)).unwrap_or_else(|| match errno {
+                Errno::CANCELED => Error::Cancelled(
+                    "the work that was to signal this semaphore was cancelled: its queue was destroyed".into(),
+                ),
+                errno => Error::os("the semaphore failed", errno),
+            });
+        let mut record = lock(&self.record);
+        // The first explanation sticks: every waiter sees the same error.
+        match &record.known {
+            Some((known, error)) if *known == errno => error.clone(),
+            _ => {
+                record.known = Some((errno, error.clone()));
+                record.producers.clear();
+                error
+            }
+        }
     }
 
-    /// Advances the value to `value` when `sync_file`'s fence signals (or
-    /// fails the semaphore with the fence's error).
-    pub fn import_sync_file(&self, sync_file: BorrowedFd<'_>, value: u64) -> Result<()> {
-        let mut args =
-            uapi::SemImportSyncFile { handle: self.handle, fd: sync_file.as_raw_fd(), value, ..Default::default() };
-        ioctl::sem_import_sync_file(&*self.fd, &mut args).map_err(|e| Error::os("SEM_IMPORT_SYNC_FILE", e))
+    /// What failed this semaphore, from the submissions that
+    /// were to signal it: a fault of their queue first, then a failed
+    /// semaphore they waited on. A timeline that one queue both waits on
+    /// and signals names itself among those waits: that is no cause.
+    fn trace(&self, producers: &[Producer], depth: usize) -> Option<Error> {
+        if let Some(fault) = producers.iter().find_map(|p| p.queue.fault().filter(|f| f.packet <= p.signal)) {
+            return Some(fault.error());
+        }
+        if depth < TRACE_DEPTH {
+            let waits = producers.iter().flat_map(|p| p.waits.iter().filter_map(Weak::upgrade));
+            for wait in waits.filter(|w| !std::ptr::eq(Arc::as_ptr(w), self)) {
+                if let Ok(Some(e)) = wait.sem.error() {
+                    return Some(wait.explain(e, depth + 1));
+                }
+            }
+        }
+        None
     }
 }
 
-impl Drop for Semaphore {
-    fn drop(&mut self) {
-        let mut args = uapi::SemDestroy { handle: self.handle, pad: 0 };
+/// The error of the origin (a semaphore of another device whose sync_file
+/// was imported) that failed with `errno`, if one did: the failure crossed
+/// from it, code and message.
+fn from_origins(errno: Errno, origins: &[Arc<dyn BackendSemaphore>]) -> Option<Error> {
+    let depth = ORIGIN_DEPTH.get();
+    if depth >= TRACE_DEPTH {
+        return None;
+    }
+    ORIGIN_DEPTH.set(depth + 1);
+    let found = origins.iter().find_map(|o| o.query().err().filter(|e| e.status().errno() == errno));
+    ORIGIN_DEPTH.set(depth);
+    found
+}
+
+/// The kmod backend's object behind a [`Semaphore`] of a kmod device.
+pub(super) fn kmod_semaphore(s: &Semaphore) -> Result<&KmodSemaphore> {
+    s.backend().as_any().downcast_ref().ok_or(Error::WrongDevice("a semaphore"))
+}
+
+impl BackendSemaphore for KmodSemaphore {
+    fn query(&self) -> Result<u64> {
+        self.state()
+    }
+
+    fn signal(&self, value: u64) -> Result<()> {
+        match self.sem.signal(value) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.failure().unwrap_or(match e {
+                Error::Os { source: Errno::INVAL, .. } => Error::OutOfRange(format!(
+                    "semaphore payload {} cannot be signalled to {value}: it only goes up",
+                    self.sem.value()
+                )),
+                e => e,
+            })),
+        }
+    }
+
+    fn fail(&self, error: Error) {
+        let errno = error.status().errno();
+        let mut record = lock(&self.record);
+        // Held across SEM_FAIL so that no explanation runs in between. If
+        // a queue fails the semaphore first, the kernel keeps its errno and
+        // this record does not count unless the errnos agree.
+        if record.known.is_none() && self.sem.value() != uapi::SEM_FAILED_VALUE {
+            record.known = Some((errno, error));
+        }
         // Only a bad handle can fail, and this one is ours.
-        let _ = ioctl::sem_destroy(&*self.fd, &mut args);
+        let _ = self.sem.fail(errno);
+    }
+
+    fn export_sync_file(&self, value: u64) -> Result<OwnedFd> {
+        self.sem.export_sync_file(value)
+    }
+
+    fn import_sync_file(&self, sync_file: BorrowedFd<'_>, value: u64, origin: Arc<dyn BackendSemaphore>) -> Result<()> {
+        self.follow(origin);
+        self.sem.import_sync_file(sync_file, value)
+    }
+
+    fn follow(&self, origin: Arc<dyn BackendSemaphore>) {
+        let mut record = lock(&self.record);
+        if !record.origins.iter().any(|o| Arc::ptr_eq(o, &origin)) {
+            record.origins.push(origin);
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
-fn page_size() -> u64 {
-    rustix::param::page_size() as u64
+/// The outcome of a wait if the value page decides it now.
+fn resolve(mode: WaitMode, points: &[(&KmodSemaphore, u64)]) -> Option<Result<()>> {
+    decide(mode, points.iter().map(|(s, value)| s.state().map(|reached| reached >= *value)))
 }
 
-/// `deadline` on CLOCK_MONOTONIC, which `Instant` also reads on Linux.
-fn monotonic_ns(deadline: Instant) -> i64 {
-    let now = rustix::time::clock_gettime(ClockId::Monotonic);
-    let now_ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128;
-    let left = deadline.saturating_duration_since(Instant::now()).as_nanos() as i128;
-    i64::try_from(now_ns + left).unwrap_or(i64::MAX)
+/// Blocks until all (or any) of `points` are reached, one fails, or
+/// `deadline` passes: decided from the value page when it can be, else in
+/// SEM_WAIT.
+pub(super) fn wait(device: &Device, mode: WaitMode, points: &SemaphoreList, deadline: Option<Instant>) -> Result<()> {
+    let points = points.iter().map(|(s, v)| Ok((kmod_semaphore(s)?, *v))).collect::<Result<Vec<_>>>()?;
+    if let Some(done) = resolve(mode, &points) {
+        return done;
+    }
+    let raw: Vec<(&node::Semaphore, u64)> = points.iter().map(|(s, v)| (&s.sem, *v)).collect();
+    match device.wait_semaphores(&raw, mode == WaitMode::Any, deadline) {
+        Ok(_) => Ok(()),
+        Err(Error::DeadlineExceeded) => Err(Error::DeadlineExceeded),
+        // A failed semaphore ended it: report that one's error.
+        Err(e) => Err(points.iter().find_map(|(s, _)| s.failure()).unwrap_or(e)),
+    }
 }

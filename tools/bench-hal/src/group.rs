@@ -26,7 +26,7 @@
 //! back to back, at one speed of the machine), with the ratio of the two
 //! medians beside it.
 
-use radiance::{kmod, Device, DeviceGroup, DeviceGroupBuilder, Result, Semaphore, Timeout};
+use radiance::{node, Device, DeviceGroup, DeviceGroupBuilder, Result, Semaphore, Timeout};
 use std::time::{Duration, Instant};
 
 /// Edges in a chain: each queue gets half, two packets each, well within
@@ -52,7 +52,7 @@ fn activity(uris: &[&str]) -> (u64, u64) {
             continue;
         }
         seen.push(index);
-        let Ok(mem) = kmod::MemStats::read(index) else {
+        let Ok(mem) = node::MemStats::read(index) else {
             continue;
         };
         sum.0 += mem.scheduler_passes.unwrap_or(0);
@@ -98,7 +98,7 @@ const KICKS: u32 = 400;
 /// The cost of one pass of `device`'s scheduler with nothing to take: a
 /// doorbell (QUEUE_KICK, run in the call) on an idle queue, less a null
 /// ioctl (SEM_QUERY).
-fn empty_pass(queue: &kmod::Queue, sem: &kmod::Semaphore) -> Result<Duration> {
+fn empty_pass(queue: &node::Queue, sem: &node::Semaphore) -> Result<Duration> {
     let t = Instant::now();
     for _ in 0..KICKS {
         sem.error()?;
@@ -177,7 +177,7 @@ pub(crate) fn run(a: &str, b: &str) -> Result<()> {
     // semaphore to time the null ioctl with.
     let kicked = match b.strip_prefix("kmod:") {
         Some(_) => {
-            let device = kmod::Device::open(b)?;
+            let device = node::Device::open(b)?;
             let sem = device.create_semaphore(0)?;
             Some((device, sem))
         }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
 //! `bench-hal [kmod:N]`: what a queue operation costs through the HAL's
-//! kmod backend, against the same packets written with `radiance::kmod`
+//! kmod backend, against the same packets written with `radiance::node`
 //! directly and against one system call (SEM_QUERY, which does nothing but
 //! look a semaphore up). Each operation is a 4-byte fill that waits for the
 //! previous operation's signal of a timeline semaphore and signals the next
@@ -19,7 +19,7 @@
 //! device group has for it (`group.rs`).
 
 use radiance::{
-    kmod, //
+    node, //
     BufferParams,
     BufferUsage,
     Device,
@@ -84,12 +84,12 @@ fn hal(uri: &str) -> Result<PerOp> {
 }
 
 fn raw(uri: &str) -> Result<PerOp> {
-    let device = kmod::Device::open(uri)?;
-    let bo = device.create_bo(4096, kmod::Placement::Vram, false)?;
+    let device = node::Device::open(uri)?;
+    let bo = device.create_bo(4096, node::Placement::Vram, false)?;
     let (s, gate) = (device.create_semaphore(0)?, device.create_semaphore(0)?);
     let mut q = device.create_queue(4096)?;
     let submit = |i: u64, at: Option<u64>| {
-        let fill = |q: &mut kmod::Queue| q.fill(&bo, 0, 4, Pattern::U32(i as u32));
+        let fill = |q: &mut node::Queue| q.fill(&bo, 0, 4, Pattern::U32(i as u32));
         match at {
             Some(g) => q.with_semaphores(&[(&gate, g), (&s, i)], &[(&s, i + 1)], fill)?,
             None => q.with_semaphores(&[(&s, i)], &[(&s, i + 1)], fill)?,
@@ -104,7 +104,7 @@ fn raw(uri: &str) -> Result<PerOp> {
 
 /// One system call that does no work: SEM_QUERY of a live semaphore.
 fn null_ioctl(uri: &str) -> Result<Duration> {
-    let device = kmod::Device::open(uri)?;
+    let device = node::Device::open(uri)?;
     let s = device.create_semaphore(0)?;
     let n = BATCH * BATCHES;
     let start = Instant::now();
@@ -125,7 +125,7 @@ fn run(uri: &str) -> Result<()> {
     println!("bench-hal {uri}: {} fills, each waiting for the last one's signal", BATCH * BATCHES);
     println!("  null ioctl (SEM_QUERY)           {:>10.0} ns", ns(syscall));
     println!(
-        "  radiance::kmod submit            {:>10.0} ns/op  ({:.3} null ioctls)",
+        "  radiance::node submit            {:>10.0} ns/op  ({:.3} null ioctls)",
         ns(raw.submit),
         ns(raw.submit) / ns(syscall)
     );
@@ -134,10 +134,10 @@ fn run(uri: &str) -> Result<()> {
         ns(hal.submit),
         ns(hal.submit) / ns(syscall)
     );
-    println!("  HAL / radiance::kmod, submit     {:>10.3}", ns(hal.submit) / ns(raw.submit));
-    println!("  radiance::kmod end to end        {:>10.0} ns/op", ns(raw.total));
+    println!("  HAL / radiance::node, submit     {:>10.3}", ns(hal.submit) / ns(raw.submit));
+    println!("  radiance::node end to end        {:>10.0} ns/op", ns(raw.total));
     println!("  HAL end to end                   {:>10.0} ns/op", ns(hal.total));
-    println!("  HAL / radiance::kmod, end to end {:>10.3}", ns(hal.total) / ns(raw.total));
+    println!("  HAL / radiance::node, end to end {:>10.3}", ns(hal.total) / ns(raw.total));
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 
 //! What the bridge's own benchmarks (`bench-launch`, `bench-scrub`) share:
 //! a model device declared as `model` mode does and served on a thread of
-//! this process, with this thread its client (radiance::kmod), so that
+//! this process, with this thread its client (radiance::node), so that
 //! what is compared runs interleaved in one run.
 
 use crate::{
@@ -10,7 +10,7 @@ use crate::{
     error::{Error, Result},
     model::{self, ModelOptions, Served},
 };
-use radiance::kmod;
+use radiance::node;
 use std::{
     sync::Arc,
     time::{Duration, Instant},
@@ -19,7 +19,7 @@ use std::{
 /// Declares the model device, serves it on a thread, and opens it as a
 /// client; and what the thread tells of its serving, timed from its
 /// `epoch`.
-pub fn serve_and_open(mut control: Control, opts: ModelOptions) -> Result<(kmod::Device, Arc<Served>)> {
+pub fn serve_and_open(mut control: Control, opts: ModelOptions) -> Result<(node::Device, Arc<Served>)> {
     let index = model::declare(&mut control, &opts)?;
     let served = Arc::new(Served { epoch: Some(Instant::now()), ..Default::default() });
     let telling = served.clone();
@@ -28,7 +28,7 @@ pub fn serve_and_open(mut control: Control, opts: ModelOptions) -> Result<(kmod:
             eprintln!("gluon-bridge: serving: {e}");
         }
     });
-    let device = kmod::Device::open(&format!("kmod:{index}")).map_err(client_error)?;
+    let device = node::Device::open(&format!("kmod:{index}")).map_err(client_error)?;
     Ok((device, served))
 }
 
@@ -59,8 +59,8 @@ pub fn median(v: &mut [f64]) -> f64 {
 /// guest has two CPUs); the queue's staging is let go afterwards, outside
 /// the time.
 pub fn round_trip(
-    queue: &mut kmod::Queue,
-    put: impl FnOnce(&mut kmod::Queue) -> radiance::Result<()>,
+    queue: &mut node::Queue,
+    put: impl FnOnce(&mut node::Queue) -> radiance::Result<()>,
 ) -> Result<Duration> {
     Ok(timed_trip(queue, put, Instant::now())?.took())
 }
@@ -86,8 +86,8 @@ impl Trip {
 
 /// [`round_trip`], timed from `epoch`.
 pub fn timed_trip(
-    queue: &mut kmod::Queue,
-    put: impl FnOnce(&mut kmod::Queue) -> radiance::Result<()>,
+    queue: &mut node::Queue,
+    put: impl FnOnce(&mut node::Queue) -> radiance::Result<()>,
     epoch: Instant,
 ) -> Result<Trip> {
     let ns = || epoch.elapsed().as_nanos() as u64;

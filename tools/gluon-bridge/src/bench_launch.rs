@@ -3,7 +3,7 @@
 //! `bench-launch`: what a launch costs through a device the bridge serves,
 //! against the same launch the bridge hands straight to its model. The
 //! bridge declares a model device as `model` mode does and serves it on a
-//! thread; this thread is a client of that device (radiance::kmod) and the
+//! thread; this thread is a client of that device (radiance::node) and the
 //! straight side too, so that the two interleave in one run.
 //!
 //! The launch is the built-in FILL_U32 over one thread (a launch that does
@@ -44,7 +44,7 @@ use crate::{
     error::{Error, Result},
     model::{self, Host, Mem, ModelOptions},
 };
-use radiance::{kmod, Launch};
+use radiance::{node, Launch};
 use radiance_gluon::{model::MemError, Command, Launch as Block};
 use radiance_uapi::builtin;
 use std::{
@@ -95,7 +95,7 @@ fn fill_params(dst: u32) -> Vec<u8> {
 pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let served = opts.model;
     let (device, serving) = bench::serve_and_open(control, served)?;
-    let bo = device.create_bo(4096, kmod::Placement::Vram, false).map_err(bench::client_error)?;
+    let bo = device.create_bo(4096, node::Placement::Vram, false).map_err(bench::client_error)?;
     let dst = u32::try_from(bo.device_address()).map_err(|_| Error::Usage("VRAM above 4 GiB".into()))?;
     let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
     let launch = Launch {
@@ -112,7 +112,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let mut moments: Vec<[f64; 4]> = Vec::new();
     let mut through_device = |gap: Duration, moments: &mut Vec<[f64; 4]>| -> Result<bench::Trip> {
         bench::idle(gap);
-        let trip = bench::timed_trip(&mut queue, |q| q.launch(&device, &launch, kmod::Frame::default()), epoch)?;
+        let trip = bench::timed_trip(&mut queue, |q| q.launch(&device, &launch, node::Frame::default()), epoch)?;
         // Stamped by the server before it answered, which came before the
         // completion this saw.
         let since = |at: &AtomicU64| at.load(Ordering::Acquire).saturating_sub(trip.start) as f64;

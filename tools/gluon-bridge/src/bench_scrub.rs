@@ -38,7 +38,7 @@
 //!   runs on into the next sample or round).
 
 use crate::{bench, control::Control, error::Result, model::ModelOptions};
-use radiance::{kmod, Pattern};
+use radiance::{node, Pattern};
 use std::{
     sync::atomic::Ordering,
     time::{Duration, Instant},
@@ -63,14 +63,14 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let (device, served) = bench::serve_and_open(control, opts.model)?;
     let ran = || served.ran.load(Ordering::Relaxed);
     let freed = opts.freed_kib << 10;
-    let vram = |size| device.create_bo(size, kmod::Placement::Vram, false).map_err(bench::client_error);
+    let vram = |size| device.create_bo(size, node::Placement::Vram, false).map_err(bench::client_error);
     let small = vram(4096)?;
     let chunk = vram(SCRUB_COMMAND)?;
     let mut queue = device.create_queue(1024).map_err(bench::client_error)?;
     let mut ahead_queue = device.create_queue(16).map_err(bench::client_error)?;
-    let fill = |q: &mut kmod::Queue, bo: &kmod::BufferObject, size| q.fill(bo, 0, size, Pattern::U32(7));
-    let host = device.create_bo(SCRUB_COMMAND, kmod::Placement::Host, false).map_err(bench::client_error)?;
-    let like_scrub = |q: &mut kmod::Queue| {
+    let fill = |q: &mut node::Queue, bo: &node::BufferObject, size| q.fill(bo, 0, size, Pattern::U32(7));
+    let host = device.create_bo(SCRUB_COMMAND, node::Placement::Host, false).map_err(bench::client_error)?;
+    let like_scrub = |q: &mut node::Queue| {
         if opts.model.gluon_sim {
             q.copy(&host, 0, &chunk, 0, SCRUB_COMMAND)
         } else {
@@ -86,7 +86,7 @@ pub fn run(control: Control, opts: BenchOptions) -> Result<()> {
     let (mut behind_idle, mut behind_idle_ratio) = (Vec::new(), Vec::new());
     let (mut own_start, mut own_ratio) = (Vec::new(), Vec::new());
     // Written, so that the scrub has something to zero.
-    let write = |q: &mut kmod::Queue, bo: &kmod::BufferObject| bench::round_trip(q, |q| fill(q, bo, freed));
+    let write = |q: &mut node::Queue, bo: &node::BufferObject| bench::round_trip(q, |q| fill(q, bo, freed));
     let mut big = vram(freed)?;
     let at = ran();
     write(&mut queue, &big)?;

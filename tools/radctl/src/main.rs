@@ -15,7 +15,7 @@ mod topology;
 
 use clap::{Parser, Subcommand};
 use error::Result;
-use radiance::kmod::{self, DeviceInfo, MemStats, QueueStats, SemStats};
+use radiance::node::{self, DeviceInfo, MemStats, QueueStats, SemStats};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
@@ -92,12 +92,12 @@ fn main() -> ExitCode {
 }
 
 fn list(as_json: bool) -> Result<()> {
-    let nodes = kmod::enumerate()?;
+    let nodes = node::enumerate()?;
     if nodes.is_empty() {
         return Err(radiance::Error::NoDevices.into());
     }
     let devices =
-        nodes.iter().map(|path| kmod::Device::open(&path.to_string_lossy())).collect::<radiance::Result<Vec<_>>>()?;
+        nodes.iter().map(|path| node::Device::open(&path.to_string_lossy())).collect::<radiance::Result<Vec<_>>>()?;
     if as_json {
         let list: Vec<Value> = devices.iter().map(|d| info_json(d.path(), d.info())).collect();
         println!("{}", Value::Array(list));
@@ -115,7 +115,7 @@ fn list(as_json: bool) -> Result<()> {
 }
 
 fn info(device: &str, as_json: bool) -> Result<()> {
-    let dev = kmod::Device::open(device)?;
+    let dev = node::Device::open(device)?;
     let i = dev.info();
     if as_json {
         println!("{}", info_json(dev.path(), i));
@@ -145,7 +145,7 @@ fn info(device: &str, as_json: bool) -> Result<()> {
 }
 
 /// The device's streams, and those retired (USER_RETIRE).
-fn streams_text(i: &kmod::DeviceInfo) -> String {
+fn streams_text(i: &node::DeviceInfo) -> String {
     let retired = i.retired();
     if retired.is_empty() {
         return i.streams.to_string();
@@ -187,7 +187,7 @@ fn hal_info(uri: &str, as_json: bool) -> Result<()> {
 }
 
 fn mem(device: &str, as_json: bool) -> Result<()> {
-    let dev = kmod::Device::open(device)?;
+    let dev = node::Device::open(device)?;
     let s = MemStats::read(dev.info().index)?;
     if as_json {
         let v = json!({
@@ -222,7 +222,7 @@ fn mem(device: &str, as_json: bool) -> Result<()> {
 }
 
 fn queues(device: &str, as_json: bool) -> Result<()> {
-    let dev = kmod::Device::open(device)?;
+    let dev = node::Device::open(device)?;
     let queues = QueueStats::read(dev.info().index)?;
     if as_json {
         let list: Vec<Value> = queues
@@ -275,7 +275,7 @@ fn queues(device: &str, as_json: bool) -> Result<()> {
 }
 
 fn sems(device: &str, as_json: bool) -> Result<()> {
-    let dev = kmod::Device::open(device)?;
+    let dev = node::Device::open(device)?;
     let sems = SemStats::read(dev.info().index)?;
     if as_json {
         let list: Vec<Value> = sems

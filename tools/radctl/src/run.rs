@@ -29,7 +29,7 @@
 use crate::error::{Error, EXIT_DATA_ERROR, EXIT_DEVICE_FAULT};
 use clap::Args;
 use radiance::{
-    kmod::{self, BufferObject, Frame, Placement},
+    node::{self, BufferObject, Frame, Placement},
     Executable, Launch,
 };
 use serde_json::{json, Value};
@@ -172,7 +172,7 @@ fn range(s: &str) -> Result<(u32, u32), String> {
 /// How the launch ended.
 enum Outcome {
     Completed,
-    Faulted(kmod::QueueFault),
+    Faulted(node::QueueFault),
 }
 
 /// Runs `radctl run`.
@@ -203,7 +203,7 @@ fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Ran> {
         Some(name) => Some(named(name)?),
         None => exe.symbol("tohost"),
     };
-    let dev = kmod::Device::open(&args.device)?;
+    let dev = node::Device::open(&args.device)?;
     let mut q = dev.create_queue(256)?;
     let image = dev.load(&mut q, &exe)?;
     let vram = |size: u64| (size > 0).then(|| dev.create_bo(size, Placement::Vram, false)).transpose();
@@ -264,8 +264,8 @@ fn run_inner(args: &Run, as_json: bool) -> radiance::Result<Ran> {
 
 /// `len` bytes of VRAM at `addr`, which must lie in one of `owned`.
 fn read(
-    dev: &kmod::Device,
-    q: &mut kmod::Queue,
+    dev: &node::Device,
+    q: &mut node::Queue,
     owned: &[&BufferObject],
     addr: u32,
     len: u32,
@@ -292,13 +292,13 @@ fn hex(bytes: &[u8]) -> String {
 /// Whether the device itself reported the fault, with a PC and a warp; a
 /// fault the kernel found (a lost device, a timeout, a bad packet) has
 /// only its errno.
-fn device_fault(f: &kmod::QueueFault) -> bool {
+fn device_fault(f: &node::QueueFault) -> bool {
     f.err_code != 0
 }
 
 /// A fault as `run` prints it: Gluon's status, PC and warp only where the
 /// device reported them.
-fn fault_text(f: &kmod::QueueFault) -> String {
+fn fault_text(f: &node::QueueFault) -> String {
     if device_fault(f) {
         format!("Gluon status {} at pc {:#010x}, warp {} ({})", f.err_code, f.err_pc, f.err_thread, f.error())
     } else {
@@ -418,11 +418,11 @@ mod tests {
     /// status, PC or warp is printed for it.
     #[test]
     fn a_fault_prints_only_what_is_known() {
-        let lost = kmod::QueueFault { queue: 1, error: 19, packet: 2, err_code: 0, err_pc: 0, err_thread: 0 };
+        let lost = node::QueueFault { queue: 1, error: 19, packet: 2, err_code: 0, err_pc: 0, err_thread: 0 };
         let text = fault_text(&lost);
         assert!(!text.contains("Gluon status") && !text.contains("pc 0x"), "{text}");
         assert!(text.contains("queue 1, packet 2 faulted"), "{text}");
-        let bad_pc = kmod::QueueFault { err_code: 1, err_pc: 0x1000_3000, err_thread: 5, ..lost };
+        let bad_pc = node::QueueFault { err_code: 1, err_pc: 0x1000_3000, err_thread: 5, ..lost };
         let text = fault_text(&bad_pc);
         assert!(text.starts_with("Gluon status 1 at pc 0x10003000, warp 5 ("), "{text}");
     }

@@ -9,7 +9,7 @@
 use crate::error::{Mismatch, Result};
 use clap::{Args, Subcommand};
 use radiance::{
-    kmod::{BufferObject, Device, Frame, Placement, Queue},
+    node::{BufferObject, Device, Frame, Placement, Queue},
     Launch, Pattern,
 };
 use radiance_uapi::builtin;

@@ -33,8 +33,8 @@
 //! against the device's pinned limit) then happens once, at allocation.
 
 use crate::{
-    kmod::{self, BufferObject, Device, Placement},
     lock::lock,
+    node::{self, BufferObject, Device, Placement},
     Error, Result,
 };
 use memmap2::MmapMut;
@@ -50,7 +50,7 @@ pub(super) struct ShadowQueue {
     /// Every shadow copy of the device, one at a time. `None` until the
     /// first, and again after a copy failed (a faulted queue runs nothing
     /// more: the next copy gets a fresh one).
-    queue: Mutex<Option<kmod::Queue>>,
+    queue: Mutex<Option<node::Queue>>,
 }
 
 impl ShadowQueue {

@@ -6,7 +6,7 @@
 use super::shadow::{Shadow, ShadowQueue};
 use crate::{
     backend::BackendBuffer,
-    kmod::{map_dma_buf, BufferObject, Device, Placement},
+    node::{map_dma_buf, BufferObject, Device, Placement},
     Buffer, BufferParams, BufferUsage, Error, MemoryType, Result,
 };
 use memmap2::MmapMut;

@@ -1,37 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
-//! The `kmod` backend of the HAL: a `/dev/radianceN` device behind the
-//! traits of `backend.rs`, over the ioctl wrappers of the parent module.
-//!
-//! - Buffers are VRAM buffer objects. Host-visible ones are mappable VRAM
-//!   (BAR-visible on a board, the emulator's pages in QEMU), or where the
-//!   CPU cannot map VRAM (gluon-sim's lives in its process) VRAM with a
-//!   host shadow kept in step by copies (`shadow.rs`); an imported dma-buf
-//!   is a host BO, which queue commands reach by DMA but kernels cannot
-//!   address (Gluon has no GPU virtual memory).
-//! - Semaphores are the kernel's timeline semaphores; queries read the
-//!   file's value page.
-//! - A queue is a kernel queue. Each submission is one unit of packets
-//!   (waits, work, signals) that the kernel skips as a whole when a wait's
-//!   semaphore has failed, failing the unit's signals, while the queue goes
-//!   on (`Queue::with_semaphores`, SKIP_ON_FAILURE).
-//!
-//! Failures: the kernel carries a semaphore's failure as an errno, while the
-//! HAL promises the status code and message it failed with. Both are kept
-//! here (`semaphore.rs`): a failure the host caused is remembered, and one
-//! that came from a queue is traced through the submissions that were to
-//! signal the semaphore, to a device fault of their queue or to a failed
-//! semaphore they waited on.
+//! The `kmod` backend's device: what it creates, and its waits on many
+//! semaphores at once.
 
-mod buffer;
-mod queue;
-mod semaphore;
-mod shadow;
-
+use super::{buffer, queue, semaphore, shadow};
 use crate::{
     backend::{Backend, BackendBuffer, BackendQueue, BackendSemaphore},
     device_group::Interop,
-    BufferParams, DeviceInfo, Error, Result, SemaphoreList, StatusCode, WaitMode,
+    node, BufferParams, DeviceInfo, Error, Result, SemaphoreList, StatusCode, WaitMode,
 };
 use radiance_uapi as uapi;
 use std::{os::fd::BorrowedFd, sync::Arc, time::Instant};
@@ -47,7 +23,7 @@ const SEM_IMPORT_HANDLE_ABI_MINOR: u16 = 10;
 
 pub(crate) struct KmodDevice {
     info: DeviceInfo,
-    device: Arc<super::Device>,
+    device: Arc<node::Device>,
     /// Copies between host-visible buffers and their host shadows, on a
     /// device whose VRAM the CPU cannot map.
     shadows: Arc<shadow::ShadowQueue>,
@@ -55,7 +31,7 @@ pub(crate) struct KmodDevice {
 
 impl KmodDevice {
     pub(crate) fn open(uri: &str) -> Result<Self> {
-        let device = super::Device::open(uri)?;
+        let device = node::Device::open(uri)?;
         let kernel = device.info();
         if kernel.abi_minor < MIN_ABI_MINOR {
             return Err(Error::Status {
