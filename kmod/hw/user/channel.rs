@@ -13,8 +13,10 @@ use crate::{
     gluon::{
         Dialect,
         Frame,
+        Response,
         RESPONSE_SIZE, //
     },
+    uapi::gluon_err,
 };
 use kernel::{
     prelude::*,
@@ -109,6 +111,44 @@ impl Channel {
             }
         });
         scrubbing.iter_mut().for_each(|n| *n = 0);
+    }
+
+    /// Completes with `gluon_err::RESET` every command read and not
+    /// answered on the streams `on` names, and every frame for them not
+    /// read, as a device that reset those streams would.
+    pub(super) fn fail_streams(
+        &mut self,
+        dialect: &dyn Dialect,
+        on: impl Fn(usize) -> bool,
+    ) -> Result {
+        let failed = |stream: u8| {
+            dialect.encode_response(&Response {
+                stream,
+                status: gluon_err::RESET,
+                ..Default::default()
+            })
+        };
+        let Self {
+            pending,
+            outstanding,
+            responses,
+            ..
+        } = self;
+        for (s, n) in outstanding.iter_mut().enumerate().filter(|(s, _)| on(*s)) {
+            for _ in 0..*n {
+                responses.push(failed(s as u8))?;
+            }
+            *n = 0;
+        }
+        let mut unread = Ok(());
+        pending.retain_pending(|p| match p {
+            Pending::Frame(frame) if on(stream_of(dialect, frame).into()) => {
+                unread = unread.and(responses.push(failed(stream_of(dialect, frame))));
+                false
+            }
+            _ => true,
+        });
+        unread
     }
 
     pub(super) fn busy(counts: &[u32]) -> bool {

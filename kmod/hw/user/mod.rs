@@ -69,14 +69,12 @@ use crate::{
     gluon::{
         Command,
         Frame,
-        Response,
         RESPONSE_SIZE, //
     },
     host_mem::HostMem,
     uapi::{
         self,
-        caps,
-        gluon_err, //
+        caps, //
     },
 };
 
@@ -528,31 +526,10 @@ impl User {
                 self.ready.notify_all();
                 return Ok(());
             }
-            let failed = |stream: u8| {
-                dialect.encode_response(&Response {
-                    stream,
-                    status: gluon_err::RESET,
-                    ..Default::default()
-                })
-            };
-            let Channel {
-                pending,
-                outstanding,
-                scrubbing,
-                responses,
-                ..
-            } = &mut *ch;
-            for (s, n) in outstanding.iter_mut().enumerate() {
-                for _ in 0..*n {
-                    responses.push(failed(s as u8))?;
-                }
-                *n = 0;
-            }
-            let mut unread = Ok(());
-            Channel::drop_unread(pending, scrubbing, |frame| {
-                unread = unread.and(responses.push(failed(stream_of(dialect, frame))));
-            });
-            unread?;
+            ch.fail_streams(dialect, |_| true)?;
+            // Scrub commands it held may never have run: from the start.
+            let ch = &mut *ch;
+            Channel::drop_unread(&mut ch.pending, &mut ch.scrubbing, |_| {});
         }
         dev_warn!(self.dev.device(), "the server reset the device\n");
         self.raise();
@@ -582,36 +559,11 @@ impl User {
             }
             let newly = streams & !ch.retired;
             ch.retired = streams;
-            let failed = |stream: u8| {
-                dialect.encode_response(&Response {
-                    stream,
-                    status: gluon_err::RESET,
-                    ..Default::default()
-                })
-            };
             let on = |s: usize| s < 32 && newly & (1 << s) != 0;
+            ch.fail_streams(dialect, on)?;
             let Channel {
-                pending,
-                outstanding,
-                scrubbing,
-                responses,
-                ..
+                pending, scrubbing, ..
             } = &mut *ch;
-            for (s, n) in outstanding.iter_mut().enumerate().filter(|(s, _)| on(*s)) {
-                for _ in 0..*n {
-                    responses.push(failed(s as u8))?;
-                }
-                *n = 0;
-            }
-            let mut unread = Ok(());
-            pending.retain_pending(|p| match p {
-                Pending::Frame(frame) if on(stream_of(dialect, frame).into()) => {
-                    unread = unread.and(responses.push(failed(stream_of(dialect, frame))));
-                    false
-                }
-                _ => true,
-            });
-            unread?;
             let scrub_lost = scrubbing
                 .iter_mut()
                 .enumerate()
