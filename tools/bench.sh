@@ -3,19 +3,29 @@
 # Runs the driver benchmarks in QEMU and prints their figures. Compare ratios
 # within one run: absolute times under TCG are noise.
 #
-#	tools/bench.sh [test|debian|both]
+#	tools/bench.sh [--markdown] [test|debian|both]
 #
 # On two kernels (both by default): the test kernel, whose lockdep
 # (CONFIG_PROVE_LOCKING) makes every lock several times dearer than it is
 # for a user, and Debian 13's own kernel with radiance.ko built for it
 # (tools/build-for-distro.sh), what a user of a distribution boots.
+# --markdown: after the runs, the headline figures as the one table of
+# Documentation/benchmarks.md (tools/bench-table.awk reads the logs).
 source "$(dirname "$0")/lib.sh"
 
+markdown=false
+if [[ ${1:-} == --markdown ]]; then
+	markdown=true
+	shift
+fi
 kernels=${1:-both}
 case $kernels in
 test | debian | both) ;;
-*) die "usage: $0 [test|debian|both]" ;;
+*) die "usage: $0 [--markdown] [test|debian|both]" ;;
 esac
+mkdir -p "$BUILD"
+: >"$BUILD/bench-test.log"
+: >"$BUILD/bench-debian.log"
 
 "$TOP"/tools/install-toolchain.sh
 "$TOP"/tools/build-kernel.sh >/dev/null
@@ -29,7 +39,7 @@ cp "$TOP"/tools/guest/bench-job.sh "$stage/job"
 if [[ $kernels != debian ]]; then
 	echo "== the test kernel (lockdep on) =="
 	"$TOP"/tools/make-initramfs.sh "$BUILD/bench.cpio.gz" "$stage"
-	"$TOP"/tools/run-qemu.sh --no-results-ok "$BUILD/bench.cpio.gz"
+	"$TOP"/tools/run-qemu.sh --no-results-ok "$BUILD/bench.cpio.gz" | tee "$BUILD/bench-test.log"
 fi
 if [[ $kernels != test ]]; then
 	distro=$("$TOP"/tools/build-for-distro.sh)
@@ -39,5 +49,10 @@ if [[ $kernels != test ]]; then
 	cp -R "$stage" "$BUILD/stage-bench-distro"
 	cp "$distro/radiance.ko" "$BUILD/stage-bench-distro/"
 	"$TOP"/tools/make-initramfs.sh "$BUILD/bench-distro.cpio.gz" "$BUILD/stage-bench-distro"
-	RADIANCE_KERNEL_IMAGE=$distro/vmlinuz "$TOP"/tools/run-qemu.sh --no-results-ok "$BUILD/bench-distro.cpio.gz"
+	RADIANCE_KERNEL_IMAGE=$distro/vmlinuz "$TOP"/tools/run-qemu.sh --no-results-ok "$BUILD/bench-distro.cpio.gz" |
+		tee "$BUILD/bench-debian.log"
+fi
+if $markdown; then
+	echo
+	awk -f "$TOP"/tools/bench-table.awk "$BUILD/bench-debian.log" "$BUILD/bench-test.log"
 fi

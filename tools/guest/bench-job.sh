@@ -8,6 +8,15 @@
 # launch round trip through such a device and the cost of a scrub; then
 # in socket mode, in front of the sim-model playing gluon-sim.
 set -eu
+
+# Waits up to 10 s for PATH to exist.
+wait_for() {
+	for _ in $(seq 100); do
+		[ -e "$1" ] && return 0
+		sleep 0.1
+	done
+}
+
 insmod /radiance.ko emulated_devices=2
 /vram_bench
 /sem_bench
@@ -28,10 +37,7 @@ bridged() {
 	insmod /radiance.ko emulated_devices=0
 	/gluon-bridge model "$@" >/tmp/bridge 2>&1 &
 	bridge=$!
-	for _ in $(seq 100); do
-		[ -e /dev/radiance0 ] && break
-		sleep 0.1
-	done
+	wait_for /dev/radiance0
 	/queue_bench
 	kill "$bridge"
 	wait "$bridge" || true
@@ -49,16 +55,10 @@ echo "queue_bench on a device served by gluon-bridge socket (sim-model, pid hand
 insmod /radiance.ko emulated_devices=0
 /gluon-bridge sim-model /tmp/sim.sock --handshake pid >/tmp/sim 2>&1 &
 sim=$!
-for _ in $(seq 100); do
-	[ -S /tmp/sim.sock ] && break
-	sleep 0.1
-done
+wait_for /tmp/sim.sock
 /gluon-bridge socket /tmp/sim.sock --handshake pid --vram-mib 256 --builtins 0x3f >/tmp/bridge 2>&1 &
 bridge=$!
-for _ in $(seq 100); do
-	[ -e /dev/radiance0 ] && break
-	sleep 0.1
-done
+wait_for /dev/radiance0
 /queue_bench
 kill "$bridge"
 wait "$bridge" || true
