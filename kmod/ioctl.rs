@@ -24,8 +24,8 @@ use kernel::{
 };
 
 use crate::{
-    file::Context,
     control::ControlFile,
+    file::Context,
     uapi::{
         self,
         IoctlCmd, //
