@@ -1,27 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Staging memory: launch blocks on their way to the device, and host
-//! memory the kernel uses to make up what a device lacks (fill patterns,
-//! bounces).
+//! memory the kernel uses to make up what a device lacks.
 //!
-//! Gluon DMAs a launch block from host memory. The kernel copies each block
-//! out of the process's buffer into a page of its own first, so that the
-//! device reads a block the process can no longer change, with the printf
-//! address the kernel set. Those pages are pinned and DMA-mapped once, when
-//! the device is created: the scheduler stages blocks under its lock, where
-//! nothing may pin or map memory. A VRAM-to-VRAM copy on a device that
-//! cannot do one bounces through a page.
-//!
-//! A slot is the device's from [`Staging::take`] until the
-//! [`Slot`] is dropped: when its launch completes, or a reset drops it.
-//! When every slot is taken, launches wait for one to complete.
-//!
-//! A fill on a device without MEM SET copies from a [`PatternSource`]: a
-//! MiB of host memory full of its pattern, so that a fill costs the
-//! device about what a copy of its size does (a command per MiB, where a
-//! page of pattern took one per page). A device has [`PATTERN_SOURCES`];
-//! fills of one pattern share a source, and a fill whose pattern no idle
-//! source holds rewrites an idle one, or waits for one to go idle.
+//! The kernel copies each launch block into a page of its own, so that the
+//! device reads a block the process can no longer change; a VRAM-to-VRAM
+//! copy on a device that cannot do one bounces through a page. A [`Slot`]
+//! is the device's until dropped; when every slot is taken, launches wait.
+//! A fill on a device without MEM SET copies from a [`PatternSource`], a
+//! MiB of its pattern ([`PATTERN_SOURCES`] per device, shared by fills of
+//! one pattern, written only as far as a fill needs, rewritten when idle). All of it is pinned and mapped
+//! when the device is created: the scheduler stages under its lock, where
+//! nothing may pin or map memory.
 
 use kernel::{
     new_mutex,
@@ -65,8 +55,11 @@ struct Source {
     /// The device's window on `mem` (closed first, while it is mapped).
     _window: Option<Window>,
     mem: HostMem,
-    /// The pattern every word of `mem` holds; `None` while it is written.
+    /// The pattern the first `valid` bytes of `mem` hold; `None` while
+    /// they are written.
     pattern: Option<u32>,
+    /// Bytes from the start that hold `pattern`, whole pages.
+    valid: u64,
     /// Fills in flight that copy from it.
     users: usize,
 }
@@ -125,8 +118,9 @@ impl Staging {
                 let source = Source {
                     _window: open_window(hw, mem.segments())?,
                     mem,
-                    // Zeroed memory: the pattern 0.
+                    // Zeroed memory: the pattern 0, all of it.
                     pattern: Some(0),
+                    valid: PATTERN_SOURCE_BYTES,
                     users: 0,
                 };
                 sources.push(source, GFP_KERNEL)?;
@@ -149,25 +143,43 @@ impl Staging {
         )
     }
 
-    /// A source full of `pattern` (shared with the fills of that pattern
-    /// in flight), or `None` while every source holds another pattern
-    /// that fills in flight copy from. EINVAL on a device with MEM SET.
-    pub(crate) fn pattern(this: &Arc<Self>, pattern: u32) -> Result<Option<PatternSource>> {
+    /// A source whose first `len` bytes (at most [`PATTERN_SOURCE_BYTES`])
+    /// hold `pattern`, shared with the fills of that pattern in flight, or
+    /// `None` while every source holds another pattern that fills in flight
+    /// copy from. A source is written only as far as a fill needs: a small
+    /// fill of a new pattern costs the CPU a page, not a MiB. EINVAL on a
+    /// device with MEM SET.
+    pub(crate) fn pattern(
+        this: &Arc<Self>,
+        pattern: u32,
+        len: u64,
+    ) -> Result<Option<PatternSource>> {
+        let needed = len
+            .min(PATTERN_SOURCE_BYTES)
+            .next_multiple_of(PAGE_SIZE as u64);
         let mut sources = this.patterns.lock();
         if sources.is_empty() {
             return Err(EINVAL);
         }
         let index = match sources.iter().position(|s| s.pattern == Some(pattern)) {
-            Some(i) => i,
+            // Bytes past `valid` are no fill's in flight: written beside them.
+            Some(i) => {
+                let source = &mut sources[i];
+                if source.valid < needed {
+                    fill_with(&source.mem, pattern, source.valid, needed)?;
+                    source.valid = needed;
+                }
+                i
+            }
             None => {
                 let Some(i) = sources.iter().position(|s| s.users == 0) else {
                     return Ok(None);
                 };
                 let source = &mut sources[i];
-                // Holds no pattern until the whole of it holds this one.
+                // Holds no pattern until the bytes needed hold this one.
                 source.pattern = None;
-                fill_with(&source.mem, pattern)?;
-                source.pattern = Some(pattern);
+                fill_with(&source.mem, pattern, 0, needed)?;
+                (source.pattern, source.valid) = (Some(pattern), needed);
                 i
             }
         };
@@ -240,18 +252,19 @@ impl Drop for Slot {
     }
 }
 
-/// Writes `pattern` into every word of `mem` and hands it to the device.
-fn fill_with(mem: &HostMem, pattern: u32) -> Result {
+/// Writes `pattern` into every word of `mem`'s whole pages `[from, to)`
+/// and hands them to the device.
+fn fill_with(mem: &HostMem, pattern: u32, from: u64, to: u64) -> Result {
     let mut page = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
     for word in page.chunks_exact_mut(4) {
         word.copy_from_slice(&pattern.to_le_bytes());
     }
-    let mut at = 0;
-    while at < mem.size() {
+    let mut at = from;
+    while at < to {
         mem.write(at, &page)?;
         at += PAGE_SIZE as u64;
     }
-    mem.sync(0, mem.size(), Handover::ToDevice)
+    mem.sync(from, to - from, Handover::ToDevice)
 }
 
 /// A pattern source a fill copies from, the fill's until dropped: when it

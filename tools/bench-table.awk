@@ -42,6 +42,7 @@ sem != "" && /\(semaphore \/ floor = / { put("sem floor " sem, num($0)); if (sem
 /\(edge \/ NOP round trip = / { put("edge " dev, num($0)) }
 /\(back to back \/ alone = / { put("launches " dev, num($0)) }
 /\(fill \/ copy = / { put("fill " dev, num($0)) }
+/\(held fill \/ copy = / { put("held " dev, num($0)) }
 /^  [a-z-]+ \/ same device, latency / { split($0, f, " "); put("alias", f[6]) }
 /^  device \/ \(straight \+ hand-off\) / { put("launch " dev, num($0)) }
 /^  device \/ \(straight \+ paced hand-off\) / { put("paced " dev, num($0)) }
@@ -82,7 +83,8 @@ END {
 	row("64 launches at once, each / one: emulated", "-", "launches emu")
 	row("the same, emulated as gluon-sim", "-", "launches emusim")
 	row("the same, served: model / sim", "-", "launches model", "launches sim")
-	row("1 MiB fill / 1 MiB copy, no SET: served as gluon-sim", "<= 1.5", "fill sim")
-	row("the same, socket mode before the sim-model", "<= 1.5", "fill socket")
-	row("the same, emulated as gluon-sim", "-", "fill emusim")
+	row("1 MiB fill / 1 MiB copy, no SET, new pattern: served as gluon-sim / socket", "<= 1.5",
+	    "fill sim", "fill socket")
+	row("the same, a pattern a source holds", "<= 1.5", "held sim", "held socket")
+	row("the same, both, emulated as gluon-sim", "-", "fill emusim", "held emusim")
 }

@@ -203,7 +203,7 @@ pub(super) fn fill(
                 })
             })?;
         } else {
-            let Some(source) = Staging::pattern(t.staging, pattern)? else {
+            let Some(source) = Staging::pattern(t.staging, pattern, len)? else {
                 return Ok(false);
             };
             pattern_copies(out, &source, whole_start, len)?;

@@ -5,31 +5,13 @@
 //! Every handle a packet names must be an object of the queue's file (found
 //! through [`FileObjects`]), every range must lie inside its BO, and every
 //! word a packet kind does not use must be zero; anything else is the
-//! queue's fault, with the errno returned here.
-//!
-//! Commands are the dialect-neutral [`Command`]s; the scheduler encodes
-//! them in the device's dialect. A queue's packets run in order on one
-//! in-order hardware stream, so no packet needs a FENCE: a packet with
-//! nothing for the device (NOP, FENCE, a semaphore packet) translates into
-//! no command and completes when everything before it on its stream has.
-//!
-//! One concern per file:
-//! - this file: what translation gives the scheduler ([`Staged`],
-//!   [`Completion`]), the dispatch on the packet kind and the checks every
-//!   packet shares;
-//! - `packets`: one function per packet kind but the launches, each
-//!   checking the packet's words and objects;
-//! - `launch`: LAUNCH and LAUNCH_DESC, whose launch blocks are built anew
-//!   in the device's dialect;
-//! - `makeup`: what a checked fill, copy or counter read becomes on this
-//!   device: its own commands where it has the capability
-//!   ([`HwDesc::caps`]), a make-up or a refusal where it has not. Within
-//!   translation, a new capability touches only that file.
-//!
-//! Translation runs under the scheduler's lock: it reads and checks, and
-//! syncs memory for DMA, but never pins or maps memory. Launch blocks,
-//! patterns and bounces use pages the scheduler mapped when the device was
-//! created ([`Staging`]).
+//! queue's fault, with the errno returned here. Commands are dialect-neutral
+//! [`Command`]s that the scheduler encodes. This file holds what
+//! translation gives the scheduler and the checks every packet shares;
+//! `packets` checks each kind, `launch` builds launch blocks, and `makeup`
+//! makes up what a device lacks. It runs under the scheduler's lock, so it
+//! never pins or maps memory: staging memory was mapped with the device
+//! ([`Staging`]). Documentation/design/gluon.md tells the make-ups.
 
 mod launch;
 mod makeup;
