@@ -83,8 +83,7 @@ END {
 	row("64 launches at once, each / one: emulated", "-", "launches emu")
 	row("the same, emulated as gluon-sim", "-", "launches emusim")
 	row("the same, served: model / sim", "-", "launches model", "launches sim")
-	row("1 MiB fill / 1 MiB copy, no SET, new pattern: served as gluon-sim / socket", "<= 1.5",
-	    "fill sim", "fill socket")
+	row("1 MiB fill / copy, no SET, new pattern: sim / socket", "<= 1.5", "fill sim", "fill socket")
 	row("the same, a pattern a source holds", "<= 1.5", "held sim", "held socket")
-	row("the same, both, emulated as gluon-sim", "-", "fill emusim", "held emusim")
+	row("fill / copy, new / held, emulated as gluon-sim", "-", "fill emusim", "held emusim")
 }
