@@ -811,12 +811,11 @@ impl Scheduler {
         Ok(true)
     }
 
-    /// Moves the queues on streams the device retired
-    /// ([`Gluon::retired_streams`]) to the streams in service with fewest
+    /// Moves the queues on the streams in `retired` (the device's
+    /// [`Gluon::retired_streams`]) to the streams in service with fewest
     /// queues, each once its stream holds nothing more (what it held fails
     /// as the stream is retired, and completes in order).
-    fn rebind(&self, state: &mut State) {
-        let retired = self.hw.retired_streams();
+    fn rebind(state: &mut State, retired: u32) {
         if retired == 0 {
             return;
         }
@@ -840,8 +839,9 @@ impl Scheduler {
 
     /// One round-robin turn: every queue may submit one packet.
     fn submit(&self, state: &mut State) -> bool {
-        self.rebind(state);
+        // Asked once a pass: a user device answers under its channel's lock.
         let retired = self.hw.retired_streams();
+        Self::rebind(state, retired);
         let mut progressed = false;
         let n = state.queues.len();
         for turn in 0..n {
