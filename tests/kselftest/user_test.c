@@ -940,10 +940,11 @@ TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
 	ASSERT_NE(MAP_FAILED, b1);
 	ASSERT_NE(MAP_FAILED, b2);
 
-	/* Two launches on two streams, read at once (both queued for the
-	 * server first: a doorbell's pass may run in a worker): each block
-	 * after its frame. */
+	/* Two launches on two streams, read at once: each block after its
+	 * frame. Each is queued for the server before the next is published:
+	 * a doorbell's pass may run in a worker, after the next one's. */
 	launch_counting(&o.q, h1, b1, 100, 3);
+	ASSERT_EQ(0, wait_issued(o.w, 1));
 	launch_counting(&q2, h2, b2, 200, 9);
 	ASSERT_EQ(0, wait_issued(o.w, 2));
 	n = read(ctl, buf, sizeof(buf));
@@ -957,6 +958,7 @@ TEST_F(user, a_server_that_inlines_blocks_reads_each_after_its_kernel_frame)
 	 * block does not fit what is left of one waits for the next read;
 	 * one that does not fit the buffer goes without it. */
 	launch_counting(&o.q, h1, b1, 300, 5);
+	ASSERT_EQ(0, wait_issued(o.w, 3));
 	launch_counting(&q2, h2, b2, 400, 7);
 	ASSERT_EQ(0, wait_issued(o.w, 4));
 	EXPECT_EQ(-1, read(ctl, buf, 16 + sizeof(struct radiance_user_inline_block) - 1));
