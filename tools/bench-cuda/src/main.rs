@@ -3,58 +3,17 @@
 //! `bench-cuda [cuda:N]`: libradiance's cuda backend against raw CUDA driver
 //! calls doing the same work, in one run:
 //!
-//! 1. submit overhead of an empty launch (FILL_U32 with count 0: the kernel
-//!    returns at once), `Queue::dispatch_borrowed` against `cuLaunchKernel`
-//!    on a stream of the baseline's own, per launch over 10,000 launches a
-//!    side in blocks of 250 that take turns (see below); `Queue::dispatch`
-//!    of owned launches follows as context;
-//! 2. a cross-queue dependency edge over a 512-edge chain alternating between
-//!    two queues (streams): our semaphores (signal on one, wait on the other)
-//!    against CUDA events without timing (`cuEventRecord` +
-//!    `cuStreamWaitEvent`; timing-enabled ones, and each call alone, as
-//!    context), submit only and end to end;
-//! 3. device-to-device copy bandwidth at 256 MiB, `Queue::copy` against
-//!    `cuMemcpyAsync`;
+//! 1. submit overhead of an empty launch, `Queue::dispatch_borrowed` against
+//!    `cuLaunchKernel`, in blocks of 250 launches that take turns;
+//! 2. a cross-queue dependency edge over a 512-edge chain, our semaphores
+//!    against CUDA events without timing, submit only and end to end;
+//! 3. device-to-device copy bandwidth at 256 MiB, against `cuMemcpyAsync`;
 //! 4. a recorded command buffer of 100 empty launches executed again (a
-//!    CUDA graph: `cuda/graph.rs`) against 100 `cuLaunchKernel`, submit
-//!    and end to end per execution.
+//!    CUDA graph: `cuda/graph.rs`) against 100 `cuLaunchKernel`.
 //!
-//! `bench-cuda peer cuda:A cuda:B`: a copy from A's memory into B's through
-//! a device group's peer route against `cuMemcpyPeerAsync` (`peer.rs`).
-//!
-//! Each figure is the median of several interleaved repetitions after a
-//! warm-up; each ratio is the median of the rounds' own ours / raw (a
-//! round: one repetition of each, back to back), with the ratio of the two
-//! medians beside it. The H100 machine's CPUs change speed by up to a factor
-//! of two within one run: a round's two halves run at one speed, while the
-//! two medians may come from rounds of different speeds.
-//!
-//! Section 1's halves were too long for that. Both sides' launches cost the
-//! CPU alone (the GPU runs an empty kernel faster than a launch is made:
-//! the stream has drained when the last launch returns), and a raw launch
-//! took 3.3 to 4.3 us with the CPU's speed within one process. A round used
-//! to be 10,000 launches of ours, then 10,000 raw, some 40 ms each, and its
-//! ratio followed the speed change between them: one build read 0.92 to
-//! 1.13 from process to process. So a round now takes turns every 250
-//! launches (about a millisecond), the side that starts a pair of blocks
-//! alternating, and its ratio is the ratio of the two sides' sums; the old
-//! way's submit and drain figures follow as context ("whole halves").
-//! Which stream and module the raw side launches on is not part of the
-//! bias: raw launches on our queue's stream, on another queue's, on either
-//! of the baseline's, or of our module's function, measured taking turns in
-//! one process, agreed within the noise of two runs on the same stream
-//! (2-4%).
-//!
-//! The figure's side lends one launch to every dispatch
-//! (`Queue::dispatch_borrowed`), as the raw side passes the same arguments
-//! to every `cuLaunchKernel`: it is what a caller that keeps its launch
-//! descriptions would use, such as a runtime like IREE (whose HAL lends a
-//! dispatch its constants and bindings), keeping one launch and rewriting
-//! its parameters in place. `Queue::dispatch` takes a launch and drops it,
-//! which frees its parameter block; measured as the figure was before, it
-//! follows as context ("owned"), its launches built before the clock a
-//! block at a time (the 10,000 of a whole half were 2 MB, which ours then
-//! read from memory, a cost of that array rather than of a launch).
+//! `bench-cuda peer cuda:A cuda:B`: a peer copy through a device group
+//! (`peer.rs`). Documentation/benchmarks.md says how the rounds are taken,
+//! why, and how to read each figure.
 
 use radiance::{
     cuda::{sys::*, BUILTINS_PTX, BUILTIN_KERNELS},

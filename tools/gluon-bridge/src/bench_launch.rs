@@ -3,40 +3,16 @@
 //! `bench-launch`: what a launch costs through a device the bridge serves,
 //! against the same launch the bridge hands straight to its model. The
 //! bridge declares a model device as `model` mode does and serves it on a
-//! thread; this thread is a client of that device (radiance::node) and the
-//! straight side too, so that the two interleave in one run.
+//! thread; this thread is the client of that device (radiance::node) and
+//! runs the straight side too, so that the two interleave in one run.
 //!
-//! The launch is the built-in FILL_U32 over one thread (a launch that does
-//! next to nothing, so that what is measured is the path):
-//! - through the device: LAUNCH_DESC published, then spun on until the
-//!   queue's read index passes it (the kernel builds the launch block, the
-//!   bridge reads the KERNEL frame with the block after it, runs it and
-//!   answers);
-//! - straight: `Model::run` of the KERNEL frame over the same launch block,
-//!   in memory of this process.
-//!
-//! The device side cannot come near the straight one: between them is a
-//! hand-off to the bridge's serving thread, on its way back to read() or
-//! asleep in it, and its answer. That floor is measured in the same
-//! rounds: a byte sent to a thread that reads it and sends it back, spun on
-//! as the client spins on its queue. Both are measured twice: back to back,
-//! and each after an idle gap in which the serving thread and the floor's
-//! fall asleep in read(), so that every trip pays a wake-up.
-//!
-//! Back to back, the floor's byte goes out the moment the last came back,
-//! while its thread is still in read() on its way to sleep; a launch's
-//! doorbell cannot ring that soon, as the client first writes the launch's
-//! packets, and meanwhile the serving thread falls asleep. So the hand-off
-//! is measured once more at the client's pace: each byte sent after as
-//! long as the client took, in the same round, from seeing one launch
-//! complete to having written the next.
-//!
-//! Prints medians of interleaved rounds and their ratios (times under TCG
-//! are noise, the ratios within one run are not), then where a launch
-//! through the device spends its time: the moments, from its start, at
-//! which its doorbell returned, the server's read() returned, the server
-//! began to answer and the client saw it complete (the serving thread
-//! stamps its two on the same clock).
+//! The launch is the built-in FILL_U32 over one thread, so that what is
+//! measured is the path. Its floor is a hand-off to the serving thread and
+//! back (a byte sent to a thread that returns it), measured in the same
+//! rounds: back to back, at the client's pace, and after an idle gap in
+//! which both threads fall asleep. It prints medians of interleaved rounds
+//! and their ratios, then the moments a launch through the device reaches
+//! each step. Documentation/benchmarks.md says how to read each figure.
 
 use crate::{
     bench,

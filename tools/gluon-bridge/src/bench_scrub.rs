@@ -3,39 +3,16 @@
 //! `bench-scrub`: what freeing VRAM costs the next operation on a device
 //! the bridge serves, whose freed VRAM the kernel scrubs by commands (MEM
 //! SET, or copies of zeros where the device has no SET: `--gluon-sim`).
-//! In interleaved rounds, each figure the median of its samples:
-//! - a 4 KiB FILL of another BO, alone;
-//! - the same FILL right after freeing a written BO of `--freed-kib`,
-//!   the free coming after an idle gap (the serving thread asleep, as the
-//!   device mostly is when a BO is freed), timed from the free and from
-//!   the FILL's own start (it should wait for at most about one scrub
-//!   command, not for the whole scrub), and how many scrub commands the
-//!   serving thread had run by the time the client saw it complete (an
-//!   upper bound on those it waited for: the thread goes on with the scrub
-//!   while the kernel completes the FILL);
-//! - the free itself (BO_DESTROY: it queues the scrub and wakes the
-//!   serving thread);
-//! - the freed range's next user, a 4 KiB FILL of a BO made right after
-//!   the free (it waits for the scrub's commands over its part);
-//! - one command like a scrub's (`SCRUB` in kmod/hw/user/scrub.rs): a MEM SET of
-//!   its size on the full model, a copy of its size from a host BO where
-//!   there is no SET and the scrub copies zeros (a FILL there is pattern
-//!   copies of a page each, slower than that copy at 4 KiB);
-//! - the 4 KiB FILL right behind that command on another queue, timed from
-//!   the command's publication, right after the last sample and after the
-//!   same idle gap: what an operation waits for behind one command like a
-//!   scrub's, with the hand-offs a command running ahead of it costs it
-//!   (the serving thread woken for the first and busy when the second
-//!   comes). What the FILL after the free, which a scrub command runs
-//!   ahead of, waits for beyond the FILL alone is compared with what this
-//!   one waits for beyond it: from the free's start (the free's own system
-//!   call, which wakes the serving thread, counted as the FILL's wait) and
-//!   from the FILL's own start, against the one after the idle gap;
-//! - and the device commands a free takes per MiB (counted by the serving
-//!   thread: the scrub's are the kernel's own, which its scheduler does
-//!   not count), up to the end of a FILL over the whole range after the
-//!   next user's, which waits for the rest of the scrub (so that no scrub
-//!   runs on into the next sample or round).
+//!
+//! In interleaved rounds, each figure the median of its samples: a 4 KiB
+//! FILL alone; the same FILL right after freeing a written BO (the free
+//! after an idle gap, as a BO mostly is), timed from the free and from its
+//! own start; the free itself; the freed range's next user; one command
+//! like a scrub's (`SCRUB` in kmod/hw/user/scrub.rs) and a FILL right
+//! behind it on another queue, back to back and after the same idle gap,
+//! the floor of what a FILL after a free waits for; and the device
+//! commands a free takes per MiB. Documentation/benchmarks.md says how to
+//! read each figure.
 
 use crate::{bench, control::Control, error::Result, model::ModelOptions};
 use radiance::{node, Pattern};
