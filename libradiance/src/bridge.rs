@@ -4,25 +4,7 @@
 //! device standing in another device's queue operations, by the route the
 //! topology gives (`device_group.rs`).
 //!
-//! A semaphore S of device i in a wait list of device j is replaced by its
-//! mirror on j, a semaphore of j that follows S's timeline. Where i and j
-//! are one driver's, the mirror is S itself under a handle of j (a kernel
-//! alias, or a CUDA one): nothing is done per point. Otherwise, for each point waited on,
-//! S's point reaches the mirror through the kernel (a sync_file exported
-//! from S and imported into the mirror) or through this process (a relay
-//! thread waits for S on the host, then signals the mirror, or fails it
-//! with S's error). S in a signal list of j is replaced by its proxy on j,
-//! which j's queue signals: a second alias of S, or a semaphore whose point
-//! then reaches S the same ways, once the submission is queued. Mirrors and
-//! proxies live as long as S, which holds them. A failure crosses with its
-//! code and message: the relay hands on the error itself, and a kmod
-//! semaphore that the kernel failed from the other end of an edge (through
-//! a sync_file or an alias) asks the semaphore there what the error was.
-//!
-//! A buffer of device i in a copy on j's queue is replaced by its twin on
-//! j: an import of i's dma-buf (made once, kept with the buffer), or where
-//! j's queues run on the host or reach i's memory peer to peer, the same
-//! memory as a buffer of j.
+//! Documentation/design/libradiance.md (`bridge.rs`) has the rest of its story.
 
 use crate::{
     device_group::{edge, BufferRoute, SemaphoreRoute},

@@ -5,19 +5,7 @@
 //! the HAL. A drop-in `transport/kmod.c` for Merlin is only glue over the C
 //! ABI of this (`radiance_transport_*`, `include/libradiance.h`).
 //!
-//! - A stream (0 to 255) is a queue and a timeline semaphore counting the
-//!   stream's operations, made on first use: each operation waits for the
-//!   current value and signals the next, so a stream stays in order.
-//! - A device address is a device buffer's (`alloc_device`); an operation
-//!   names a range inside one allocation.
-//! - Host-to-device copies capture their bytes at the call; device-to-host
-//!   copies go through a host-visible staging buffer whose bytes reach the
-//!   host destination at `synchronize`.
-//! - A dispatch gets the stream's stack (1 MiB) and TLS (64 KiB), allocated
-//!   on the stream's first dispatch: the seam has no field for them. The
-//!   start code divides them between threads.
-//! - `synchronize` waits for the stream's last operation and reports the
-//!   first failure with its message; the stream then stays failed.
+//! Documentation/design/libradiance.md (`transport.rs`) has the rest of its story.
 
 use crate::{
     Buffer, BufferParams, BufferUsage, Device, DeviceRange, Error, Launch, MemoryType, Pattern, Queue, Result,

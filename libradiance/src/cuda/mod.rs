@@ -4,24 +4,7 @@
 //! run time from `libcuda.so.1` (a machine without it reports "CUDA driver
 //! not found" with status UNAVAILABLE when `cuda:N` is opened).
 //!
-//! Device → the device's primary context; queue → a non-blocking stream;
-//! buffer → cuMemAlloc (device memory) or cuMemHostAlloc (host-visible,
-//! mapped); fill, copy, update → cuMemsetD*Async, cuMemcpyAsync (update from
-//! pinned staging); dispatch of the built-ins → hand-written PTX kernels and
-//! cuLaunchKernel; timeline semaphore → a payload kept on the host, and a
-//! pooled event per device signal (cuEventRecord), which streams wait on
-//! (cuStreamWaitEvent) and the host queries (cuEventQuery), as in IREE's
-//! CUDA HAL; a command buffer executed again is a CUDA graph. Memory is addressed by HAL users through 32-bit device
-//! addresses (`memory.rs`), as on Radiance. See `queue.rs` for how waits and
-//! failures are scheduled, and `semaphore.rs` for timepoints and host waits.
-//!
-//! DMA-buf: device memory exports (cuMemGetHandleForAddressRange) where the
-//! driver supports it; pinned host memory does not, and nothing imports.
-//!
-//! Layers: `sys` (the raw symbol table) → `result` (calls returning
-//! `Result`) → the safe types of the other files; raw handles stay inside
-//! this module. `sys` and the kernels' PTX are public for the benchmark's
-//! raw-driver baseline.
+//! Documentation/design/libradiance.md (`cuda/mod.rs`) has the rest of its story.
 
 mod buffer;
 mod context;

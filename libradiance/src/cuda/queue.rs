@@ -8,29 +8,7 @@
 //! the same pass as one held for its own device's, whichever device's
 //! signal, failure or promise decides it.
 //!
-//! A submission goes to its stream as soon as every wait is reached or
-//! *promised* (device work already queued signals a value at least as
-//! high); the stream then waits on the device for the promised ones (the
-//! event of the signal's timepoint, `semaphore.rs`), so a dependency
-//! between queues costs no host round trip. A submission with a wait nobody
-//! has promised yet (a value the host will signal, or work not yet
-//! submitted) is held on the host until a host signal or another submission
-//! makes it ready, or a failure fails it. So the device only ever waits for
-//! work queued before the wait: streams never deadlock, and a failed
-//! semaphore never has device waiters, which is how "an operation behind a
-//! failed wait does not run" holds without the device knowing about
-//! failures. (The one gap: failing from the host a semaphore that queued
-//! device work has promised does not stop device work already waiting for
-//! that promise.)
-//!
-//! A command buffer executed again runs as a CUDA graph (`graph.rs`).
-//!
-//! Faults of the built-in kernels are found on the host (`module.rs`)
-//! before the launch is queued; they fail the submission's signals and stop
-//! the queue, as on the host backend. Queued work keeps its buffers and
-//! staging memory until the device has passed it, which the queue learns
-//! from an event it records every [`PROGRESS_EVERY`] submissions and
-//! queries when it records the next.
+//! Documentation/design/libradiance.md (`cuda/queue.rs`) has the rest of its story.
 
 use super::{
     buffer::{cuda_buffer, spin_started, spins_stopped, CudaBuffer, Pinned},

@@ -2,33 +2,7 @@
 
 //! Timeline semaphores of the cuda backend, and host waits on them.
 //!
-//! As IREE's CUDA HAL keeps them, the payload lives on the host: a host
-//! signal raises it at once. A device signal is a *timepoint*: an event
-//! (from the device's [`EventPool`]) recorded on the signalling stream after
-//! the submission's commands, kept with the value it stands for. A stream
-//! waits for a value by waiting for the first timepoint at or above it
-//! (cuStreamWaitEvent; nothing at all when the timepoint is on its own
-//! stream). The host learns that a value is reached by querying that
-//! timepoint's event (cuEventQuery); it then folds the timepoint and every
-//! lower one into the payload and gives their events back to the pool. The
-//! device never reads the payload: the scheduler (`queue.rs`) queues a
-//! device wait only for a value already reached or promised by queued device
-//! work, so there is always a timepoint to wait on, and a failure is kept on
-//! the host.
-//!
-//! Host waits poll, yielding the CPU between polls, for up to [`POLL`]
-//! (CUDA's own default, for a thread synchronising with a GPU on a machine
-//! with more cores than GPUs, is to poll and yield without limit); then they
-//! sleep on the process's [`HUB`], woken at once by host signals and
-//! failures and, for device signals, by a timeout that doubles up to
-//! [`MAX_SLEEP`].
-//!
-//! Another cuda device of the same group uses a semaphore itself (its
-//! alias is this very object): its streams wait on the semaphore's
-//! timepoints' events (cuStreamWaitEvent takes an event of another device)
-//! and record its signals with events of their own device, which such a
-//! timepoint remembers, to query them in their own context and give them
-//! back to their own pool.
+//! Documentation/design/libradiance.md (`cuda/semaphore.rs`) has the rest of its story.
 
 use super::{
     context::Context,

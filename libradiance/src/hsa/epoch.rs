@@ -3,24 +3,7 @@
 //! Epochs: how one HSA signal per queue tells which submissions are done,
 //! and what each done submission signals, as IREE's AMDGPU HAL keeps it.
 //!
-//! Each queue owns one *epoch signal*, created at [`INITIAL`]. Submission k
-//! of the queue (k = 1, 2, ...) is epoch k: its last AQL packet carries the
-//! epoch signal as completion signal, which the packet processor decrements
-//! by one when the packet is done. Packets run in order (barrier bit), so
-//! the signal's value is `INITIAL - (epochs done)`.
-//!
-//! - The host learns what is done by reading or waiting on the signal
-//!   ([`completed`]); the queue's [`NotificationRing`] maps each epoch to
-//!   the (semaphore, value) pairs its submission signals, drained in order
-//!   by the device's completion thread.
-//! - Another queue waits for epoch k on the device with an AMD
-//!   barrier-value packet on the signal: "value < INITIAL - k + 1"
-//!   ([`wait_condition`]).
-//! - A semaphore keeps a [`Timeline`] of the epochs that will signal it, so
-//!   that a device wait for a value becomes a wait for the first epoch that
-//!   reaches it.
-//!
-//! Pure bookkeeping, tested here; `queue.rs` and `semaphore.rs` hold it.
+//! Documentation/design/libradiance.md (`hsa/epoch.rs`) has the rest of its story.
 
 use super::sys::HSA_SIGNAL_CONDITION_LT;
 use std::collections::VecDeque;

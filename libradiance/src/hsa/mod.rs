@@ -7,33 +7,7 @@
 //! without it, or without `/dev/kfd`, reports why with status UNAVAILABLE
 //! when `hsa:N` is opened.
 //!
-//! Device → GPU agent N (in ROCr's order, counting GPUs only) with its
-//! coarse-grained global pool for Device buffers, and the CPU agent's
-//! fine-grained pool (made accessible to the GPU) for HostVisible buffers
-//! and its kernarg pool for kernel arguments and update staging. Queue → an
-//! AQL queue on the GPU agent; every command is a kernel dispatch packet
-//! (the built-ins of `builtins.cl`, embedded as code objects per GPU
-//! generation and loaded with the code-object reader into an executable;
-//! fill, copy and update included), written body first and header last
-//! (`packet.rs`). Timeline semaphore → a payload kept on the host, and per
-//! queue one epoch signal that the packet processor decrements when a
-//! submission's last packet completes; a notification ring per queue maps
-//! epochs to the (semaphore, value) pairs they signal, drained by the
-//! device's one completion thread (`epoch.rs`, `semaphore.rs`). A wait on
-//! another queue's work is an AMD barrier-value packet on that queue's epoch
-//! signal; a wait nobody has promised yet is held on the host until it is
-//! (`queue.rs`). Memory is addressed by HAL users through 32-bit device
-//! addresses (`native_launch.rs`), as on the cuda backend.
-//!
-//! DMA-buf: import through `hsa_amd_interop_map_buffer` (every ROCr);
-//! export where the loaded ROCr has `hsa_amd_portable_export_dmabuf` (6.0
-//! and later), decided by the symbol's presence.
-//!
-//! Layers: `sys` (types, packets and the symbol table) → `result` (calls
-//! returning `Result`) → the safe types of the other files.
-//!
-//! Never run on an AMD GPU: everything past `hsa_init`. What is tested
-//! here is listed in Documentation/todo.md.
+//! Documentation/design/libradiance.md (`hsa/mod.rs`) has the rest of its story.
 
 mod buffer;
 mod device;

@@ -4,27 +4,7 @@
 //! becomes, and the device-wide scheduler that decides when a submission
 //! may go to its queue.
 //!
-//! A submission goes to its queue as soon as every wait is reached or
-//! *promised* (queued device work signals a value at least as high); it
-//! then becomes, in order: a barrier-value packet per wait promised by
-//! another queue (on that queue's epoch signal: the wait costs no host
-//! round trip), a dispatch per command, and the epoch's completion (the last
-//! packet's completion signal is the queue's epoch signal; a submission
-//! with no packet gets a barrier-AND with no dependencies). A submission
-//! with a wait nobody has promised yet is held on the host until a host
-//! signal or another submission makes it ready, or a failure fails it; so
-//! the device only waits for work queued before the wait, and a failed
-//! semaphore never has device waiters.
-//!
-//! Fill, copy and update are dispatches of the HAL kernels in
-//! `builtins.cl`; updates are staged in host memory first. Each dispatch's
-//! arguments get their own kernarg allocation, kept with the submission
-//! until its epoch is done (IREE's AMDGPU HAL suballocates a kernarg ring
-//! instead: a measured improvement left for hardware to show).
-//!
-//! A kernel fault makes ROCr call the queue's error callback; the queue is
-//! dead from then on: the completion thread fails what it had in flight, and
-//! later submissions fail with the same error.
+//! Documentation/design/libradiance.md (`hsa/queue.rs`) has the rest of its story.
 
 use super::{
     buffer::{hsa_buffer, HsaBuffer, PoolMemory},

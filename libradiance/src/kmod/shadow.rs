@@ -4,33 +4,7 @@
 //! `VRAM_MAPPABLE` cap: the VRAM lives in another process, e.g. gluon-sim's,
 //! and the kernel refuses MAPPABLE VRAM buffer objects with EOPNOTSUPP).
 //!
-//! Such a buffer is a VRAM buffer object, which queue work and kernels use
-//! as on any device, plus a host shadow: a pinned HOST buffer object of the
-//! same size, mapped here. The shadow is kept in step by copies on the
-//! backend's own queue, each waited for before the host goes on:
-//!
-//! - `read` copies the range from VRAM into the shadow, then to the caller;
-//!   `write` copies into the shadow, then the range to VRAM. Both finish
-//!   before they return, so they keep the HAL's promise for
-//!   [`crate::Mapping`]: queue work that starts after a write sees it, and a
-//!   read after a semaphore was reached sees what the work before it wrote.
-//! - A raw mapping (the C ABI's `radiance_buffer_map`) copies its range in
-//!   when it is made and back to VRAM when it ends. A pointer the host
-//!   writes through cannot be watched, so those two are the only points
-//!   where the shadow and VRAM meet: the host maps after the queue work it
-//!   wants to see and unmaps before the queue work that must see its bytes.
-//!   While a range is mapped, nothing else of the host may read, write or
-//!   map an overlapping range: that would copy VRAM over bytes the host has
-//!   not written back yet.
-//!
-//! Why a shadow, and not host-visible buffers in HOST memory: kernels
-//! address only VRAM (Gluon has no GPU virtual memory and reaches host
-//! memory only by DMA in queue copies), so a buffer a kernel dispatches on
-//! must be VRAM; and the bytes are copied only when the host asks for them,
-//! never for queue work or kernels. Why one shadow for the buffer's life,
-//! not staging memory per access: a C mapping needs memory that stays put
-//! until it is unmapped, and pinning host memory (a system call, counted
-//! against the device's pinned limit) then happens once, at allocation.
+//! Documentation/design/libradiance.md (`kmod/shadow.rs`) has the rest of its story.
 
 use crate::{
     lock::lock,

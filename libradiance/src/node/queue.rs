@@ -57,8 +57,8 @@ pub struct QueueFault {
 
 impl QueueFault {
     /// The fault as an error: a device fault names Gluon's error, PC and
-    /// thread ([`StatusCode::Aborted`]); a fault the kernel found (a bad
-    /// packet, a timeout) is its errno.
+    /// thread ([`StatusCode::Aborted`](crate::StatusCode::Aborted)); a
+    /// fault the kernel found (a bad packet, a timeout) is its errno.
     pub fn error(&self) -> Error {
         let at = format!("queue {}, packet {}", self.queue, self.packet);
         if self.err_code == 0 {
