@@ -166,6 +166,12 @@ pub(crate) trait Gluon: Send + Sync {
     }
 }
 
+/// Whether `stream` is in the bit set `streams` (bit `i`: stream `i`), as
+/// [`Gluon::retired_streams`] gives one.
+pub(crate) fn in_streams(streams: u32, stream: usize) -> bool {
+    stream < 32 && streams & (1 << stream) != 0
+}
+
 /// Opens a window on `segments` for `hw`'s device if it reaches host memory
 /// through the kernel; kept as long as they are mapped for it.
 pub(crate) fn open_window(

@@ -52,6 +52,7 @@ use crate::{
     fifo::Fifo,
     gluon::Command,
     hw::{
+        in_streams,
         Gluon,
         Interrupt, //
     },
@@ -105,16 +106,11 @@ type Peers = Ring<(Arc<Scheduler>, bool), 8>;
 /// markers between them.
 const STREAM_ENTRIES: usize = 64;
 
-/// Whether `stream` is in the bit set `streams`.
-fn on_stream(streams: u32, stream: u8) -> bool {
-    stream < 32 && streams & (1 << stream) != 0
-}
-
 /// The stream in service (not in `retired`) with the fewest queues.
 fn least_loaded(state: &State, retired: u32) -> u8 {
     let load = |s: u8| state.queues.iter().filter(|q| q.stream == s).count();
     (0..state.streams.len() as u8)
-        .filter(|&s| !on_stream(retired, s))
+        .filter(|&s| !in_streams(retired, s.into()))
         .min_by_key(|&s| load(s))
         .unwrap_or(0)
 }
@@ -827,7 +823,7 @@ impl Scheduler {
                 .streams
                 .get(usize::from(from))
                 .is_some_and(|s| s.fifo.is_empty());
-            if !on_stream(retired, from) || !drained {
+            if !in_streams(retired, from.into()) || !drained {
                 continue;
             }
             let to = least_loaded(state, retired);
@@ -852,7 +848,7 @@ impl Scheduler {
             entry.stalled = false;
             // Its stream is retired and still holds its work: it moves
             // once that work has failed and completed.
-            if on_stream(retired, entry.stream) {
+            if in_streams(retired, entry.stream.into()) {
                 continue;
             }
             let fresh = entry.staged.is_none();

@@ -141,12 +141,16 @@ impl Channel {
             *n = 0;
         }
         let mut unread = Ok(());
-        pending.retain_pending(|p| match p {
-            Pending::Frame(frame) if on(stream_of(dialect, frame).into()) => {
-                unread = unread.and(responses.push(failed(stream_of(dialect, frame))));
-                false
+        pending.retain_pending(|p| {
+            let Pending::Frame(frame) = p else {
+                return true;
+            };
+            let stream = stream_of(dialect, frame);
+            if !on(stream.into()) {
+                return true;
             }
-            _ => true,
+            unread = unread.and(responses.push(failed(stream)));
+            false
         });
         unread
     }

@@ -59,6 +59,7 @@ use super::{
     dma_device::DmaDevice,
     host_map::HostMap,
     host_windows::HostWindows,
+    in_streams,
     stream_of,
     Gluon,
     HwDesc,
@@ -559,19 +560,17 @@ impl User {
             }
             let newly = streams & !ch.retired;
             ch.retired = streams;
-            let on = |s: usize| s < 32 && newly & (1 << s) != 0;
-            ch.fail_streams(dialect, on)?;
+            ch.fail_streams(dialect, |s| in_streams(newly, s))?;
             let Channel {
                 pending, scrubbing, ..
             } = &mut *ch;
-            let scrub_lost = scrubbing
-                .iter_mut()
-                .enumerate()
-                .filter(|(s, n)| on(*s) && **n > 0)
-                .fold(false, |_, (_, n)| {
+            let mut scrub_lost = false;
+            for (s, n) in scrubbing.iter_mut().enumerate() {
+                if in_streams(newly, s) && *n > 0 {
                     *n = 0;
-                    true
-                });
+                    scrub_lost = true;
+                }
+            }
             if scrub_lost {
                 if let Some(Pending::Scrub(scrub)) = pending.front_mut() {
                     scrub.restart();
