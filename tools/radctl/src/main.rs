@@ -150,8 +150,12 @@ fn streams_text(i: &node::DeviceInfo) -> String {
     if retired.is_empty() {
         return i.streams.to_string();
     }
-    let list: Vec<String> = retired.iter().map(u32::to_string).collect();
-    format!("{} ({} retired: {})", i.streams, retired.len(), list.join(", "))
+    format!("{} ({} retired: {})", i.streams, retired.len(), stream_list(&retired))
+}
+
+/// Streams as `0, 2`.
+fn stream_list(streams: &[u32]) -> String {
+    streams.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// Whether `device` names a HAL device that is not a Radiance node.
@@ -268,8 +272,7 @@ fn queues(device: &str, as_json: bool) -> Result<()> {
     print_table(["PID", "QUEUE", "STREAM", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED"], &rows);
     let retired = dev.info().retired();
     if !retired.is_empty() {
-        let list: Vec<String> = retired.iter().map(u32::to_string).collect();
-        println!("retired streams (their queues moved to the others): {}", list.join(", "));
+        println!("retired streams (their queues moved to the others): {}", stream_list(&retired));
     }
     Ok(())
 }
