@@ -18,6 +18,11 @@
 //! any other PC is answered with an execution error at that PC. `SPIN` runs
 //! until the host aborts it.
 //!
+//! A long command reports its progress to its host as it goes
+//! ([`Memory::progress`]), a step of [`STEP_BYTES`] bytes or
+//! [`STEP_THREADS`] threads at a time, and stops between steps when the
+//! host aborts it: a watchdog tells a slow command from a hung one by it.
+//!
 //! Plain `core`: no allocation, and no more than a few hundred bytes of
 //! stack (kernel stacks are small).
 
@@ -72,6 +77,12 @@ pub fn caps(dialect: &dyn Dialect, gluon_sim: bool) -> u64 {
 /// pattern starts every chunk in phase.
 const CHUNK: usize = 256;
 
+/// Bytes a copy or fill moves between two progress reports.
+pub const STEP_BYTES: u32 = 64 * 1024;
+
+/// Threads a launch runs between two progress reports.
+pub const STEP_THREADS: u64 = 1024;
+
 /// Stream numbers a frame can carry.
 const STREAM_IDS: usize = u8::MAX as usize + 1;
 
@@ -100,6 +111,10 @@ pub trait Memory {
     fn aborted(&self) -> bool;
     /// Sleeps about a millisecond (SPIN's poll interval).
     fn pause(&self);
+    /// The running command did `units` more of its work (bytes for a copy
+    /// or fill, threads for a launch): a host with a watchdog counts it; a
+    /// throttled one may sleep here, where nothing is locked.
+    fn progress(&self, _units: u64) {}
 }
 
 /// A device-side failure: the response's status, PC and warp.
@@ -201,6 +216,23 @@ fn chunks(len: u32) -> impl Iterator<Item = (u64, usize)> {
     (0..len)
         .step_by(CHUNK)
         .map(move |done| (u64::from(done), (len - done).min(CHUNK as u32) as usize))
+}
+
+/// `(offset, bytes)` of each [`STEP_BYTES`] step of `len` bytes.
+fn steps(len: u32) -> impl Iterator<Item = (u32, u32)> {
+    (0..len)
+        .step_by(STEP_BYTES as usize)
+        .map(move |done| (done, (len - done).min(STEP_BYTES)))
+}
+
+/// Reports `units` of progress, then stops the command if a reset aborted
+/// it (its fault is never answered: see [`Model::run`]).
+fn step(mem: &dyn Memory, units: u64) -> Result<(), Fault> {
+    mem.progress(units);
+    if mem.aborted() {
+        return Err(Fault::of(err::RESET));
+    }
+    Ok(())
 }
 
 /// A Gluon command processor: executes frames one at a time, in order.
@@ -322,22 +354,32 @@ impl Model {
                 for (b, v) in chunk.iter_mut().zip(value.to_le_bytes().iter().cycle()) {
                     *b = *v;
                 }
-                for (at, n) in chunks(len) {
-                    let chunk = chunk.get(..n).ok_or(Fault::of(err::BAD_COMMAND))?;
-                    mem.write_vram(u64::from(dst) + at, chunk)?;
+                for (start, len) in steps(len) {
+                    for (at, n) in chunks(len) {
+                        let chunk = chunk.get(..n).ok_or(Fault::of(err::BAD_COMMAND))?;
+                        mem.write_vram(u64::from(dst) + u64::from(start) + at, chunk)?;
+                    }
+                    step(mem, len.into())?;
                 }
                 Ok(())
             }
             Command::Copy { src, dst, len, dir } => {
                 self.aligned(&[src, dst, len.into()])?;
-                match dir {
-                    CopyDir::HostToDevice => Ok(mem.host_to_vram(src, dst, len)?),
-                    CopyDir::DeviceToHost => Ok(mem.vram_to_host(src, dst, len)?),
-                    CopyDir::DeviceToDevice => {
-                        self.require(caps::COPY_D2D)?;
-                        self.copy_vram(mem, src, dst, len)
-                    }
+                if dir == CopyDir::DeviceToDevice {
+                    self.require(caps::COPY_D2D)?;
+                    self.in_vram(src, len)?;
+                    self.in_vram(dst, len)?;
                 }
+                for (at, n) in steps(len) {
+                    let (src, dst) = (src + u64::from(at), dst + u64::from(at));
+                    match dir {
+                        CopyDir::HostToDevice => mem.host_to_vram(src, dst, n)?,
+                        CopyDir::DeviceToHost => mem.vram_to_host(src, dst, n)?,
+                        CopyDir::DeviceToDevice => copy_vram(mem, src, dst, n)?,
+                    }
+                    step(mem, n.into())?;
+                }
+                Ok(())
             }
             Command::Kernel {
                 host_addr,
@@ -361,19 +403,6 @@ impl Model {
                 Ok(mem.write_vram(dst.into(), &value.to_le_bytes())?)
             }
         }
-    }
-
-    /// COPY from VRAM to VRAM, through the stack.
-    fn copy_vram(&self, mem: &dyn Memory, src: u64, dst: u64, len: u32) -> Result<(), Fault> {
-        self.in_vram(src, len)?;
-        self.in_vram(dst, len)?;
-        let mut buf = [0u8; CHUNK];
-        for (at, n) in chunks(len) {
-            let buf = buf.get_mut(..n).ok_or(Fault::of(err::BAD_COMMAND))?;
-            mem.read_vram(src + at, buf)?;
-            mem.write_vram(dst + at, buf)?;
-        }
-        Ok(())
     }
 
     /// KERNEL: DMA the launch block into VRAM, run it, then drain its
@@ -444,6 +473,33 @@ impl Model {
     }
 }
 
+/// COPY from VRAM to VRAM, through the stack.
+fn copy_vram(mem: &dyn Memory, src: u64, dst: u64, len: u32) -> Result<(), Fault> {
+    let mut buf = [0u8; CHUNK];
+    for (at, n) in chunks(len) {
+        let buf = buf.get_mut(..n).ok_or(Fault::of(err::BAD_COMMAND))?;
+        mem.read_vram(src + at, buf)?;
+        mem.write_vram(dst + at, buf)?;
+    }
+    Ok(())
+}
+
+/// Runs `body` for each of the first `count` threads, reporting progress
+/// every [`STEP_THREADS`] threads.
+fn each_thread(
+    mem: &dyn Memory,
+    count: u64,
+    mut body: impl FnMut(u64) -> Result<(), Fault>,
+) -> Result<(), Fault> {
+    for t in 0..count {
+        body(t)?;
+        if (t + 1) % STEP_THREADS == 0 {
+            step(mem, STEP_THREADS)?;
+        }
+    }
+    step(mem, count % STEP_THREADS)
+}
+
 /// Runs a built-in kernel over its grid.
 fn run_builtin(mem: &dyn Memory, l: &Running) -> Result<(), Fault> {
     let param = |i: u32| {
@@ -472,33 +528,33 @@ fn run_builtin(mem: &dyn Memory, l: &Running) -> Result<(), Fault> {
     match l.kernel_pc {
         builtin::FILL_U32 => {
             let (dst, value, count) = (param(0)?, param(1)?, param(2)?);
-            for t in 0..threads.min(count.into()) {
-                write_u32(mem, elem(dst, t), value).map_err(at(t))?;
-            }
+            each_thread(mem, threads.min(count.into()), |t| {
+                write_u32(mem, elem(dst, t), value).map_err(at(t))
+            })?;
         }
         builtin::COPY_U32 => {
             let (dst, src, count) = (param(0)?, param(1)?, param(2)?);
-            for t in 0..threads.min(count.into()) {
+            each_thread(mem, threads.min(count.into()), |t| {
                 let v = read_u32(mem, elem(src, t)).map_err(at(t))?;
-                write_u32(mem, elem(dst, t), v).map_err(at(t))?;
-            }
+                write_u32(mem, elem(dst, t), v).map_err(at(t))
+            })?;
         }
         builtin::VECADD_U32 => {
             let (a, b, c, count) = (param(0)?, param(1)?, param(2)?, param(3)?);
-            for t in 0..threads.min(count.into()) {
+            each_thread(mem, threads.min(count.into()), |t| {
                 let x = read_u32(mem, elem(a, t)).map_err(at(t))?;
                 let y = read_u32(mem, elem(b, t)).map_err(at(t))?;
-                write_u32(mem, elem(c, t), x.wrapping_add(y)).map_err(at(t))?;
-            }
+                write_u32(mem, elem(c, t), x.wrapping_add(y)).map_err(at(t))
+            })?;
         }
         builtin::PRINTF_U32 => {
             let (value, count) = (param(0)?, param(1)?);
-            for t in 0..threads.min(count.into()) {
+            each_thread(mem, threads.min(count.into()), |t| {
                 let mut line = LineBuf::new();
                 // A 64-byte line always holds this text.
                 let _ = writeln!(line, "thread {t}: {}", value.wrapping_add(t as u32));
-                printf(mem, l, line.as_bytes()).map_err(at(t))?;
-            }
+                printf(mem, l, line.as_bytes()).map_err(at(t))
+            })?;
         }
         builtin::SPIN => {
             // Runs until a reset; its response never comes.

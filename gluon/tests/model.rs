@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 
 use radiance_gluon::{
     gluon24::Gluon24,
-    model::{MemError, Memory, Model, MAX_LAUNCH_BLOCK},
+    model::{MemError, Memory, Model, MAX_LAUNCH_BLOCK, STEP_BYTES, STEP_THREADS},
     sim16::Sim16,
     status,
     Command,
@@ -21,7 +21,7 @@ use radiance_gluon::{
 };
 use radiance_uapi::{builtin, caps, counter, gluon_err as err, PrintfRing};
 
-const VRAM: usize = 64 * 1024;
+const VRAM: usize = 256 * 1024;
 /// Host memory lies at DMA addresses `[HOST, HOST + HOST_SIZE)`.
 const HOST: u64 = 0x1000_0000;
 const HOST_SIZE: usize = 16 * 1024;
@@ -35,6 +35,10 @@ struct Mem {
     vram: RefCell<Vec<u8>>,
     host: RefCell<Vec<u8>>,
     aborted: Cell<bool>,
+    /// Each progress report, in order.
+    progress: RefCell<Vec<u64>>,
+    /// Aborts the command at this many progress reports.
+    abort_at: Cell<Option<usize>>,
 }
 
 impl Mem {
@@ -43,6 +47,8 @@ impl Mem {
             vram: RefCell::new(vec![0; VRAM]),
             host: RefCell::new(vec![0; HOST_SIZE]),
             aborted: Cell::new(false),
+            progress: RefCell::new(Vec::new()),
+            abort_at: Cell::new(None),
         }
     }
 
@@ -120,6 +126,14 @@ impl Memory for Mem {
     fn pause(&self) {
         // A SPIN only stops when aborted: abort it on its first poll.
         self.aborted.set(true);
+    }
+
+    fn progress(&self, units: u64) {
+        let mut reports = self.progress.borrow_mut();
+        reports.push(units);
+        if self.abort_at.get() == Some(reports.len()) {
+            self.aborted.set(true);
+        }
     }
 }
 
@@ -647,5 +661,51 @@ fn an_aborted_command_gets_no_response() -> Result<(), Error> {
         dev.model.run(&dev.mem, frame.as_bytes()),
         None::<[u8; RESPONSE_SIZE]>
     );
+    Ok(())
+}
+
+#[test]
+fn long_commands_report_progress_a_step_at_a_time() -> Result<(), Error> {
+    let mut dev = Dev::new(&Gluon24, FULL);
+    let len = 2 * STEP_BYTES + 12;
+    let set = Command::Set {
+        dst: 0,
+        value: 7,
+        len,
+    };
+    assert_eq!(dev.cmd(set)?, ok(0));
+    assert_eq!(
+        *dev.mem.progress.borrow(),
+        [STEP_BYTES.into(), STEP_BYTES.into(), 12]
+    );
+    dev.mem.progress.borrow_mut().clear();
+    let threads = 2 * STEP_THREADS as u32 + 100;
+    let fill = launch_block(&dev, builtin::FILL_U32, 0, threads, &[0, 1, threads], false);
+    assert_eq!(dev.cmd(fill)?, ok(0));
+    assert_eq!(
+        *dev.mem.progress.borrow(),
+        [STEP_THREADS, STEP_THREADS, 100]
+    );
+    Ok(())
+}
+
+#[test]
+fn a_reset_stops_a_long_command_between_steps() -> Result<(), Error> {
+    let mut dev = Dev::new(&Gluon24, FULL);
+    dev.mem.abort_at.set(Some(1));
+    let set = Command::Set {
+        dst: 0,
+        value: 0x0101_0101,
+        len: 3 * STEP_BYTES,
+    };
+    let frame = dev.d.encode(0, &set)?;
+    assert_eq!(
+        dev.model.run(&dev.mem, frame.as_bytes()),
+        None::<[u8; RESPONSE_SIZE]>
+    );
+    // The first step ran; nothing after it did.
+    let step = STEP_BYTES as usize;
+    assert!(dev.mem.vram(0, step).iter().all(|&b| b == 1));
+    assert!(dev.mem.vram(step as u64, step).iter().all(|&b| b == 0));
     Ok(())
 }
