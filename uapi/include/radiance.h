@@ -38,7 +38,7 @@
  * Bumped when a struct grows or an ioctl is added. %RADIANCE_IOCTL_GET_INFO reports the
  * version of the running module.
  */
-#define RADIANCE_ABI_MINOR 14
+#define RADIANCE_ABI_MINOR 15
 
 /**
  * define RADIANCE_IOCTL_TYPE - The ioctl type byte ("magic") of every Radiance ioctl.
@@ -1095,6 +1095,16 @@ struct radiance_launch_block {
  * %RADIANCE_IOCTL_USER_HOST_READ for it.
  */
 #define RADIANCE_USER_DECLARE_INLINE_BLOCKS (1u << 2)
+/**
+ * define RADIANCE_USER_DECLARE_REPORTS_PROGRESS - The server reports progress (ABI 1.15).
+ *
+ * A flag of the flags field of &struct radiance_user_declare. The server reports the
+ * progress of the commands it runs with %RADIANCE_IOCTL_USER_PROGRESS: the watchdog then
+ * resets the device only for a command whose stream made no progress for the launch
+ * timeout, however long the command takes. Without it, a command has a deadline from its
+ * size and the declared rates (bytes_per_s, threads_per_s).
+ */
+#define RADIANCE_USER_DECLARE_REPORTS_PROGRESS (1u << 3)
 
 /**
  * struct radiance_user_inline_block - What follows a KERNEL frame with inline blocks.
@@ -1142,10 +1152,17 @@ struct radiance_user_inline_block {
  * @name: In: the name GET_INFO reports, NUL-terminated.
  * @device_index: Out: N of /dev/radianceN.
  * @pad: In: must be zero.
+ * @bytes_per_s: In (ABI 1.15): bytes a second the device copies or fills, for a server
+ *	that does not report progress (%RADIANCE_USER_DECLARE_REPORTS_PROGRESS): a copy or
+ *	fill may take its size over this before the watchdog resets the device, the launch
+ *	timeout at least. 0: not declared (the timeout only).
+ * @threads_per_s: In (ABI 1.15): threads a second the device runs, as @bytes_per_s for
+ *	launches.
  *
  * The argument of %RADIANCE_IOCTL_USER_DECLARE, on the control node. It fails with EPERM
  * without CAP_SYS_ADMIN, EBUSY if this file already declared a device, ENOSPC when all
- * %RADIANCE_MAX_DEVICES devices exist, and EINVAL for a field out of range.
+ * %RADIANCE_MAX_DEVICES devices exist, and EINVAL for a field out of range. ABI 1.15 grew
+ * it by @bytes_per_s and @threads_per_s; the 88-byte struct of ABI 1.9 is still taken.
  */
 struct radiance_user_declare {
 	__u32 flags;
@@ -1161,6 +1178,8 @@ struct radiance_user_declare {
 	char name[RADIANCE_NAME_LEN];
 	__u32 device_index;
 	__u32 pad;
+	__u64 bytes_per_s;
+	__u64 threads_per_s;
 };
 
 /**
@@ -1223,6 +1242,32 @@ struct radiance_user_reset {
 struct radiance_user_retire {
 	__u32 streams;
 	__u32 flags;
+};
+
+/**
+ * struct radiance_user_progress - Reports what a stream's command did (ABI 1.15).
+ * @stream: In: the stream.
+ * @flags: In: no flags are defined yet; must be zero.
+ * @units: In: work done since the stream's last report, more than 0: bytes for a copy or
+ *	fill, threads for a launch, or whatever else the server counts (a simulator's CPU
+ *	time).
+ *
+ * The argument of %RADIANCE_IOCTL_USER_PROGRESS, on the control node: the command the
+ * server runs on @stream (its oldest read and not answered) moved. The watchdog of a
+ * device declared with %RADIANCE_USER_DECLARE_REPORTS_PROGRESS resets it only for a
+ * command whose stream reported nothing for the launch timeout; debugfs streams shows
+ * what each stream's command did so far.
+ *
+ * It fails with EINVAL for a flag, @units 0 or a stream the device lacks, EPROTO for a
+ * stream that runs nothing the server read, ECONNRESET while a reset waits to be
+ * acknowledged (the command was given up), and ENXIO before
+ * %RADIANCE_IOCTL_USER_DECLARE or on a device declared without
+ * %RADIANCE_USER_DECLARE_REPORTS_PROGRESS.
+ */
+struct radiance_user_progress {
+	__u32 stream;
+	__u32 flags;
+	__u64 units;
 };
 
 /**
@@ -1375,5 +1420,12 @@ struct radiance_user_retire {
  * On the control node; takes &struct radiance_user_retire.
  */
 #define RADIANCE_IOCTL_USER_RETIRE _IOWR(RADIANCE_IOCTL_TYPE, 0x44, struct radiance_user_retire)
+/**
+ * define RADIANCE_IOCTL_USER_PROGRESS - Reports what a stream's command did (ABI 1.15).
+ *
+ * On the control node; takes &struct radiance_user_progress.
+ */
+#define RADIANCE_IOCTL_USER_PROGRESS \
+	_IOWR(RADIANCE_IOCTL_TYPE, 0x45, struct radiance_user_progress)
 
 #endif /* _RADIANCE_UAPI_H */

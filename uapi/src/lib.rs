@@ -24,7 +24,7 @@
 /// Major ABI version: bumped only for an incompatible change (never, we hope).
 pub const ABI_MAJOR: u16 = 1;
 /// Minor ABI version: bumped when structs grow or ioctls are added.
-pub const ABI_MINOR: u16 = 14;
+pub const ABI_MINOR: u16 = 15;
 
 /// The ioctl type byte ("magic") of every Radiance ioctl; unassigned in
 /// Documentation/userspace-api/ioctl/ioctl-number.rst.
@@ -667,6 +667,15 @@ pub struct UserDeclare {
     pub device_index: u32,
     /// In: must be zero.
     pub pad: u32,
+    /// In (ABI 1.15): bytes a second the device copies or fills, for a
+    /// server that does not report progress
+    /// ([`user_declare_flags::REPORTS_PROGRESS`]): a copy or fill may take
+    /// its size over this before the watchdog resets the device, the
+    /// launch timeout at least. 0: not declared (the timeout only).
+    pub bytes_per_s: u64,
+    /// In (ABI 1.15): threads a second the device runs, as `bytes_per_s`
+    /// for launches.
+    pub threads_per_s: u64,
 }
 
 /// `UserDeclare::flags`.
@@ -691,9 +700,16 @@ pub mod user_declare_flags {
     /// frame names, read from host memory as the frame was read, so that
     /// the server needs no USER_HOST_READ for it.
     pub const INLINE_BLOCKS: u32 = 1 << 2;
-    /// Every flag ABI 1.13 knows; 1.12 knew `READ_WAITS` and
-    /// `TAKES_DOORBELLS`, 1.11 `READ_WAITS`; before it, none.
-    pub const ALL: u32 = READ_WAITS | TAKES_DOORBELLS | INLINE_BLOCKS;
+    /// ABI 1.15: the server reports the progress of the commands it runs
+    /// ([`UserProgress`](super::UserProgress)): the watchdog then resets
+    /// the device only for a command whose stream made no progress for the
+    /// launch timeout, however long the command takes. Without it, a
+    /// command has a deadline from its size and the declared rates.
+    pub const REPORTS_PROGRESS: u32 = 1 << 3;
+    /// Every flag ABI 1.15 knows; 1.13 knew all but `REPORTS_PROGRESS`,
+    /// 1.12 `READ_WAITS` and `TAKES_DOORBELLS`, 1.11 `READ_WAITS`; before
+    /// it, none.
+    pub const ALL: u32 = READ_WAITS | TAKES_DOORBELLS | INLINE_BLOCKS | REPORTS_PROGRESS;
 }
 
 /// What follows a KERNEL frame in `read()` on the control file of a server
@@ -779,6 +795,30 @@ pub struct UserRetire {
     pub streams: u32,
     /// In: no flags are defined yet; must be zero.
     pub flags: u32,
+}
+
+/// `RADIANCE_IOCTL_USER_PROGRESS` (ABI 1.15): the server says that the
+/// command it runs on `stream` (its oldest read and not answered) did
+/// `units` more of its work: bytes for a copy or fill, threads for a
+/// launch, or whatever else it counts (a simulator's CPU time). The
+/// watchdog of a device declared with
+/// [`user_declare_flags::REPORTS_PROGRESS`] resets it only for a command
+/// whose stream reported nothing for the launch timeout; debugfs
+/// `streams` shows what each stream's command did so far.
+///
+/// EINVAL for a flag, `units` 0, or a stream the device lacks; EPROTO for
+/// a stream that runs nothing the server read; ECONNRESET while a reset
+/// waits to be acknowledged (the command was given up); ENXIO before
+/// USER_DECLARE, or on a device declared without `REPORTS_PROGRESS`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserProgress {
+    /// In: the stream.
+    pub stream: u32,
+    /// In: no flags are defined yet; must be zero.
+    pub flags: u32,
+    /// In: work done since the stream's last report, more than 0.
+    pub units: u64,
 }
 
 /// `RADIANCE_IOCTL_QUEUE_QUERY`: the kernel's view of a queue.
@@ -1125,6 +1165,8 @@ pub mod nr {
     pub const USER_RESET: u8 = 0x43;
     /// [`super::UserRetire`], on the control node (ABI 1.14).
     pub const USER_RETIRE: u8 = 0x44;
+    /// [`super::UserProgress`], on the control node (ABI 1.15).
+    pub const USER_PROGRESS: u8 = 0x45;
 }
 
 /// `RADIANCE_IOCTL_GET_INFO`.
@@ -1175,6 +1217,8 @@ pub const IOCTL_USER_HOST_WRITE: u32 = iowr::<UserHostAccess>(nr::USER_HOST_WRIT
 pub const IOCTL_USER_RESET: u32 = iowr::<UserReset>(nr::USER_RESET);
 /// `RADIANCE_IOCTL_USER_RETIRE`.
 pub const IOCTL_USER_RETIRE: u32 = iowr::<UserRetire>(nr::USER_RETIRE);
+/// `RADIANCE_IOCTL_USER_PROGRESS`.
+pub const IOCTL_USER_PROGRESS: u32 = iowr::<UserProgress>(nr::USER_PROGRESS);
 
 /// Every argument size ever released for each ioctl, oldest first (the
 /// last is the current struct): the kernel accepts exactly these, and
@@ -1220,14 +1264,17 @@ pub mod sizes {
     pub const QUEUE_KICK: &[usize] = &[8];
     /// [`super::QueueQuery`] as released in ABI 1.3.
     pub const QUEUE_QUERY: &[usize] = &[56];
-    /// [`super::UserDeclare`] as released in ABI 1.9.
-    pub const USER_DECLARE: &[usize] = &[88];
+    /// [`super::UserDeclare`] as released in ABI 1.9, grown by
+    /// `bytes_per_s` and `threads_per_s` in 1.15.
+    pub const USER_DECLARE: &[usize] = &[88, 104];
     /// [`super::UserHostAccess`] as released in ABI 1.9.
     pub const USER_HOST_ACCESS: &[usize] = &[24];
     /// [`super::UserReset`] as released in ABI 1.9.
     pub const USER_RESET: &[usize] = &[8];
     /// [`super::UserRetire`] as released in ABI 1.14.
     pub const USER_RETIRE: &[usize] = &[8];
+    /// [`super::UserProgress`] as released in ABI 1.15.
+    pub const USER_PROGRESS: &[usize] = &[16];
 }
 
 // Sizes are part of the ABI: a change here is a change to a released struct.
@@ -1252,10 +1299,11 @@ const _: () = assert!(core::mem::size_of::<QueueControl>() == 48);
 const _: () = assert!(core::mem::size_of::<QueueCreate>() == 32);
 const _: () = assert!(core::mem::size_of::<QueueQuery>() == 56);
 const _: () = assert!(core::mem::size_of::<QueueKick>() == 8);
-const _: () = assert!(core::mem::size_of::<UserDeclare>() == 88);
+const _: () = assert!(core::mem::size_of::<UserDeclare>() == 104);
 const _: () = assert!(core::mem::size_of::<UserHostAccess>() == 24);
 const _: () = assert!(core::mem::size_of::<UserReset>() == 8);
 const _: () = assert!(core::mem::size_of::<UserRetire>() == 8);
+const _: () = assert!(core::mem::size_of::<UserProgress>() == 16);
 const _: () = assert!(core::mem::size_of::<PacketHeader>() == 8);
 const _: () = assert!(core::mem::size_of::<Packet>() == PACKET_SIZE);
 const _: () = assert!(core::mem::size_of::<FillPacket>() == PACKET_SIZE);

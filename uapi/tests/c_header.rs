@@ -218,7 +218,9 @@ fn facts() -> Vec<Fact> {
             caps,
             name,
             device_index,
-            pad
+            pad,
+            bytes_per_s,
+            threads_per_s
         ]
     );
     abi_struct!(
@@ -233,6 +235,12 @@ fn facts() -> Vec<Fact> {
         uapi::UserRetire,
         "radiance_user_retire",
         [streams, flags]
+    );
+    abi_struct!(
+        f,
+        uapi::UserProgress,
+        "radiance_user_progress",
+        [stream, flags, units]
     );
     abi_struct!(
         f,
@@ -414,6 +422,10 @@ fn facts() -> Vec<Fact> {
         ("RADIANCE_IOCTL_USER_RESET", uapi::IOCTL_USER_RESET as u64),
         ("RADIANCE_IOCTL_USER_RETIRE", uapi::IOCTL_USER_RETIRE as u64),
         (
+            "RADIANCE_IOCTL_USER_PROGRESS",
+            uapi::IOCTL_USER_PROGRESS as u64,
+        ),
+        (
             "RADIANCE_USER_HOST_ACCESS_MAX",
             uapi::USER_HOST_ACCESS_MAX as u64,
         ),
@@ -486,6 +498,10 @@ fn facts() -> Vec<Fact> {
         (
             "RADIANCE_USER_DECLARE_INLINE_BLOCKS",
             uapi::user_declare_flags::INLINE_BLOCKS as u64,
+        ),
+        (
+            "RADIANCE_USER_DECLARE_REPORTS_PROGRESS",
+            uapi::user_declare_flags::REPORTS_PROGRESS as u64,
         ),
         (
             "RADIANCE_USER_INLINE_BLOCK_MAX",
