@@ -376,6 +376,8 @@ pub(crate) struct DeviceNode {
     #[pin]
     queues: debugfs::File<Arc<Device>>,
     #[pin]
+    streams: debugfs::File<Arc<Device>>,
+    #[pin]
     semaphores: debugfs::File<Arc<Device>>,
     _debugfs: debugfs::Dir,
     /// Last: the index is free once the node is gone.
@@ -434,6 +436,9 @@ impl DeviceNode {
                 }),
                 queues <- dir.read_callback_file(c"queues", device.clone(), &|d: &Arc<Device>, f| {
                     d.scheduler.write_queues(f)
+                }),
+                streams <- dir.read_callback_file(c"streams", device.clone(), &|d: &Arc<Device>, f| {
+                    d.scheduler.write_streams(f)
                 }),
                 semaphores <- dir.read_callback_file(c"semaphores", device.clone(), &|d: &Arc<Device>, f| {
                     d.write_semaphores(f)

@@ -70,6 +70,7 @@ impl kernel::Module for Radiance {
             return Err(EINVAL);
         };
         let gluon_sim = crate::module_parameters::emulated_gluon_sim.value();
+        let throttle_us = crate::module_parameters::emulated_throttle_us.value();
 
         let debugfs = debugfs::Dir::new(c"radiance");
         let settings = Settings {
@@ -87,7 +88,7 @@ impl kernel::Module for Radiance {
         let mut nodes = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for _ in 0..count {
             let node = Registry::create(&registry, |serial| {
-                Ok(Emu::new(serial, vram_size, dialect, gluon_sim)? as Arc<dyn Gluon>)
+                Ok(Emu::new(serial, vram_size, dialect, gluon_sim, throttle_us)? as Arc<dyn Gluon>)
             })?;
             nodes.push(node, GFP_KERNEL)?;
         }

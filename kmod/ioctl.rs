@@ -84,6 +84,7 @@ ioctl_args! {
     uapi::UserHostAccess => uapi::sizes::USER_HOST_ACCESS;
     uapi::UserReset => uapi::sizes::USER_RESET;
     uapi::UserRetire => uapi::sizes::USER_RETIRE;
+    uapi::UserProgress => uapi::sizes::USER_PROGRESS;
 }
 
 // Read from user memory as plain bytes: SEM_WAIT's points, packets from
@@ -158,6 +159,12 @@ pub(crate) fn dispatch_control(ctl: &ControlFile, cmd: u32, arg: usize) -> Resul
                 return Err(EINVAL);
             }
             ctl.user()?.retire(a.streams)
+        }),
+        uapi::nr::USER_PROGRESS => call(cmd, arg, |a: &mut uapi::UserProgress| {
+            if a.flags != 0 || a.units == 0 {
+                return Err(EINVAL);
+            }
+            ctl.user()?.report_progress(a.stream, a.units)
         }),
         _ => Err(ENOTTY),
     }

@@ -87,7 +87,7 @@ module! {
         },
         launch_timeout_ms: u32 {
             default: 2000,
-            description: "A command that takes longer resets the device and faults its queue",
+            description: "A command that makes no progress for this long resets the device and faults its queue",
         },
         exclusive: bool {
             default: false,
@@ -96,6 +96,10 @@ module! {
         emulated_dialect: u32 {
             default: 1,
             description: "Wire format of the emulated devices: 1 gluon-sim-16, 2 gluon-24",
+        },
+        emulated_throttle_us: u32 {
+            default: 0,
+            description: "Debug: microseconds the emulated devices sleep after each 64 KiB or 1024 threads of a command, to stand for a slow device",
         },
         emulated_gluon_sim: bool {
             default: false,

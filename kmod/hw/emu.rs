@@ -18,6 +18,9 @@
 //! What it does with each command is [`crate::gluon::model`], which the
 //! userspace gluon-bridge runs too; this file is the model's kernel host:
 //! VRAM pages, host memory by DMA address, the FIFOs, the worker, resets.
+//! The model reports each step of a long command; the engine counts them
+//! per stream for the watchdog ([`Gluon::progress`]), and with a throttle
+//! (a debug knob) sleeps after each, to stand for a slow device.
 //! In gluon-sim mode it implements only what gluon-sim e554ff7 does, so the
 //! tests show the driver never sends more.
 
@@ -34,6 +37,7 @@ use kernel::{
         atomic::{
             Acquire,
             Atomic,
+            Relaxed,
             Release, //
         },
         Arc, Mutex,
@@ -59,7 +63,8 @@ use super::{
     stream_of,
     Gluon,
     HwDesc,
-    Interrupt, //
+    Interrupt,
+    Rates, //
 };
 use crate::{
     fifo::Fifo,
@@ -128,6 +133,13 @@ struct Engine {
     /// 1 while a reset is under way: the running kernel stops and the rest
     /// of the FIFO is dropped.
     abort: Atomic<i32>,
+    /// The stream of the command that runs (see `Fifos::running`), where
+    /// its progress counts; written only by the worker.
+    current: Atomic<i32>,
+    /// Per stream: work done so far (bytes and threads), for the watchdog.
+    done: [Atomic<i64>; STREAMS as usize],
+    /// Microseconds slept after each step of a command (0: none).
+    throttle_us: u32,
     #[pin]
     work: Work<Engine>,
 }
@@ -150,12 +162,14 @@ impl Emu {
 
     /// Creates emulated device `index` with `vram_size` bytes of VRAM (a
     /// multiple of the page size), speaking `dialect`; with `gluon_sim`, it
-    /// implements only what gluon-sim e554ff7 does.
+    /// implements only what gluon-sim e554ff7 does. It sleeps `throttle_us`
+    /// after each step of a command.
     pub(crate) fn new(
         index: u32,
         vram_size: u64,
         dialect: &'static dyn Dialect,
         gluon_sim: bool,
+        throttle_us: u32,
     ) -> Result<Arc<Self>> {
         // What the model implements; the CPU maps this VRAM (kernel pages),
         // except in gluon-sim mode, whose VRAM lives in the sim's process.
@@ -184,6 +198,9 @@ impl Emu {
                 fifos <- new_mutex!(fifos, "Emu::fifos"),
                 irq <- new_mutex!(None, "Emu::irq"),
                 abort: Atomic::new(0),
+                current: Atomic::new(0),
+                done: [const { Atomic::new(0) }; STREAMS as usize],
+                throttle_us,
                 work <- new_work!("Emu::work"),
             }),
             GFP_KERNEL,
@@ -201,6 +218,8 @@ impl Emu {
             streams,
             stream_depth: if gluon_sim { GLUON_SIM_DEPTH } else { DEPTH },
             caps,
+            // It reports progress instead.
+            rates: Rates::default(),
         };
         Ok(Arc::new(Self { desc, engine, faux }, GFP_KERNEL)?)
     }
@@ -239,7 +258,9 @@ impl Engine {
     fn next_command(&self) -> Option<Frame> {
         let mut f = self.fifos.lock();
         let frame = f.commands.pop()?;
-        f.running = Some((stream_of(self.dialect, &frame), Instant::now()));
+        let stream = stream_of(self.dialect, &frame);
+        f.running = Some((stream, Instant::now()));
+        self.current.store(stream.into(), Relaxed);
         Some(frame)
     }
 
@@ -317,6 +338,16 @@ impl Memory for Engine {
 
     fn pause(&self) {
         fsleep(Delta::from_millis(1));
+    }
+
+    fn progress(&self, units: u64) {
+        let stream = self.current.load(Relaxed) as usize;
+        if let Some(done) = self.done.get(stream) {
+            done.add(i64::try_from(units).unwrap_or(i64::MAX), Relaxed);
+        }
+        if self.throttle_us > 0 && units > 0 {
+            fsleep(Delta::from_micros(self.throttle_us.into()));
+        }
     }
 }
 
@@ -410,6 +441,13 @@ impl Gluon for Emu {
             Some(_) => Some(Instant::now()),
             None => None,
         }
+    }
+
+    /// What the model reported for `stream`'s commands (bytes and
+    /// threads); it wraps, and only its changes matter.
+    fn progress(&self, stream: u8) -> Option<u64> {
+        let done = self.engine.done.get(usize::from(stream))?;
+        Some(done.load(Relaxed) as u64)
     }
 
     fn set_interrupt(&self, irq: Option<Arc<dyn Interrupt>>) {

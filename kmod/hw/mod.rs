@@ -77,6 +77,19 @@ pub(crate) struct HwDesc {
     pub(crate) stream_depth: u8,
     /// What it implements: `uapi::caps` bits.
     pub(crate) caps: u64,
+    /// How fast it works, for a device that cannot report progress.
+    pub(crate) rates: Rates,
+}
+
+/// How fast a device that cannot report its progress works, as its server
+/// declares it: a command's deadline scales with its size over these, the
+/// launch timeout at least. 0: not declared (the timeout only).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Rates {
+    /// Copies and fills.
+    pub(crate) bytes_per_s: u64,
+    /// Launches.
+    pub(crate) threads_per_s: u64,
 }
 
 /// `name` up to its first NUL as GET_INFO's NUL-terminated, zero-padded
@@ -149,6 +162,15 @@ pub(crate) trait Gluon: Send + Sync {
     /// once the device took it, then. `None`: the device takes commands as
     /// they come.
     fn ages_from(&self, _stream: u8) -> Option<Instant<Monotonic>> {
+        None
+    }
+
+    /// How much work `stream` has done so far (bytes moved, threads run,
+    /// or whatever its server counts), read by the watchdog: a command
+    /// whose stream's count changed is not hung, however long it takes.
+    /// It may wrap; only a change matters. `None`: the device cannot say,
+    /// and a command gets a deadline from its size ([`HwDesc::rates`]).
+    fn progress(&self, _stream: u8) -> Option<u64> {
         None
     }
 

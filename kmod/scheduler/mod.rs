@@ -48,6 +48,8 @@ use kernel::{
 
 mod watchdog;
 
+use watchdog::CommandSize;
+
 use crate::{
     fifo::Fifo,
     gluon::Command,
@@ -167,6 +169,8 @@ struct InFlight {
     /// On the packet's last entry, until it completes: what completing the
     /// packet does, and what the packet holds until then.
     completion: Option<Completion>,
+    /// How much the command does (nothing, for a marker).
+    size: CommandSize,
 }
 
 /// One hardware stream.
@@ -179,8 +183,25 @@ struct Stream {
     /// stream's commands until they have: the command after a step reads
     /// the page the step writes.
     host_steps: usize,
-    /// When its oldest entry became the oldest.
-    head_since: Instant<Monotonic>,
+    /// When its oldest entry last moved: became the oldest, or did more of
+    /// its work (the device's progress count for the stream changed).
+    moved_at: Instant<Monotonic>,
+    /// The device's progress count for the stream at `moved_at`.
+    seen: u64,
+    /// The device's progress count for the stream when its oldest entry
+    /// became the oldest: what that entry did since, for debugfs.
+    head_start: u64,
+}
+
+impl Stream {
+    /// Its oldest entry changed (to `progress`, the device's count for it,
+    /// if the device has one): it is watched from now.
+    fn new_head(&mut self, progress: Option<u64>) {
+        let p = progress.unwrap_or(0);
+        self.moved_at = Instant::now();
+        self.seen = p;
+        self.head_start = p;
+    }
 }
 
 struct State {
@@ -264,7 +285,9 @@ impl Scheduler {
                 fifo: Fifo::with_capacity(STREAM_ENTRIES)?,
                 sent: 0,
                 host_steps: 0,
-                head_since: Instant::now(),
+                moved_at: Instant::now(),
+                seen: 0,
+                head_start: 0,
             };
             streams.push(stream, GFP_KERNEL)?;
         }
@@ -636,7 +659,7 @@ impl Scheduler {
         // What is at the head now (a command, or nothing) ages from here:
         // one clock read however many markers went.
         if settled {
-            stream.head_since = Instant::now();
+            stream.new_head(self.hw.progress(i as u8));
         }
     }
 
@@ -674,7 +697,7 @@ impl Scheduler {
             // queues may go then.
             stream.fifo.advance();
             stream.sent -= 1;
-            stream.head_since = Instant::now();
+            stream.new_head(self.hw.progress(i as u8));
             state.sent -= 1;
             self.settle(state, i);
         }
@@ -761,6 +784,9 @@ impl Scheduler {
             }
         }
         let packet = staged.packet;
+        let size = cmd.map_or(CommandSize::default(), |c| {
+            CommandSize::of(&c, staged.threads)
+        });
         // The packet is all in the device (or a marker): what completing
         // it does goes with its last entry.
         let last = staged.next >= staged.commands.len();
@@ -771,7 +797,7 @@ impl Scheduler {
         };
         // A marker never stays at the head (`settle` sets the time then).
         if stream.fifo.is_empty() && cmd.is_some() {
-            stream.head_since = Instant::now();
+            stream.new_head(self.hw.progress(entry.stream));
         }
         // Room for STREAM_ENTRIES was reserved and checked above: this
         // cannot fail.
@@ -782,6 +808,7 @@ impl Scheduler {
             queue: entry.queue.clone(),
             packet,
             completion,
+            size,
         });
         true
     }

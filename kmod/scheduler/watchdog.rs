@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The scheduler's watchdog and the device reset: a delayed work item
-//! watches the command at the head of each stream. One that has made no
-//! progress within the launch timeout, or a launch of a destroyed queue,
-//! resets the device; its queue faults (ETIMEDOUT or ECANCELED), and the
-//! other queues' commands that the reset dropped are issued again, each
-//! stream in order (Documentation/design/scheduler.md).
+//! watches the command at the head of each stream. A command is hung only
+//! if it stops moving: on a device that reports progress, one whose
+//! stream's count has not changed for the launch timeout; on one that
+//! cannot, one past a deadline scaled by its size over the device's
+//! declared rates, the timeout at least. A hung command, or a launch of a
+//! destroyed queue, resets the device; its queue faults (ETIMEDOUT or
+//! ECANCELED), and the other queues' commands that the reset dropped are
+//! issued again, each stream in order (Documentation/design/scheduler.md).
 
 use kernel::{
     prelude::*,
@@ -20,9 +23,69 @@ use kernel::{
 
 use super::{
     Scheduler,
-    State, //
+    State,
+    Stream, //
 };
-use crate::{gluon::Command, queue::Queue};
+use crate::{
+    gluon::Command,
+    hw::Rates,
+    queue::Queue, //
+};
+
+/// What a command does, in the units a device reports progress in: bytes
+/// for a copy or fill, threads for a launch.
+#[derive(Clone, Copy, Default)]
+pub(super) struct CommandSize {
+    /// Its kind, as debugfs and the reset's message name it.
+    pub(super) kind: &'static str,
+    pub(super) units: u64,
+    /// `units` are threads, not bytes.
+    pub(super) threads: bool,
+}
+
+impl CommandSize {
+    /// What `cmd` does; `threads` is its launch's, if it is one.
+    pub(super) fn of(cmd: &Command, threads: u64) -> Self {
+        let (kind, units, threads) = match *cmd {
+            Command::Copy { len, .. } => ("copy", len.into(), false),
+            Command::Set { len, .. } => ("fill", len.into(), false),
+            Command::Kernel { .. } => ("launch", threads, true),
+            Command::ReadCounter { .. } => ("read-counter", 0, false),
+            Command::Fence => ("fence", 0, false),
+            Command::Wait { .. } => ("wait", 0, false),
+        };
+        Self {
+            kind,
+            units,
+            threads,
+        }
+    }
+
+    /// Its unit, as debugfs names it.
+    pub(super) fn unit(&self) -> &'static str {
+        if self.threads {
+            "threads"
+        } else {
+            "bytes"
+        }
+    }
+
+    /// How long it may take at the device's declared `rates`: none
+    /// declared for its unit, nothing.
+    fn duration(&self, rates: &Rates) -> Delta {
+        let rate = if self.threads {
+            rates.threads_per_s
+        } else {
+            rates.bytes_per_s
+        };
+        match rate {
+            0 => Delta::ZERO,
+            r => Delta::from_millis(
+                i64::try_from(self.units.saturating_mul(1000) / r).unwrap_or(i64::MAX),
+            ),
+        }
+    }
+}
 
 impl Scheduler {
     /// The watchdog's work item.
@@ -47,56 +110,76 @@ impl Scheduler {
                 let _ = crate::raw::system_dfl()
                     .enqueue_delayed::<_, 1>(this.clone(), msecs_to_jiffies(ms));
             }
-            Watch::Reset { stream, abandoned } => Self::reset(this, state, stream, abandoned),
+            Watch::Reset {
+                stream,
+                abandoned,
+                still,
+            } => Self::reset(this, state, stream, abandoned, still),
         }
     }
 
-    /// What the watchdog finds at the heads of the streams.
-    fn watch(&self, state: &State) -> Watch {
-        let timeout = Delta::from_millis(self.timeout_ms.into());
+    /// What the watchdog finds at the heads of the streams: it notes the
+    /// progress each made since it last looked.
+    fn watch(&self, state: &mut State) -> Watch {
+        let floor = Delta::from_millis(self.timeout_ms.into());
+        let rates = &self.hw.desc().rates;
         let mut next: Option<Delta> = None;
-        for (i, stream) in state.streams.iter().enumerate() {
+        for (i, stream) in state.streams.iter_mut().enumerate() {
             // Markers never stay at a head (see `settle`).
             let Some(head) = stream.fifo.front() else {
                 continue;
             };
             let abandoned =
                 matches!(head.cmd, Some(Command::Kernel { .. })) && head.queue.state().destroyed;
-            let mut age = stream.head_since.elapsed();
-            // Held back behind the device's own work: the device is slow
-            // only if it stands still, and a command it took late ages
-            // from then.
-            if let Some(since) = self.hw.ages_from(i as u8) {
-                age = age.min(since.elapsed());
+            let progress = self.hw.progress(i as u8);
+            if let Some(p) = progress.filter(|&p| p != stream.seen) {
+                stream.seen = p;
+                stream.moved_at = Instant::now();
             }
-            if age >= timeout || abandoned {
+            let still = self.still(stream, i);
+            let allowed = match progress {
+                Some(_) => floor,
+                None => floor.max(head.size.duration(rates)),
+            };
+            if still >= allowed || abandoned {
                 return Watch::Reset {
                     stream: i,
                     abandoned,
+                    still,
                 };
             }
-            let left = timeout - age;
+            let left = allowed - still;
             next = Some(next.map_or(left, |n| if left < n { left } else { n }));
         }
         next.map_or(Watch::Idle, Watch::Due)
     }
 
+    /// How long the head of `stream`, stream `i`, has not moved.
+    fn still(&self, stream: &Stream, i: usize) -> Delta {
+        let still = stream.moved_at.elapsed();
+        // Held back behind the device's own work: the device is slow only
+        // if it stands still, and a command it took late ages from then.
+        match self.hw.ages_from(i as u8) {
+            Some(since) => still.min(since.elapsed()),
+            None => still,
+        }
+    }
+
     /// Resets the device for the command at the head of stream
-    /// `guilty_stream` (overdue, or `abandoned`): its queue faults, and the
-    /// other queues' commands are issued again.
-    fn reset(this: &Arc<Self>, state: &mut State, guilty_stream: usize, abandoned: bool) {
+    /// `guilty_stream` (`abandoned`, or hung: `still` without moving): its
+    /// queue faults, and the other queues' commands are issued again.
+    fn reset(
+        this: &Arc<Self>,
+        state: &mut State,
+        guilty_stream: usize,
+        abandoned: bool,
+        still: Delta,
+    ) {
         this.hw.reset();
         state.resets += 1;
-        let why = if abandoned {
-            "a launch of a destroyed queue"
-        } else {
-            "overdue"
-        };
-        dev_warn!(
-            this.hw.dma_device(),
-            "stream {guilty_stream}: {why}: device reset {}\n",
-            state.resets
-        );
+        if let Some(stream) = state.streams.get(guilty_stream) {
+            this.tell_reset(stream, guilty_stream, abandoned, still, state.resets);
+        }
         let error = if abandoned { ECANCELED } else { ETIMEDOUT };
         // The reset dropped every command: the head's queue is guilty and
         // loses its commands; the others' are issued again, each stream in
@@ -149,9 +232,90 @@ impl Scheduler {
                 issued
             });
             sent += stream.sent;
-            stream.head_since = Instant::now();
+            stream.new_head(self.hw.progress(i as u8));
         }
         state.sent = sent;
+    }
+}
+
+impl Scheduler {
+    /// debugfs `streams`: one line of `key=value` pairs per stream, with
+    /// the command at its head: what it is, what it did so far (`done`,
+    /// `-` on a device that reports no progress) and how long since it
+    /// last moved (`still_ms`), as the watchdog sees it.
+    pub(crate) fn write_streams(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let retired = self.hw.retired_streams();
+        let state = self.state.lock();
+        for (i, stream) in state.streams.iter().enumerate() {
+            let progress = self.hw.progress(i as u8);
+            let state = if crate::hw::in_streams(retired, i) {
+                "retired"
+            } else if stream.fifo.front().is_some() {
+                "running"
+            } else {
+                "idle"
+            };
+            write!(f, "stream={i} state={state} commands={}", stream.sent)?;
+            match stream.fifo.front() {
+                Some(head) => {
+                    let w = &head.size;
+                    write!(
+                        f,
+                        " pid={} queue={} packet={} command={} units={} unit={}",
+                        head.queue.tgid,
+                        head.queue.id,
+                        head.packet,
+                        w.kind,
+                        w.units,
+                        w.unit()
+                    )?;
+                    match progress {
+                        Some(p) => write!(f, " done={}", p.wrapping_sub(stream.head_start))?,
+                        None => write!(f, " done=-")?,
+                    }
+                    writeln!(f, " still_ms={}", self.still(stream, i).as_millis())?;
+                }
+                None => writeln!(f)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Says in the kernel log why the device was reset (reset number
+    /// `resets`) for the head of `stream`, stream `i`: what the command
+    /// was and how far it got.
+    fn tell_reset(&self, stream: &Stream, i: usize, abandoned: bool, still: Delta, resets: u64) {
+        let dev = self.hw.dma_device();
+        let Some(head) = stream.fifo.front() else {
+            return;
+        };
+        let w = &head.size;
+        if abandoned {
+            dev_warn!(
+                dev,
+                "stream {i}: a launch of a destroyed queue: device reset {resets}\n"
+            );
+        } else if let Some(p) = self.hw.progress(i as u8) {
+            dev_warn!(
+                dev,
+                "stream {i}: no progress for {} ms ({} of {} {}, {} done): device reset {resets}\n",
+                still.as_millis(),
+                w.kind,
+                w.units,
+                w.unit(),
+                p.wrapping_sub(stream.head_start)
+            );
+        } else {
+            dev_warn!(
+                dev,
+                "stream {i}: no answer for {} ms ({} of {} {}; the device reports no progress): \
+                 device reset {resets}\n",
+                still.as_millis(),
+                w.kind,
+                w.units,
+                w.unit()
+            );
+        }
     }
 }
 
@@ -169,7 +333,11 @@ enum Watch {
     Idle,
     /// Nothing is overdue; the first head will be in this long.
     Due(Delta),
-    /// Stream `stream`'s head is overdue, or `abandoned`: a launch of a
-    /// destroyed queue.
-    Reset { stream: usize, abandoned: bool },
+    /// Stream `stream`'s head is hung (`still` without moving), or
+    /// `abandoned`: a launch of a destroyed queue.
+    Reset {
+        stream: usize,
+        abandoned: bool,
+        still: Delta,
+    },
 }

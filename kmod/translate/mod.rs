@@ -111,6 +111,9 @@ pub(crate) struct Staged {
     pub(crate) next: usize,
     /// Goes with the packet's last command.
     pub(crate) completion: Completion,
+    /// Threads its launch runs, if it has one: what a deadline scales
+    /// with on a device that cannot report progress.
+    pub(crate) threads: u64,
 }
 
 impl Staged {
@@ -188,6 +191,7 @@ pub(crate) fn translate(
         commands: LazyVec::new(),
         next: 0,
         completion: Completion::new(),
+        threads: 0,
     };
     if let Some(error) = skipping {
         // Skipped packets run nothing but still complete in order; a

@@ -54,13 +54,16 @@ pub(super) struct Channel {
     pub(super) taken: KVec<Instant<Monotonic>>,
     /// Per stream: scrub commands read and not answered.
     pub(super) scrubbing: KVec<u32>,
+    /// Per stream: the units of work the server reported (USER_PROGRESS),
+    /// wrapping.
+    pub(super) done: KVec<u64>,
     /// Answers for the scheduler.
     pub(super) responses: Fifo<[u8; RESPONSE_SIZE]>,
     /// Answers were given to the scheduler and no pass has ended since
     /// (see [`Gluon::pass_done`]): the next scrub command waits.
     pub(super) unseen: bool,
-    /// When the server last read or answered anything (see
-    /// [`Gluon::ages_from`]).
+    /// When the server last read, answered or reported progress on
+    /// anything (see [`Gluon::ages_from`]).
     pub(super) progress: Instant<Monotonic>,
     /// The kernel reset the device and the server has not acknowledged it.
     pub(super) reset_pending: bool,

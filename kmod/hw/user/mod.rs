@@ -63,7 +63,8 @@ use super::{
     stream_of,
     Gluon,
     HwDesc,
-    Interrupt, //
+    Interrupt,
+    Rates, //
 };
 use crate::{
     fifo::Fifo,
@@ -126,6 +127,8 @@ pub(crate) struct User {
     takes_doorbells: bool,
     /// USER_DECLARE's `INLINE_BLOCKS`.
     inline_blocks: bool,
+    /// USER_DECLARE's `REPORTS_PROGRESS`.
+    reports_progress: bool,
     /// Lock order: level 6 (Documentation/design/locking.md).
     #[pin]
     channel: Mutex<Channel>,
@@ -180,6 +183,10 @@ pub(crate) fn describe(decl: &uapi::UserDeclare) -> Result<HwDesc> {
         streams: decl.streams as u8,
         stream_depth: decl.stream_depth as u8,
         caps: decl.caps,
+        rates: Rates {
+            bytes_per_s: decl.bytes_per_s,
+            threads_per_s: decl.threads_per_s,
+        },
     })
 }
 
@@ -205,6 +212,7 @@ impl User {
             outstanding: KVec::from_elem(0, streams, GFP_KERNEL)?,
             taken: KVec::from_elem(Instant::now(), streams, GFP_KERNEL)?,
             scrubbing: KVec::from_elem(0, streams, GFP_KERNEL)?,
+            done: KVec::from_elem(0, streams, GFP_KERNEL)?,
             responses: Fifo::with_capacity(crate::scheduler::MAX_IN_FLIGHT)?,
             unseen: false,
             progress: Instant::now(),
@@ -223,6 +231,7 @@ impl User {
                 zeros,
                 takes_doorbells: flags & uapi::user_declare_flags::TAKES_DOORBELLS != 0,
                 inline_blocks: flags & uapi::user_declare_flags::INLINE_BLOCKS != 0,
+                reports_progress: flags & uapi::user_declare_flags::REPORTS_PROGRESS != 0,
                 channel <- new_mutex!(channel, "User::channel"),
                 ready <- new_poll_condvar!("User::ready"),
                 irq <- new_mutex!(None, "User::irq"),
@@ -589,6 +598,38 @@ impl User {
         Ok(())
     }
 
+    /// USER_PROGRESS: the command the server runs on `stream` did `units`
+    /// more of its work. ENXIO on a device declared without
+    /// `REPORTS_PROGRESS`, EINVAL for a stream it lacks, EPROTO for one
+    /// that runs nothing the server read, ECONNRESET while a reset waits
+    /// to be acknowledged.
+    pub(crate) fn report_progress(&self, stream: u32, units: u64) -> Result {
+        if !self.reports_progress {
+            return Err(ENXIO);
+        }
+        let s = usize::try_from(stream)?;
+        let mut ch = self.channel.lock();
+        if s >= ch.done.len() {
+            return Err(EINVAL);
+        }
+        if ch.gone {
+            return Err(ENODEV);
+        }
+        if ch.reset_pending {
+            return Err(ECONNRESET);
+        }
+        let runs = |counts: &KVec<u32>| counts.get(s).is_some_and(|&n| n > 0);
+        if !runs(&ch.outstanding) && !runs(&ch.scrubbing) {
+            return Err(EPROTO);
+        }
+        if let Some(done) = ch.done.get_mut(s) {
+            *done = done.wrapping_add(units);
+        }
+        // The server works: what waits behind it ages from here.
+        ch.progress = Instant::now();
+        Ok(())
+    }
+
     /// The server is gone: nothing reaches it any more.
     pub(crate) fn disconnect(&self) {
         {
@@ -799,6 +840,14 @@ impl Gluon for User {
             "device reset: waiting for the server to acknowledge\n"
         );
         self.ready.notify_all();
+    }
+
+    /// What the server reported for `stream`, if it reports progress.
+    fn progress(&self, stream: u8) -> Option<u64> {
+        if !self.reports_progress {
+            return None;
+        }
+        self.channel.lock().done.get(usize::from(stream)).copied()
     }
 
     fn retired_streams(&self) -> u32 {
