@@ -15,6 +15,7 @@ mod queue_stats;
 mod sem_stats;
 mod semaphore;
 mod staging;
+mod stream_stats;
 
 pub use bo::{map_dma_buf, BufferObject, Placement};
 pub use mem_stats::MemStats;
@@ -22,6 +23,7 @@ pub use queue::{Frame, Printf, Queue, QueueFault, QueueStatus, VramRange};
 pub use queue_stats::QueueStats;
 pub use sem_stats::SemStats;
 pub use semaphore::Semaphore;
+pub use stream_stats::{HeadCommand, StreamStats};
 
 use crate::{Error, Result};
 use radiance_uapi as uapi;

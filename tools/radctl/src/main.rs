@@ -15,7 +15,7 @@ mod topology;
 
 use clap::{Parser, Subcommand};
 use error::Result;
-use radiance::node::{self, DeviceInfo, MemStats, QueueStats, SemStats};
+use radiance::node::{self, DeviceInfo, HeadCommand, MemStats, QueueStats, SemStats, StreamStats};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
@@ -228,6 +228,11 @@ fn mem(device: &str, as_json: bool) -> Result<()> {
 fn queues(device: &str, as_json: bool) -> Result<()> {
     let dev = node::Device::open(device)?;
     let queues = QueueStats::read(dev.info().index)?;
+    let streams = StreamStats::read(dev.info().index)?;
+    // The command the watchdog watches for a queue, if one of its commands
+    // is at the head of its stream.
+    let running =
+        |q: &QueueStats| streams.iter().filter_map(|s| s.head.as_ref()).find(|h| h.pid == q.pid && h.queue == q.queue);
     if as_json {
         let list: Vec<Value> = queues
             .iter()
@@ -237,13 +242,17 @@ fn queues(device: &str, as_json: bool) -> Result<()> {
                     "completed": q.completed, "status": if q.faulted { "faulted" } else { "active" },
                     "error": q.error, "fault_index": q.fault_index, "err_code": q.err_code,
                     "err_pc": q.err_pc, "err_thread": q.err_thread,
+                    "running": running(q).map(|h| json!({
+                        "packet": h.packet, "command": h.command, "units": h.units, "unit": h.unit,
+                        "done": h.done, "still_ms": h.still_ms,
+                    })),
                 })
             })
             .collect();
         println!("{}", Value::Array(list));
         return Ok(());
     }
-    let rows: Vec<[String; 8]> = queues
+    let rows: Vec<[String; 9]> = queues
         .iter()
         .map(|q| {
             let fault = if q.faulted {
@@ -266,15 +275,26 @@ fn queues(device: &str, as_json: bool) -> Result<()> {
                 (if q.faulted { "faulted" } else { "active" }).into(),
                 fault,
                 q.submitted.to_string(),
+                running(q).map_or_else(|| "-".into(), head_progress),
             ]
         })
         .collect();
-    print_table(["PID", "QUEUE", "STREAM", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED"], &rows);
+    print_table(["PID", "QUEUE", "STREAM", "IN FLIGHT", "COMPLETED", "STATE", "FAULT", "SUBMITTED", "RUNNING"], &rows);
     let retired = dev.info().retired();
     if !retired.is_empty() {
         println!("retired streams (their queues moved to the others): {}", stream_list(&retired));
     }
     Ok(())
+}
+
+/// A head command's progress, e.g. `packet 7: fill 4194304 of 16777216
+/// bytes, moved 3 ms ago`.
+fn head_progress(h: &HeadCommand) -> String {
+    let done = match h.done {
+        Some(done) => format!("{done} of "),
+        None => String::new(),
+    };
+    format!("packet {}: {} {done}{} {}, moved {} ms ago", h.packet, h.command, h.units, h.unit, h.still_ms)
 }
 
 fn sems(device: &str, as_json: bool) -> Result<()> {
