@@ -57,6 +57,9 @@ impl Host for LocalHost {
     fn reset_pending(&self) -> bool {
         false
     }
+
+    /// Nobody watches the straight side.
+    fn progress(&self, _stream: u8, _units: u64) {}
 }
 
 /// The value the launches fill with.

@@ -51,6 +51,19 @@ control_ioctl!(host_read_ioctl, uapi::IOCTL_USER_HOST_READ, uapi::UserHostAccess
 control_ioctl!(host_write_ioctl, uapi::IOCTL_USER_HOST_WRITE, uapi::UserHostAccess);
 control_ioctl!(reset_ioctl, uapi::IOCTL_USER_RESET, uapi::UserReset);
 control_ioctl!(retire_ioctl, uapi::IOCTL_USER_RETIRE, uapi::UserRetire);
+control_ioctl!(progress_ioctl, uapi::IOCTL_USER_PROGRESS, uapi::UserProgress);
+
+/// USER_DECLARE with the struct as ABI 1.9 released it (88 bytes): a module
+/// before ABI 1.15 takes no other size, and its fields are the first ones.
+fn declare_1_9_ioctl(fd: BorrowedFd<'_>, arg: &mut uapi::UserDeclare) -> rustix::io::Result<()> {
+    const SIZE: usize = uapi::sizes::USER_DECLARE[0];
+    const OPCODE: u32 = uapi::ioc(uapi::IOC_READ | uapi::IOC_WRITE, uapi::nr::USER_DECLARE, SIZE);
+    const _: () = assert!(SIZE <= std::mem::size_of::<uapi::UserDeclare>());
+    // SAFETY: the opcode encodes SIZE bytes, and `arg` is a `UserDeclare`,
+    // which is larger (checked above): the kernel reads and writes only its
+    // first SIZE bytes, whose layout ABI 1.9 released.
+    unsafe { ioctl(fd, Updater::<{ OPCODE as Opcode }, uapi::UserDeclare>::new(arg)) }
+}
 
 /// What poll says about the control file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,6 +133,8 @@ pub struct Control {
     read_waits: bool,
     /// The kernel took `INLINE_BLOCKS`: a KERNEL frame's block follows it.
     inline_blocks: bool,
+    /// The kernel took `REPORTS_PROGRESS`: [`Control::progress`] reaches it.
+    reports_progress: bool,
     /// What read() fills, kept from read to read.
     buf: RefCell<Vec<u8>>,
     /// When a poll or a read last found no reset pending.
@@ -136,6 +151,7 @@ impl Control {
             dialect: None,
             read_waits: false,
             inline_blocks: false,
+            reports_progress: false,
             buf: RefCell::new(vec![0; READ_BYTES]),
             no_reset_at: Cell::new(Instant::now()),
         })
@@ -143,27 +159,47 @@ impl Control {
 
     /// Declares the device, asking for `INLINE_BLOCKS` besides `decl`'s
     /// flags (this reads them); returns N of `/dev/radianceN`. A module
-    /// that refuses a flag (EINVAL: `INLINE_BLOCKS` before ABI 1.13,
-    /// `TAKES_DOORBELLS` before 1.12, `READ_WAITS` before 1.11) is asked
-    /// again without the newest one it was given; without `READ_WAITS`,
-    /// [`Control::next`] polls before it reads.
+    /// that refuses a flag (EINVAL: `REPORTS_PROGRESS` before ABI 1.15,
+    /// `INLINE_BLOCKS` before 1.13, `TAKES_DOORBELLS` before 1.12,
+    /// `READ_WAITS` before 1.11) is asked again without the newest one it
+    /// was given, and one before 1.15 with the struct's first size (its
+    /// rates unsaid); without `READ_WAITS`, [`Control::next`] polls before
+    /// it reads.
     pub fn declare(&mut self, decl: &mut uapi::UserDeclare) -> Result<u32> {
-        use uapi::user_declare_flags::{INLINE_BLOCKS, READ_WAITS, TAKES_DOORBELLS};
+        use uapi::user_declare_flags::{INLINE_BLOCKS, READ_WAITS, REPORTS_PROGRESS, TAKES_DOORBELLS};
         let dialect = radiance_gluon::by_id(decl.dialect)
             .ok_or_else(|| Error::Usage(format!("dialect {} is not known", decl.dialect)))?;
         decl.flags |= INLINE_BLOCKS;
         let mut declared = declare_ioctl(self.fd.as_fd(), decl);
+        if declared == Err(Errno::INVAL) {
+            decl.flags &= !REPORTS_PROGRESS;
+            declared = declare_1_9_ioctl(self.fd.as_fd(), decl);
+        }
         for newest in [INLINE_BLOCKS, TAKES_DOORBELLS, READ_WAITS] {
             if declared == Err(Errno::INVAL) && decl.flags & newest != 0 {
                 decl.flags &= !newest;
-                declared = declare_ioctl(self.fd.as_fd(), decl);
+                declared = declare_1_9_ioctl(self.fd.as_fd(), decl);
             }
         }
         declared.map_err(|e| Error::os("USER_DECLARE", e))?;
         self.dialect = Some(dialect);
         self.read_waits = decl.flags & READ_WAITS != 0;
         self.inline_blocks = decl.flags & INLINE_BLOCKS != 0;
+        self.reports_progress = decl.flags & REPORTS_PROGRESS != 0;
         Ok(decl.device_index)
+    }
+
+    /// Tells the kernel that the command `stream` runs did `units` more of
+    /// its work (USER_PROGRESS, ABI 1.15), so that its watchdog does not
+    /// take a slow command for a hung one. Nothing on a device declared
+    /// without `REPORTS_PROGRESS`, or for no work; a report the kernel
+    /// refuses (the command was given up at a reset, or answered) is
+    /// dropped: it only ever keeps a command alive.
+    pub fn progress(&self, stream: u8, units: u64) {
+        if self.reports_progress && units > 0 {
+            let mut p = uapi::UserProgress { stream: stream.into(), flags: 0, units };
+            let _ = progress_ioctl(self.fd.as_fd(), &mut p);
+        }
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {

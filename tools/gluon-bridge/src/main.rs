@@ -24,6 +24,7 @@ mod bench;
 mod bench_launch;
 mod bench_scrub;
 mod control;
+mod cpu_time;
 mod error;
 mod handshake;
 mod link;
@@ -69,9 +70,10 @@ enum Mode {
         /// Where the shared region is mapped (memfd; below 4 GiB).
         #[arg(long, default_value = "0x40000000", value_parser = parse_u64)]
         shared_addr: u64,
-        /// Milliseconds a command may go unanswered (or, after a reset, a
-        /// copy stay at the sim) before the device is removed; a launch
-        /// still at the sim after a reset retires its stream instead.
+        /// Milliseconds a command may go unanswered while the sim computes
+        /// nothing (or, after a reset, a copy stay at the sim) before the
+        /// device is removed; a launch still at the sim after a reset
+        /// retires its stream instead.
         #[arg(long, default_value_t = 10_000)]
         timeout_ms: u64,
         /// gluon-sim's config.toml: GET_INFO's cores, warps and threads
@@ -172,6 +174,10 @@ enum Mode {
         /// Milliseconds each command keeps its engine busy.
         #[arg(long, default_value_t = 0)]
         latency_ms: u64,
+        /// Spend `--latency-ms` computing, as a cycle simulator does,
+        /// instead of asleep (which looks like a sim that stopped).
+        #[arg(long)]
+        compute: bool,
         /// Drop a command whose engine is busy, as gluon-sim e554ff7 does.
         #[arg(long)]
         drop_busy: bool,
@@ -267,10 +273,18 @@ fn run(cli: Cli) -> error::Result<()> {
             let control = control::Control::open(&cli.control)?;
             soc::serve(control, &soc::SocOptions { link, geometry, vram_mib, done_slots, timeout, poll })
         }
-        Mode::SimModel { socket, handshake, vram_mib, latency_ms, drop_busy, spin_ms, die_at_connect } => {
+        Mode::SimModel { socket, handshake, vram_mib, latency_ms, compute, drop_busy, spin_ms, die_at_connect } => {
             let spin = spin_ms.map(std::time::Duration::from_millis);
-            let opts =
-                sim_model::SimModelOptions { socket, handshake, vram_mib, latency_ms, drop_busy, spin, die_at_connect };
+            let opts = sim_model::SimModelOptions {
+                socket,
+                handshake,
+                vram_mib,
+                latency_ms,
+                compute,
+                drop_busy,
+                spin,
+                die_at_connect,
+            };
             sim_model::serve(&opts)
         }
     }

@@ -43,6 +43,8 @@ pub trait Host {
     fn write(&self, addr: u64, src: &[u8]) -> std::result::Result<(), MemError>;
     /// Whether a reset is pending, looked at without waiting.
     fn reset_pending(&self) -> bool;
+    /// The command `stream` runs did `units` more of its work.
+    fn progress(&self, stream: u8, units: u64);
 }
 
 impl Host for Control {
@@ -56,6 +58,10 @@ impl Host for Control {
 
     fn reset_pending(&self) -> bool {
         Control::reset_pending(self)
+    }
+
+    fn progress(&self, stream: u8, units: u64) {
+        Control::progress(self, stream, units)
     }
 }
 
@@ -71,6 +77,10 @@ impl<H: Host> Host for &H {
     fn reset_pending(&self) -> bool {
         (**self).reset_pending()
     }
+
+    fn progress(&self, stream: u8, units: u64) {
+        (**self).progress(stream, units)
+    }
 }
 
 /// VRAM here, host memory through `H`.
@@ -82,17 +92,26 @@ pub struct Mem<H> {
     /// The running KERNEL frame's launch block, as the kernel inlined it:
     /// host memory there needs no read through the kernel.
     block: RefCell<Option<Block>>,
+    /// The running frame's stream, where its progress counts.
+    stream: Cell<u8>,
 }
 
 impl<H: Host> Mem<H> {
     /// `vram_size` bytes of zeroed VRAM, host memory through `host`.
     pub fn new(host: H, vram_size: u64) -> Self {
-        Self { host, vram: Vram::new(vram_size as usize), aborted: Cell::new(false), block: RefCell::new(None) }
+        Self {
+            host,
+            vram: Vram::new(vram_size as usize),
+            aborted: Cell::new(false),
+            block: RefCell::new(None),
+            stream: Cell::new(0),
+        }
     }
 
-    /// Runs `f` with `block`, a frame's inline block, standing in for the
-    /// host memory it was read from.
-    fn with_block<T>(&self, block: Option<Block>, f: impl FnOnce() -> T) -> T {
+    /// Runs `f` for a frame on `stream` with `block`, the frame's inline
+    /// block, standing in for the host memory it was read from.
+    fn with_block<T>(&self, stream: u8, block: Option<Block>, f: impl FnOnce() -> T) -> T {
+        self.stream.set(stream);
         *self.block.borrow_mut() = block;
         let result = f();
         *self.block.borrow_mut() = None;
@@ -139,6 +158,10 @@ impl<H: Host> Memory for Mem<H> {
     fn pause(&self) {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+
+    fn progress(&self, units: u64) {
+        self.host.progress(self.stream.get(), units);
+    }
 }
 
 /// The model a device of `opts` runs: its caps, streams and VRAM size.
@@ -169,7 +192,8 @@ pub fn declare(control: &mut Control, opts: &ModelOptions) -> Result<u32> {
     decl.builtins = model::BUILTINS;
     decl.vram_size = vram_size(opts);
     decl.caps = model::caps(opts.dialect, opts.gluon_sim);
-    decl.flags = control::READ_LOOP;
+    // It says how far each command got, a step at a time.
+    decl.flags = control::READ_LOOP | radiance_uapi::user_declare_flags::REPORTS_PROGRESS;
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("the Gluon model speaking {}", opts.dialect.name()));
     Ok(index)
@@ -212,7 +236,8 @@ pub fn serve_declared(control: &Control, opts: &ModelOptions, served: &Served) -
                 for frame in frames {
                     // None: a reset came while it ran; the frames after it
                     // are gone too.
-                    let Some(response) = mem.with_block(frame.block, || model.run(&mem, &frame.bytes)) else {
+                    let stream = opts.dialect.decode(&frame.bytes).map_or(0, |(s, _)| s);
+                    let Some(response) = mem.with_block(stream, frame.block, || model.run(&mem, &frame.bytes)) else {
                         break;
                     };
                     served.ran.fetch_add(1, Ordering::Relaxed);

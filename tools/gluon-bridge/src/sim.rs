@@ -23,7 +23,13 @@
 //!   sim's kernel engine runs it. Only when no stream would be left (or on
 //!   a module that cannot retire, past `--timeout-ms`) is the device lost:
 //!   the bridge exits and clients fail at once with ENODEV.
-//! - It may die without answering: every command has the same deadline.
+//! - It answers a command only when it is done, however long that takes
+//!   (a cycle simulator under TCG runs kilo-instructions a second). While
+//!   it holds commands, the bridge reports its CPU time to the kernel as
+//!   their progress (`cpu_time.rs`), so that the watchdog resets the device
+//!   only for a sim that stopped computing.
+//! - It may die without answering: a command it holds without computing
+//!   has the same deadline.
 //!   It may die at connect, reserving its VRAM: the bridge tells a sim
 //!   that closed before answering apart from one that answered what its
 //!   protocol does not (the other handshake).
@@ -33,6 +39,7 @@
 
 use crate::{
     control::{declaration, Control, Frame, Ready},
+    cpu_time::CpuTime,
     error::{Error, Result},
     handshake::{self, Handshake, Staging},
     sim_config::Shape,
@@ -53,6 +60,14 @@ use std::{
 
 /// gluon-sim's streams.
 const STREAMS: usize = 4;
+
+/// How often the sim's CPU time is looked at while it holds a command:
+/// well within any launch timeout, and a few clock ticks.
+const PROGRESS_LOOK: Duration = Duration::from_millis(20);
+
+/// How long the bridge waits for the control file or the sim at most
+/// otherwise (deadlines are checked between waits).
+const IDLE_LOOK: Duration = Duration::from_millis(100);
 
 /// Where the handshake's probe puts its word in VRAM (before the device is
 /// declared: nothing lives there yet).
@@ -293,6 +308,11 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
     // says why).
     decl.caps = 0;
     decl.builtins = opts.builtins;
+    // Its CPU time is its progress, where /proc shows its process.
+    let mut cpu = sim.peer.and_then(CpuTime::of);
+    if cpu.is_some() {
+        decl.flags |= radiance_uapi::user_declare_flags::REPORTS_PROGRESS;
+    }
     let index = control.declare(&mut decl)?;
     crate::announce(
         index,
@@ -303,7 +323,11 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
     let mut retired = Retired::default();
     let mut next = 0;
     loop {
-        let (ctl, readable) = wait(&control, &sim.sock)?;
+        let holds = streams.iter().any(|s| s.at_sim.is_some());
+        let (ctl, readable) = wait(&control, &sim.sock, if holds { PROGRESS_LOOK } else { IDLE_LOOK })?;
+        if let Some(moved) = cpu.as_mut().map(CpuTime::advanced).filter(|&t| t > 0) {
+            report_progress(&control, sim.dialect, &mut streams, moved);
+        }
         if ctl.reset {
             for s in &mut streams {
                 s.queue.clear();
@@ -354,7 +378,7 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
                         opts.timeout_ms
                     )
                 } else {
-                    format!("no answer on stream {s} in {} ms: it died or hangs", opts.timeout_ms)
+                    format!("no answer on stream {s}, nor any computing, in {} ms: it died or hangs", opts.timeout_ms)
                 }));
             }
         }
@@ -372,6 +396,32 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
             let Some(frame) = streams[s].queue.pop_front() else { continue };
             streams[s].at_sim = send(&control, &mut sim, s, &frame)?;
             next = (s + 1) % STREAMS;
+        }
+    }
+}
+
+/// The sim computed `moved` clock ticks: what it holds moved, and is not
+/// dead; what waits here for its engine moved too, unless that engine runs
+/// a command the kernel gave up (which may never end).
+fn report_progress(control: &Control, dialect: &dyn Dialect, streams: &mut [Stream], moved: u64) {
+    let stuck: Vec<Engine> =
+        streams.iter().filter_map(|s| s.at_sim.as_ref().filter(|f| f.given_up).map(|f| f.engine)).collect();
+    for (s, stream) in streams.iter_mut().enumerate() {
+        let waits = stream
+            .queue
+            .front()
+            .and_then(|f| dialect.decode(&f.bytes).ok())
+            .is_some_and(|(_, cmd)| !stuck.contains(&Engine::of(&cmd)));
+        let holds = match stream.at_sim.as_mut() {
+            Some(f) if !f.given_up => {
+                f.since = Instant::now();
+                true
+            }
+            Some(_) => false,
+            None => waits,
+        };
+        if holds {
+            control.progress(s as u8, moved);
         }
     }
 }
@@ -447,12 +497,11 @@ impl Retired {
     }
 }
 
-/// Waits for the control file or the sim, at most 100 ms (deadlines are
-/// checked between waits).
-fn wait(control: &Control, sock: &UnixStream) -> Result<(Ready, bool)> {
+/// Waits for the control file or the sim, at most `look`.
+fn wait(control: &Control, sock: &UnixStream, look: Duration) -> Result<(Ready, bool)> {
     let ctl = control.fd();
     let mut fds = [PollFd::new(&ctl, PollFlags::IN | PollFlags::PRI), PollFd::new(sock, PollFlags::IN)];
-    match poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 100_000_000 })) {
+    match poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: look.as_nanos() as i64 })) {
         Ok(_) | Err(Errno::INTR) => {}
         Err(e) => return Err(Error::os("poll", e)),
     }
@@ -562,6 +611,7 @@ mod tests {
             handshake: served,
             vram_mib: 1,
             latency_ms: 1,
+            compute: false,
             drop_busy: false,
             spin: None,
             die_at_connect: false,

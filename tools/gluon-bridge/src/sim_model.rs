@@ -7,7 +7,8 @@
 //! pid), raw frames in and 16-byte responses out, with gluon-sim's
 //! behaviour where the bridge must cope with it:
 //! - one engine per kind (KERNEL, MEM, CSR), each busy for `--latency-ms`
-//!   per command; with `--drop-busy` a command that arrives while its
+//!   per command, asleep, or with `--compute` computing all along as a
+//!   cycle simulator does; with `--drop-busy` a command that arrives while its
 //!   engine is busy is dropped, never answered, as e554ff7's decode stage
 //!   does (without it, it waits, as 013add5's does);
 //! - no reset: a kernel that never ends (the built-in `SPIN`) is never
@@ -53,6 +54,8 @@ pub struct SimModelOptions {
     pub vram_mib: u32,
     /// How long each command keeps its engine busy.
     pub latency_ms: u64,
+    /// Busy means computing, not asleep.
+    pub compute: bool,
     /// Drop a command whose engine is busy, as gluon-sim e554ff7 does.
     pub drop_busy: bool,
     /// How long a `SPIN` runs (None: for ever).
@@ -147,7 +150,11 @@ pub fn serve(opts: &SimModelOptions) -> Result<()> {
     let latency = Duration::from_millis(opts.latency_ms);
     let frame = dialect.frame_size();
     let result = loop {
-        let due = engines.iter().filter_map(|e| e.busy.flatten().map(|(t, _)| t)).min();
+        let mut due = engines.iter().filter_map(|e| e.busy.flatten().map(|(t, _)| t)).min();
+        if opts.compute && due.is_some() {
+            // Busy computing: look at the socket, and go on at once.
+            due = Some(Instant::now());
+        }
         if let Err(e) = wait(&sock, due) {
             break Err(e);
         }

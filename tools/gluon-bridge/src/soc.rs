@@ -13,6 +13,11 @@
 //!   invalidated, reset released, finished polled while the tocpu mailbox is
 //!   served, reset held again ([`Soc::launch`]).
 //!
+//! Copies and fills report their progress to the kernel a step at a time
+//! (bytes over the link), so that a large copy over a slow link is not
+//! taken for a hung one; a launch reports none (the SoC says nothing until
+//! it finishes), so the launch timeout bounds it.
+//!
 //! Reset stays held whenever no launch runs, so that copies never race a
 //! running GPU; a device reset from the kernel (its watchdog) holds it too.
 //! A link that fails ends the bridge, and with it the device.
@@ -271,6 +276,8 @@ struct SocMem<'a, L: Link> {
     vram_size: u64,
     /// A reset was seen while a command ran.
     aborted: Cell<bool>,
+    /// The running command's stream, where its progress counts.
+    stream: Cell<u8>,
 }
 
 impl<L: Link> SocMem<'_, L> {
@@ -326,6 +333,10 @@ impl<L: Link> Memory for SocMem<'_, L> {
 
     fn pause(&self) {
         std::thread::sleep(Duration::from_millis(1));
+    }
+
+    fn progress(&self, units: u64) {
+        self.control.progress(self.stream.get(), units);
     }
 }
 
@@ -391,16 +402,17 @@ pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
     decl.threads_per_warp = THREADS_PER_WARP;
     decl.vram_size = vram_size;
     decl.caps = CAPS;
-    decl.flags = control::READ_LOOP;
+    decl.flags = control::READ_LOOP | radiance_uapi::user_declare_flags::REPORTS_PROGRESS;
     let index = control.declare(&mut decl)?;
     crate::announce(index, &format!("a Radiance SoC over the {} link", opts.link));
 
     let mut model = Model::new(&Sim16, CAPS, STREAMS, vram_size);
-    let mem = SocMem { control: &control, soc: &soc, vram_size, aborted: Cell::new(false) };
+    let mem = SocMem { control: &control, soc: &soc, vram_size, aborted: Cell::new(false), stream: Cell::new(0) };
     loop {
         if !mem.aborted.get() {
             if let Incoming::Frames(frames) = control.next()? {
                 for frame in frames {
+                    mem.stream.set(Sim16.decode(&frame.bytes).map_or(0, |(s, _)| s));
                     let response = match Sim16.decode(&frame.bytes) {
                         Ok((stream, Command::Kernel { host_addr, size, .. })) if stream < STREAMS => {
                             kernel(&mem, stream, frame.block.as_ref(), host_addr, size)?
