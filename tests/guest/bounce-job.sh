@@ -17,7 +17,7 @@ RADIANCE_PARAMS_EXTRA=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^radiance\.//p' |
 export RADIANCE_PARAMS_EXTRA
 echo "radiance-guest: module parameters: ${RADIANCE_PARAMS_EXTRA:-(defaults)}"
 # Matches radiance_test.h.
-insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 $RADIANCE_PARAMS_EXTRA || exit 1
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 $RADIANCE_PARAMS_EXTRA || exit 1
 
 for t in $kselftests; do
 	suite "$t" env RADIANCE_KO=/radiance.ko "/$t"

@@ -9,7 +9,7 @@
 set -u
 . /suite.sh || exit 1
 
-kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test lifecycle_test"
+kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test watchdog_test lifecycle_test"
 plan vermagic_is_the_kernels_own vermagic_names_the_running_kernel the_kernels_own_module_loads \
 	module_taint_is_only_out_of_tree_and_unsigned $kselftests cts_kmod0
 
@@ -31,7 +31,7 @@ test_one vermagic_names_the_running_kernel test "${ours%% *}" = "$release"
 # radiance.ko's.
 test_one the_kernels_own_module_loads insmod /reference.ko
 
-insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 || exit 1
 # Unsigned and out of tree: the kernel says so in the taint (E, O), and
 # nothing else.
 test_one module_taint_is_only_out_of_tree_and_unsigned \

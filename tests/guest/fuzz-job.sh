@@ -14,7 +14,7 @@ param() {
 }
 
 /kmemleak.sh --clear
-insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 || exit 1
 mkdir -p /corpus
 suite fuzzer /radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$(param seconds 600)" \
 	--procs "$(param procs 2)" --corpus-in /corpus --print-corpus --status 60

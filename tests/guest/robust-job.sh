@@ -44,7 +44,7 @@ echo "radiance-guest: the guest suite took $(($(date +%s) - start)) s"
 kmemleak kmemleak_after_guest_suite
 
 # Matches radiance_test.h.
-insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 || exit 1
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 || exit 1
 suite stress_test env RADIANCE_KO=/radiance.ko /stress_test
 kmemleak kmemleak_after_stress
 

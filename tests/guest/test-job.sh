@@ -9,7 +9,7 @@
 set -u
 . /suite.sh || exit 1
 
-kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test lifecycle_test"
+kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test watchdog_test lifecycle_test"
 libtests="libradiance-kmod_bo libradiance-kmod_sem libradiance-kmod_queue libradiance-kmod_hal libradiance-kmod_group"
 # The module's KUnit suites: tools/build-guest.sh lists them from kmod/.
 kunit=$(cat /kunit-suites) && [ -n "$kunit" ] || { echo "radiance-guest: no KUnit manifest (/kunit-suites)"; exit 1; }
@@ -27,7 +27,7 @@ RADIANCE_PARAMS_EXTRA=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^radiance\.//p' |
 export RADIANCE_PARAMS_EXTRA
 echo "radiance-guest: module parameters: ${RADIANCE_PARAMS_EXTRA:-(defaults)}"
 # Matches radiance_test.h.
-insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=500 $RADIANCE_PARAMS_EXTRA || exit 1
+insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 $RADIANCE_PARAMS_EXTRA || exit 1
 for s in $kunit; do
 	suite "$s" /kunit-ktap.sh "$s"
 done

@@ -33,6 +33,7 @@ done
 plan the_pid_handshake_goes_through_process_vm_readv cts_on_a_device_without_builtins_or_caps \
 	a_sim_dead_at_connect_is_named_with_the_overcommit_setting
 plan three_clients_at_once_against_a_dropping_sim a_command_behind_scrubs_is_not_overdue \
+	a_slow_sim_that_computes_is_never_reset a_stopped_sim_is_reset_and_the_device_goes_on \
 	a_stream_works_after_a_reset_the_sim_could_not_take \
 	riscv_tests_verdict_through_socket_mode a_launch_that_never_ends_retires_its_stream_and_the_rest_goes_on \
 	run_reports_the_launch_when_the_sim_dies
@@ -221,6 +222,41 @@ b=$(front bscrub sscrub pid)
 rc=$?
 test_one a_command_behind_scrubs_is_not_overdue sh -c \
 	"cat /tmp/scrub.out; [ $rc = 0 ] && grep -qx 'device_resets 0' /sys/kernel/debug/radiance/radiance0/mem"
+kill -TERM "$b"
+gone "$b"
+gone "$s"
+rmmod radiance
+
+# Slow is not hung, on a 100 ms watchdog: a sim whose every command takes
+# 400 ms, computing all along as a cycle simulator does, is never reset
+# (the bridge reports its CPU time as the progress of what it holds, scrubs
+# included). Stopped (SIGSTOP), it computes nothing: the device is reset,
+# the kernel log says for how long nothing moved, and once the sim goes on
+# the device works again.
+insmod /radiance.ko emulated_devices=0 launch_timeout_ms=100 || exit 1
+s=$(sim sslow pid --latency-ms 400 --compute)
+b=$(front bslow sslow pid)
+{ /radctl submit copy --bytes 65536 && /radctl submit fill --bytes 4096 && /radctl submit launch --count 4; } \
+	>/tmp/slow.out 2>&1
+rc=$?
+test_one a_slow_sim_that_computes_is_never_reset sh -c \
+	"cat /tmp/slow.out; [ $rc = 0 ] && grep -qx 'device_resets 0' /sys/kernel/debug/radiance/radiance0/mem"
+kill -TERM "$b"
+gone "$b"
+gone "$s"
+s=$(sim sstop pid --latency-ms 1)
+b=$(front bstop sstop pid)
+/radctl submit copy --bytes 4096 >/tmp/stop.out 2>&1
+before=$?
+kill -STOP "$s"
+/radctl submit copy --bytes 4096 >>/tmp/stop.out 2>&1
+stopped=$?
+kill -CONT "$s"
+/radctl submit copy --bytes 4096 >>/tmp/stop.out 2>&1
+after=$?
+test_one a_stopped_sim_is_reset_and_the_device_goes_on sh -c \
+	"cat /tmp/stop.out; dmesg | grep 'no progress for' | tail -n 1; [ $before = 0 ] && [ $stopped != 0 ] && [ $after = 0 ] &&
+	grep -qx 'device_resets 1' /sys/kernel/debug/radiance/radiance0/mem && dmesg | grep -q 'stream [0-3]: no progress for [0-9]* ms'"
 kill -TERM "$b"
 gone "$b"
 gone "$s"

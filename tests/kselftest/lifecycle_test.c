@@ -13,11 +13,7 @@
 #include "kselftest_harness.h"
 #include "radiance_test.h"
 #include "radiance_queue.h"
-
-static int unload(void)
-{
-	return syscall(SYS_delete_module, "radiance", O_NONBLOCK) ? -errno : 0;
-}
+#include "radiance_module.h"
 
 /* Field `key` (key=value) of queue `id`'s line in device 0's debugfs
  * `queues`, or -1. */
@@ -38,36 +34,6 @@ static int64_t queue_field(uint32_t id, const char *key)
 	}
 	fclose(f);
 	return found;
-}
-
-/* Loads the module as radiance_test.h says, but with launch timeout
- * `timeout_ms`, plus `extra` parameters (each may be given once). */
-static int load_params(int timeout_ms, const char *extra)
-{
-	const char *path = getenv("RADIANCE_KO") ?: "/radiance.ko";
-	/* The run's own parameters (the dialect, gluon-sim mode) stay on. */
-	const char *run = getenv("RADIANCE_PARAMS_EXTRA") ?: "";
-	char params[256];
-	int fd, ret;
-
-	snprintf(params, sizeof(params), "emulated_devices=%d emulated_vram_mib=%d launch_timeout_ms=%d %s %s",
-		 RADIANCE_TEST_DEVICES, RADIANCE_TEST_VRAM_MIB, timeout_ms, run, extra);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-static int load_with(const char *extra)
-{
-	return load_params(RADIANCE_TEST_TIMEOUT_MS, extra);
-}
-
-static int load(void)
-{
-	return load_with("");
 }
 
 TEST(open_file_pins_module_then_unload_and_reload)

@@ -4,7 +4,8 @@
  * (a tiny gluon-sim-16 Gluon that runs MEM COPY through the host windows)
  * and the client of the device it declares. Needs the module loaded as
  * radiance_test.h says (two emulated devices, so the user device is
- * /dev/radiance2, and the 500 ms launch timeout).
+ * /dev/radiance2), and its file at $RADIANCE_KO: the test reloads it with
+ * a launch timeout of USER_TIMEOUT_MS, and back as it found it at the end.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +17,13 @@
 #include "kselftest_harness.h"
 #include "radiance_test.h"
 #include "radiance_queue.h"
+#include "radiance_module.h"
+
+/* The launch timeout of the user devices here. Their server is this test,
+ * which holds commands unanswered on purpose for a few hundred
+ * milliseconds between its steps (radiance_test.h's timeout is the
+ * emulated device's, which reports progress as it works). */
+#define USER_TIMEOUT_MS 1000
 
 #define VRAM_SIZE (2u << 20)
 
@@ -49,21 +57,29 @@ static struct radiance_user_declare declaration(void)
 	return d;
 }
 
+/* Opens the control node and declares the device `d` says by `cmd` (a
+ * USER_DECLARE of some size); 0 or -errno. */
+static int server_declare(struct server *s, struct radiance_user_declare *d, unsigned long cmd)
+{
+	int ret;
+
+	memset(s->vram, 0, sizeof(s->vram));
+	s->ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC);
+	if (s->ctl < 0)
+		return -errno;
+	ret = radiance_ioctl(s->ctl, cmd, d);
+	s->index = d->device_index;
+	return ret;
+}
+
 /* Opens the control node and declares the device with `flags`
  * (RADIANCE_USER_DECLARE_*); 0 or -errno. */
 static int server_start(struct server *s, uint32_t flags)
 {
 	struct radiance_user_declare d = declaration();
-	int ret;
 
 	d.flags = flags;
-	memset(s->vram, 0, sizeof(s->vram));
-	s->ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC);
-	if (s->ctl < 0)
-		return -errno;
-	ret = radiance_ioctl(s->ctl, RADIANCE_IOCTL_USER_DECLARE, &d);
-	s->index = d.device_index;
-	return ret;
+	return server_declare(s, &d, RADIANCE_IOCTL_USER_DECLARE);
 }
 
 /* Runs each MEM COPY of the `n` bytes of frames read (anything else
@@ -211,7 +227,7 @@ TEST_F(user, declarations_are_checked)
 	EXPECT_EQ(-ENXIO, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_HOST_READ, &a));
 	EXPECT_EQ(-1, read(ctl, buf, sizeof(buf)));
 	EXPECT_EQ(ENXIO, errno);
-	d.flags = RADIANCE_USER_DECLARE_INLINE_BLOCKS << 1;
+	d.flags = RADIANCE_USER_DECLARE_REPORTS_PROGRESS << 1;
 	EXPECT_EQ(-EINVAL, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d));
 	d = declaration();
 	d.streams = 5;
@@ -719,8 +735,9 @@ struct own {
 	struct queue q;
 };
 
-/* 0 or -errno; `own_close` it either way. */
-static int own_open(struct own *o, uint32_t flags)
+/* Declares `d` by `cmd` (as server_declare()) and opens its device: 0 or
+ * -errno; `own_close` it either way. */
+static int own_open_as(struct own *o, struct radiance_user_declare *d, unsigned long cmd)
 {
 	int ret;
 
@@ -729,7 +746,7 @@ static int own_open(struct own *o, uint32_t flags)
 	o->w = calloc(1, sizeof(*o->w));
 	if (!o->w)
 		return -ENOMEM;
-	ret = server_start(o->w, flags);
+	ret = server_declare(o->w, d, cmd);
 	if (ret)
 		return ret;
 	o->fd = radiance_open(o->w->index);
@@ -740,6 +757,15 @@ static int own_open(struct own *o, uint32_t flags)
 	if (o->vram < 0 || o->src < 0)
 		return o->vram < 0 ? o->vram : o->src;
 	return queue_open(o->fd, 16, &o->q);
+}
+
+/* As own_open_as(), declared with `flags`. */
+static int own_open(struct own *o, uint32_t flags)
+{
+	struct radiance_user_declare d = declaration();
+
+	d.flags = flags;
+	return own_open_as(o, &d, RADIANCE_IOCTL_USER_DECLARE);
 }
 
 static void own_close(struct own *o)
@@ -1081,7 +1107,7 @@ TEST_F(user, an_unanswered_command_resets_the_device_until_acknowledged)
 	ASSERT_EQ(1, poll(&p, 1, 5000));
 	EXPECT_TRUE(p.revents & POLLIN);
 	ASSERT_EQ(1, server_serve(self->s, 0)) TH_LOG("read, never answered");
-	/* The launch timeout is 500 ms. */
+	/* After the launch timeout (radiance_test.h). */
 	ASSERT_EQ(1, poll(&p, 1, 5000));
 	EXPECT_TRUE(p.revents & POLLPRI);
 	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&q));
@@ -1286,6 +1312,134 @@ TEST(a_control_file_retires_nothing_before_it_declares)
 	close(ctl);
 }
 
+/* Field `key` of stream `stream`'s line in debugfs `streams` of device
+ * `index`, or -1. */
+static int64_t stream_field(unsigned int index, int stream, const char *key)
+{
+	char path[64], want[16], line[512];
+	int64_t found = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/radiance%u/streams", index);
+	snprintf(want, sizeof(want), "stream=%d ", stream);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		const char *at = strstr(line, key);
+
+		if (!strncmp(line, want, strlen(want)) && at && at[strlen(key)] == '=')
+			found = strtoll(at + strlen(key) + 1, NULL, 10);
+	}
+	fclose(f);
+	return found;
+}
+
+TEST(a_server_that_reports_nothing_gets_its_commands_size_over_its_rate)
+{
+	/* USER_DECLARE as ABI 1.9 released it: no rates. */
+	const unsigned long declare_1_9 = _IOWR(RADIANCE_IOCTL_TYPE, 0x40, char[88]);
+	struct radiance_user_declare d = declaration();
+	struct radiance_user_reset ack = { 0 };
+	struct pollfd p = { .events = POLLPRI };
+	uint8_t f[16];
+	struct own o;
+
+	/* 4 KiB at this rate take three timeouts. */
+	d.bytes_per_s = 4096 * 1000ull / (3 * USER_TIMEOUT_MS);
+	ASSERT_EQ(0, own_open_as(&o, &d, RADIANCE_IOCTL_USER_DECLARE));
+	p.fd = o.w->ctl;
+	copy(&o.q, o.src, o.vram, 4096);
+	queue_publish(&o.q);
+	ASSERT_LE(0, read_one(o.w, f));
+	/* Held for two timeouts, reporting nothing: within its deadline. */
+	EXPECT_EQ(0, poll(&p, 1, 2 * USER_TIMEOUT_MS)) TH_LOG("reset before its size over its rate");
+	ASSERT_EQ(0, server_run(o.w, f, 16, 1));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&o.q));
+	EXPECT_EQ(1, o.q.ctl->read_index);
+	own_close(&o);
+
+	/* Declared as ABI 1.9 did (the rates past its 88 bytes unread), a
+	 * held command gets the timeout alone. */
+	ASSERT_EQ(0, own_open_as(&o, &d, declare_1_9));
+	p.fd = o.w->ctl;
+	copy(&o.q, o.src, o.vram, 4096);
+	queue_publish(&o.q);
+	ASSERT_LE(0, read_one(o.w, f));
+	ASSERT_EQ(1, poll(&p, 1, 50 * USER_TIMEOUT_MS));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&o.q));
+	EXPECT_EQ(ETIMEDOUT, o.q.ctl->error);
+	EXPECT_EQ(0, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_RESET, &ack));
+	own_close(&o);
+}
+
+TEST(a_server_that_reports_progress_keeps_a_slow_command_alive)
+{
+	struct radiance_user_progress up = { .units = 4096 };
+	struct pollfd p;
+	struct radiance_user_reset ack = { 0 };
+	uint8_t f[16];
+	int64_t resets;
+	char path[64];
+	struct own o;
+
+	ASSERT_EQ(0, own_open(&o, RADIANCE_USER_DECLARE_REPORTS_PROGRESS));
+	p = (struct pollfd){ .fd = o.w->ctl, .events = POLLPRI };
+	snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/radiance%u/mem", o.w->index);
+	resets = radiance_debugfs_stat(path, "device_resets");
+	copy(&o.q, o.src, o.vram, 4096);
+	queue_publish(&o.q);
+	ASSERT_LE(0, read_one(o.w, f));
+	up.stream = f[0];
+	/* Five launch timeouts, reporting four times in each: no reset. */
+	for (int i = 0; i < 20; i++) {
+		EXPECT_EQ(0, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_PROGRESS, &up)) TH_LOG("report %d", i);
+		EXPECT_EQ(0, poll(&p, 1, USER_TIMEOUT_MS / 4)) TH_LOG("reset after %d reports", i);
+	}
+	/* debugfs shows what the command did so far. */
+	EXPECT_EQ(20 * 4096, stream_field(o.w->index, f[0], "done"));
+	EXPECT_EQ(4096, stream_field(o.w->index, f[0], "units"));
+	ASSERT_EQ(0, server_run(o.w, f, 16, 1));
+	EXPECT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain(&o.q));
+	EXPECT_EQ(1, o.q.ctl->read_index);
+	EXPECT_EQ(resets, radiance_debugfs_stat(path, "device_resets"));
+
+	/* What it refuses: nothing outstanding on the stream, a flag, no
+	 * work, a stream the device lacks. */
+	EXPECT_EQ(-EPROTO, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_PROGRESS, &up));
+	up.flags = 1;
+	EXPECT_EQ(-EINVAL, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_PROGRESS, &up));
+	up = (struct radiance_user_progress){ .stream = f[0] };
+	EXPECT_EQ(-EINVAL, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_PROGRESS, &up));
+	up = (struct radiance_user_progress){ .stream = 4, .units = 1 };
+	EXPECT_EQ(-EINVAL, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_PROGRESS, &up));
+
+	/* Reporting nothing, the next command is reset, and nothing counts
+	 * until the server acknowledges. */
+	copy(&o.q, o.src, o.vram, 4096);
+	queue_publish(&o.q);
+	ASSERT_LE(0, read_one(o.w, f));
+	ASSERT_EQ(1, poll(&p, 1, 50 * USER_TIMEOUT_MS));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&o.q));
+	EXPECT_EQ(ETIMEDOUT, o.q.ctl->error);
+	EXPECT_EQ(resets + 1, radiance_debugfs_stat(path, "device_resets"));
+	up = (struct radiance_user_progress){ .stream = f[0], .units = 1 };
+	EXPECT_EQ(-ECONNRESET, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_PROGRESS, &up));
+	EXPECT_EQ(0, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_RESET, &ack));
+	own_close(&o);
+}
+
+TEST_F(user, a_server_that_did_not_declare_progress_cannot_report_it)
+{
+	struct radiance_user_progress up = { .units = 1 };
+	int ctl = open("/dev/" RADIANCE_CONTROL_NODE, O_RDWR | O_CLOEXEC);
+
+	EXPECT_EQ(-ENXIO, radiance_ioctl(self->s->ctl, RADIANCE_IOCTL_USER_PROGRESS, &up));
+	ASSERT_LE(0, ctl);
+	EXPECT_EQ(-ENXIO, radiance_ioctl(ctl, RADIANCE_IOCTL_USER_PROGRESS, &up)) TH_LOG("before USER_DECLARE");
+	close(ctl);
+}
+
 /* Closes the server's control file after a while. */
 static void *die_later(void *arg)
 {
@@ -1343,4 +1497,19 @@ TEST_F(user, the_server_going_faults_queues_wakes_waiters_and_frees_everything)
 	EXPECT_EQ(RADIANCE_TEST_DEVICES, devices_stat("nodes"));
 }
 
-TEST_HARNESS_MAIN
+/* The tests, on user devices with a launch timeout of USER_TIMEOUT_MS. */
+int main(int argc, char **argv)
+{
+	int ret;
+
+	if (unload() || load_params(USER_TIMEOUT_MS, "")) {
+		fprintf(stderr, "user_test: cannot reload radiance.ko with launch_timeout_ms=%d\n", USER_TIMEOUT_MS);
+		return KSFT_FAIL;
+	}
+	ret = test_harness_run(argc, argv);
+	if (unload() || load()) {
+		fprintf(stderr, "user_test: cannot reload radiance.ko as radiance_test.h says\n");
+		return KSFT_FAIL;
+	}
+	return ret;
+}
