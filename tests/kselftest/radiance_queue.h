@@ -70,12 +70,12 @@ static inline void queue_put(struct queue *q, const void *packet)
 	q->written++;
 }
 
-/* Waits up to 10 s until every written packet completed, or the queue
- * faulted and the packets before the fault completed; returns the queue
- * status. */
-static inline uint32_t queue_drain(struct queue *q)
+/* Waits until every written packet completed, or the queue faulted and
+ * the packets before the fault completed, or CLOCK_MONOTONIC `deadline_ns`
+ * passed; returns the queue status. */
+static inline uint32_t queue_drain_until(struct queue *q, int64_t deadline_ns)
 {
-	for (int i = 0; i < 100000; i++) {
+	while (radiance_now_ns() < deadline_ns) {
 		uint64_t done = atomic_load((_Atomic uint64_t *)&q->ctl->read_index);
 
 		if (atomic_load((_Atomic uint32_t *)&q->ctl->status) != RADIANCE_QUEUE_ACTIVE &&
@@ -86,6 +86,12 @@ static inline uint32_t queue_drain(struct queue *q)
 		usleep(100);
 	}
 	return q->ctl->status;
+}
+
+/* queue_drain_until() 10 s from now. */
+static inline uint32_t queue_drain(struct queue *q)
+{
+	return queue_drain_until(q, radiance_now_ns() + 10 * 1000000000LL);
 }
 
 /* Moves `size` bytes between `buf` and VRAM BO `bo` at `off` through a new

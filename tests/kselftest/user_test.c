@@ -1335,6 +1335,21 @@ static int64_t stream_field(unsigned int index, int stream, const char *key)
 	return found;
 }
 
+/* A copy on `o`'s queue, read into `f` and held, the server reporting
+ * nothing: the watchdog resets the device (POLLPRI) and the queue faults
+ * with ETIMEDOUT. */
+static void expect_held_copy_reset(struct __test_metadata *_metadata, struct own *o, uint8_t f[16])
+{
+	struct pollfd p = { .fd = o->w->ctl, .events = POLLPRI };
+
+	copy(&o->q, o->src, o->vram, 4096);
+	queue_publish(&o->q);
+	ASSERT_LE(0, read_one(o->w, f));
+	ASSERT_EQ(1, poll(&p, 1, 50 * USER_TIMEOUT_MS));
+	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&o->q));
+	EXPECT_EQ(ETIMEDOUT, o->q.ctl->error);
+}
+
 TEST(a_server_that_reports_nothing_gets_its_commands_size_over_its_rate)
 {
 	/* USER_DECLARE as ABI 1.9 released it: no rates. */
@@ -1363,12 +1378,7 @@ TEST(a_server_that_reports_nothing_gets_its_commands_size_over_its_rate)
 	 * held command gets the timeout alone. */
 	ASSERT_EQ(0, own_open_as(&o, &d, declare_1_9));
 	p.fd = o.w->ctl;
-	copy(&o.q, o.src, o.vram, 4096);
-	queue_publish(&o.q);
-	ASSERT_LE(0, read_one(o.w, f));
-	ASSERT_EQ(1, poll(&p, 1, 50 * USER_TIMEOUT_MS));
-	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&o.q));
-	EXPECT_EQ(ETIMEDOUT, o.q.ctl->error);
+	expect_held_copy_reset(_metadata, &o, f);
 	EXPECT_EQ(0, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_RESET, &ack));
 	own_close(&o);
 }
@@ -1416,12 +1426,7 @@ TEST(a_server_that_reports_progress_keeps_a_slow_command_alive)
 
 	/* Reporting nothing, the next command is reset, and nothing counts
 	 * until the server acknowledges. */
-	copy(&o.q, o.src, o.vram, 4096);
-	queue_publish(&o.q);
-	ASSERT_LE(0, read_one(o.w, f));
-	ASSERT_EQ(1, poll(&p, 1, 50 * USER_TIMEOUT_MS));
-	EXPECT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain(&o.q));
-	EXPECT_EQ(ETIMEDOUT, o.q.ctl->error);
+	expect_held_copy_reset(_metadata, &o, f);
 	EXPECT_EQ(resets + 1, radiance_debugfs_stat(path, "device_resets"));
 	up = (struct radiance_user_progress){ .stream = f[0], .units = 1 };
 	EXPECT_EQ(-ECONNRESET, radiance_ioctl(o.w->ctl, RADIANCE_IOCTL_USER_PROGRESS, &up));

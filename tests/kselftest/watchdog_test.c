@@ -35,23 +35,6 @@ static void fill(struct queue *q, uint32_t bo, uint64_t size, uint32_t pattern)
 	queue_put(q, &p);
 }
 
-/* Waits until `q` completed or faulted everything published, or until the
- * CLOCK_MONOTONIC `deadline_ns`; its status. */
-static uint32_t drain_until(struct queue *q, int64_t deadline_ns)
-{
-	while (radiance_now_ns() < deadline_ns) {
-		uint64_t done = atomic_load((_Atomic uint64_t *)&q->ctl->read_index);
-
-		if (atomic_load((_Atomic uint32_t *)&q->ctl->status) != RADIANCE_QUEUE_ACTIVE &&
-		    done == q->ctl->fault_index)
-			break;
-		if (done == q->written)
-			break;
-		usleep(1000);
-	}
-	return q->ctl->status;
-}
-
 /* The kernel log from now on, read by kmsg_find(). */
 static int kmsg_open(void)
 {
@@ -141,7 +124,7 @@ TEST_F(slow, a_fill_many_timeouts_long_that_moves_is_not_reset)
 	start = radiance_now_ns();
 	fill(&self->q, bo, FILL_BYTES, 0x5a5a5a5a);
 	queue_publish(&self->q);
-	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_until(&self->q, deadline_for(self->step_ns, steps)))
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain_until(&self->q, deadline_for(self->step_ns, steps)))
 		TH_LOG("error %u: reset while it moved", self->q.ctl->error);
 	EXPECT_EQ(self->q.written, self->q.ctl->read_index) TH_LOG("not done in four times its measured cost");
 	TH_LOG("the fill took %lld ms, timeout %d ms", (long long)(radiance_now_ns() - start) / 1000000,
@@ -169,7 +152,7 @@ TEST_F(slow, a_grid_many_timeouts_long_that_moves_is_not_reset)
 	params[0] = dst.device_address;
 	queue_launch(&self->q, blk.handle, b, RADIANCE_BUILTIN_FILL_U32, params, 3, GRID_THREADS / 256, 256);
 	queue_publish(&self->q);
-	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_until(&self->q, deadline_for(self->step_ns, steps)))
+	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain_until(&self->q, deadline_for(self->step_ns, steps)))
 		TH_LOG("error %u: reset while it moved", self->q.ctl->error);
 	EXPECT_EQ(self->q.written, self->q.ctl->read_index) TH_LOG("not done in four times its measured cost");
 	EXPECT_EQ(resets, radiance_mem_stat("device_resets"));
@@ -199,7 +182,7 @@ TEST_F(slow, a_spin_that_never_moves_is_reset_and_says_for_how_long)
 	queue_publish(&self->q);
 	/* Caught within the timeout and one more look: two timeouts, and
 	 * what a step costs here for the work the reset waits for. */
-	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, drain_until(&self->q, deadline_for(self->step_ns, 1)));
+	ASSERT_EQ(RADIANCE_QUEUE_FAULTED, queue_drain_until(&self->q, deadline_for(self->step_ns, 1)));
 	took_ms = (radiance_now_ns() - start) / 1000000;
 	EXPECT_EQ(ETIMEDOUT, self->q.ctl->error);
 	EXPECT_LE(RADIANCE_TEST_TIMEOUT_MS, took_ms) TH_LOG("reset before the timeout");
