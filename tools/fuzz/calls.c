@@ -211,6 +211,7 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_USER_DECLARE] = "user_declare", [OP_USER_HOST_ACCESS] = "user_host_access",
 	[OP_USER_RESET] = "user_reset", [OP_CONTROL_READ] = "control_read",
 	[OP_CONTROL_WRITE] = "control_write", [OP_POLL] = "poll", [OP_USER_SERVE] = "user_serve",
+	[OP_USER_RETIRE] = "user_retire", [OP_USER_PROGRESS] = "user_progress",
 };
 
 const char *op_name(enum op op)
@@ -231,7 +232,7 @@ static const uint8_t op_weight[OP_COUNT] = {
 	[OP_SIGNAL_WAIT] = 1, [OP_UDMABUF] = 2, [OP_SW_SYNC_FENCE] = 2, [OP_SW_SYNC_INC] = 2,
 	[OP_CONTROL_OPEN] = 1, [OP_USER_DECLARE] = 2, [OP_USER_HOST_ACCESS] = 1,
 	[OP_USER_RESET] = 1, [OP_CONTROL_READ] = 1, [OP_CONTROL_WRITE] = 1, [OP_POLL] = 1,
-	[OP_USER_SERVE] = 4,
+	[OP_USER_SERVE] = 4, [OP_USER_RETIRE] = 1, [OP_USER_PROGRESS] = 2,
 };
 
 enum op call_pick_op(struct rng *r)
@@ -368,7 +369,17 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 		c->a[2] = mostly(r, h, 1 + rng_below(r, 16));
 		c->a[3] = mostly(r, h, 0x01040401);
 		c->a[4] = mostly(r, h, (1 + rng_below(r, 16)) << 20);
-		c->a[5] = mostly(r, h, 0);
+		/* The flags (every one known is below 16) over the caps. */
+		c->a[5] = mostly(r, h, (uint64_t)rng_below(r, 16) << 32);
+		break;
+	case OP_USER_RETIRE:
+		c->a[0] = mostly(r, h, rng_below(r, 16));
+		c->a[1] = mostly(r, h, 0);
+		break;
+	case OP_USER_PROGRESS:
+		c->a[0] = mostly(r, h, rng_below(r, 4));
+		c->a[1] = mostly(r, h, 0);
+		c->a[2] = mostly(r, h, 1 + rng_below(r, 1 << 16));
 		break;
 	case OP_USER_HOST_ACCESS:
 		c->a[0] = rng_below(r, 4);
@@ -1536,6 +1547,16 @@ static int control_call(struct exec_env *env, struct state *st, const struct cal
 
 		return xioctl(SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_RESET, &a);
 	}
+	case OP_USER_RETIRE: {
+		struct radiance_user_retire a = { .streams = c->a[0], .flags = c->a[1] };
+
+		return xioctl(SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_RETIRE, &a);
+	}
+	case OP_USER_PROGRESS: {
+		struct radiance_user_progress a = { .stream = c->a[0], .flags = c->a[1], .units = c->a[2] };
+
+		return xioctl(SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_PROGRESS, &a);
+	}
 	case OP_CONTROL_READ:
 		return control_rw(st, c, 0);
 	case OP_CONTROL_WRITE:
@@ -1565,7 +1586,7 @@ static call_fn *const call_fns[OP_COUNT] = {
 	[OP_CONTROL_OPEN] = control_call, [OP_USER_DECLARE] = control_call,
 	[OP_USER_HOST_ACCESS] = control_call, [OP_USER_RESET] = control_call,
 	[OP_CONTROL_READ] = control_call, [OP_CONTROL_WRITE] = control_call,
-	[OP_USER_SERVE] = control_call,
+	[OP_USER_SERVE] = control_call, [OP_USER_RETIRE] = control_call, [OP_USER_PROGRESS] = control_call,
 };
 
 /* Runs one call; returns its result (0, a count, or -errno). */
