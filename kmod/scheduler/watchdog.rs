@@ -273,7 +273,12 @@ impl Scheduler {
                         Some(p) => write!(f, " done={}", p.wrapping_sub(stream.head_start))?,
                         None => write!(f, " done=-")?,
                     }
-                    writeln!(f, " still_ms={}", self.still(stream, i).as_millis())?;
+                    // Moved since the watchdog last looked: just now.
+                    let still = match progress {
+                        Some(p) if p != stream.seen => 0,
+                        _ => self.still(stream, i).as_millis(),
+                    };
+                    writeln!(f, " still_ms={still}")?;
                 }
                 None => writeln!(f)?,
             }
