@@ -19,21 +19,10 @@
  * `queues`, or -1. */
 static int64_t queue_field(uint32_t id, const char *key)
 {
-	FILE *f = fopen("/sys/kernel/debug/radiance/radiance0/queues", "r");
-	char line[512], want[32];
-	int64_t found = -1;
+	char match[32];
 
-	if (!f)
-		return -1;
-	snprintf(want, sizeof(want), " queue=%u ", id);
-	while (found < 0 && fgets(line, sizeof(line), f)) {
-		const char *at = strstr(line, key);
-
-		if (strstr(line, want) && at && at[strlen(key)] == '=')
-			found = strtoll(at + strlen(key) + 1, NULL, 10);
-	}
-	fclose(f);
-	return found;
+	snprintf(match, sizeof(match), " queue=%u ", id);
+	return radiance_line_field("/sys/kernel/debug/radiance/radiance0/queues", match, key);
 }
 
 TEST(open_file_pins_module_then_unload_and_reload)

@@ -224,6 +224,27 @@ static inline int64_t radiance_debugfs_stat(const char *path, const char *key)
 	return found;
 }
 
+/* Field `key` (key=value, decimal) of the first line of debugfs file `path`
+ * (one line of key=value pairs per object) that holds `match`, or -1. */
+static inline int64_t radiance_line_field(const char *path, const char *match, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	char line[512], want[64];
+	int64_t found = -1;
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), " %s=", key);
+	while (found < 0 && fgets(line, sizeof(line), f)) {
+		const char *at = strstr(line, want);
+
+		if (strstr(line, match) && at)
+			found = strtoll(at + strlen(want), NULL, 10);
+	}
+	fclose(f);
+	return found;
+}
+
 /* A value from device 0's debugfs `mem` file, or -1. */
 static inline int64_t radiance_mem_stat(const char *key)
 {

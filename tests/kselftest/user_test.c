@@ -1316,23 +1316,11 @@ TEST(a_control_file_retires_nothing_before_it_declares)
  * `index`, or -1. */
 static int64_t stream_field(unsigned int index, int stream, const char *key)
 {
-	char path[64], want[16], line[512];
-	int64_t found = -1;
-	FILE *f;
+	char path[64], match[16];
 
 	snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/radiance%u/streams", index);
-	snprintf(want, sizeof(want), "stream=%d ", stream);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (found < 0 && fgets(line, sizeof(line), f)) {
-		const char *at = strstr(line, key);
-
-		if (!strncmp(line, want, strlen(want)) && at && at[strlen(key)] == '=')
-			found = strtoll(at + strlen(key) + 1, NULL, 10);
-	}
-	fclose(f);
-	return found;
+	snprintf(match, sizeof(match), "stream=%d ", stream);
+	return radiance_line_field(path, match, key);
 }
 
 /* A copy on `o`'s queue, read into `f` and held, the server reporting

@@ -61,6 +61,32 @@ static int kmsg_find(int kmsg, const char *text, char *out, size_t len)
 	return -1;
 }
 
+/* While queue `queue`'s fill runs: debugfs `streams` shows its command at
+ * its stream's head, moving, and radctl queues shows how far it got. In
+ * gluon-sim mode the fill is copies of 1 MiB from a pattern source. */
+static void expect_progress_shown(struct __test_metadata *_metadata, uint32_t queue, int64_t step_ns)
+{
+	const char *streams = "/sys/kernel/debug/radiance/radiance0/streams";
+	int64_t first, later;
+	char match[32], out[4096];
+
+	snprintf(match, sizeof(match), " queue=%u ", queue);
+	/* Taken from the ring and given to the device within a few steps. */
+	for (int i = 0; i < 100 && radiance_line_field(streams, match, "done") < 0; i++)
+		usleep(step_ns / 1000);
+	first = radiance_line_field(streams, match, "done");
+	ASSERT_LE(0, first) TH_LOG("the fill is at no stream's head");
+	EXPECT_GT(RADIANCE_TEST_TIMEOUT_MS, radiance_line_field(streams, match, "still_ms"));
+	if (radiance_line_field(streams, match, "units") == (int64_t)FILL_BYTES) {
+		/* One command: its count grows. */
+		usleep(8 * step_ns / 1000);
+		later = radiance_line_field(streams, match, "done");
+		EXPECT_LT(first, later) TH_LOG("eight steps later, done still %lld", (long long)first);
+	}
+	ASSERT_LT(0, radiance_radctl("queues", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, " bytes, moved ")) TH_LOG("%s", out);
+}
+
 FIXTURE(slow)
 {
 	int fd;
@@ -124,6 +150,7 @@ TEST_F(slow, a_fill_many_timeouts_long_that_moves_is_not_reset)
 	start = radiance_now_ns();
 	fill(&self->q, bo, FILL_BYTES, 0x5a5a5a5a);
 	queue_publish(&self->q);
+	expect_progress_shown(_metadata, self->q.id, self->step_ns);
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, queue_drain_until(&self->q, deadline_for(self->step_ns, steps)))
 		TH_LOG("error %u: reset while it moved", self->q.ctl->error);
 	EXPECT_EQ(self->q.written, self->q.ctl->read_index) TH_LOG("not done in four times its measured cost");
