@@ -228,14 +228,14 @@ gone "$s"
 rmmod radiance
 
 # Slow is not hung, on a 100 ms watchdog: a sim whose every command takes
-# 400 ms, computing all along as a cycle simulator does, is never reset
-# (the bridge reports its CPU time as the progress of what it holds, scrubs
+# 400 ms, computing all along, is never reset (with --cpu-progress the
+# bridge reports its CPU time as the progress of what it holds, scrubs
 # included). Stopped (SIGSTOP), it computes nothing: the device is reset,
 # the kernel log says for how long nothing moved, and once the sim goes on
 # the device works again.
 insmod /radiance.ko emulated_devices=0 launch_timeout_ms=100 || exit 1
 s=$(sim sslow pid --latency-ms 400 --compute)
-b=$(front bslow sslow pid)
+b=$(front bslow sslow pid --cpu-progress)
 { /radctl submit copy --bytes 65536 && /radctl submit fill --bytes 4096 && /radctl submit launch --count 4; } \
 	>/tmp/slow.out 2>&1
 rc=$?
@@ -245,7 +245,7 @@ kill -TERM "$b"
 gone "$b"
 gone "$s"
 s=$(sim sstop pid --latency-ms 1)
-b=$(front bstop sstop pid)
+b=$(front bstop sstop pid --cpu-progress)
 /radctl submit copy --bytes 4096 >/tmp/stop.out 2>&1
 before=$?
 kill -STOP "$s"

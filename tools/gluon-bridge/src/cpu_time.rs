@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 
 //! A process's CPU time, read from /proc: what socket mode reports to the
-//! kernel as gluon-sim's progress. A cycle simulator that computes is
-//! simulating the command it holds; one that is stopped, blocked or dead
-//! computes nothing, and the kernel's watchdog resets the device for it.
-//! (A kernel that loops for ever in the sim computes too: only destroying
-//! its queue, or a watchdog without progress, gives it up.)
+//! kernel as the sim's progress with `--cpu-progress`. A simulator that
+//! sleeps when idle and computes is simulating the command it holds; one
+//! that is stopped, blocked or dead computes nothing, and the kernel's
+//! watchdog resets the device for it. (A kernel that loops for ever in the
+//! sim computes too: only destroying its queue gives it up.)
 
 /// One process's CPU time, as last read.
 pub struct CpuTime {

@@ -88,6 +88,19 @@ enum Mode {
         /// none; `sim-model` runs the model's (0x3f).
         #[arg(long, default_value = "0", value_parser = parse_u64)]
         builtins: u64,
+        /// Report the sim's CPU time as the progress of the commands it
+        /// holds, for a sim that sleeps when idle (gluon-sim spins a CPU
+        /// once a client connects: its CPU time says nothing).
+        #[arg(long)]
+        cpu_progress: bool,
+        /// Bytes a second the sim copies, declared without --cpu-progress:
+        /// the kernel's watchdog gives a copy its size over this, its
+        /// launch timeout at least (0: the timeout only).
+        #[arg(long, default_value_t = 0)]
+        bytes_per_s: u64,
+        /// Threads a second the sim runs, as --bytes-per-s for launches.
+        #[arg(long, default_value_t = 0)]
+        threads_per_s: u64,
     },
     /// Serve the software Gluon model.
     Model {
@@ -229,6 +242,9 @@ fn run(cli: Cli) -> error::Result<()> {
             sim_config,
             shape,
             builtins,
+            cpu_progress,
+            bytes_per_s,
+            threads_per_s,
         } => {
             let from_config = sim_config
                 .map(|path| {
@@ -241,8 +257,19 @@ fn run(cli: Cli) -> error::Result<()> {
             let builtins =
                 u32::try_from(builtins).map_err(|_| error::Error::Usage(format!("--builtins {builtins:#x}")))?;
             let control = control::Control::open(&cli.control)?;
-            let opts =
-                sim::SimOptions { socket, handshake, vram_mib, shared_mib, shared_addr, timeout_ms, shape, builtins };
+            let opts = sim::SimOptions {
+                socket,
+                handshake,
+                vram_mib,
+                shared_mib,
+                shared_addr,
+                timeout_ms,
+                shape,
+                builtins,
+                cpu_progress,
+                bytes_per_s,
+                threads_per_s,
+            };
             sim::serve(control, &opts)
         }
         Mode::Model { dialect, gluon_sim, vram_mib } => {

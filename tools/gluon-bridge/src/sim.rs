@@ -24,10 +24,13 @@
 //!   a module that cannot retire, past `--timeout-ms`) is the device lost:
 //!   the bridge exits and clients fail at once with ENODEV.
 //! - It answers a command only when it is done, however long that takes
-//!   (a cycle simulator under TCG runs kilo-instructions a second). While
-//!   it holds commands, the bridge reports its CPU time to the kernel as
-//!   their progress (`cpu_time.rs`), so that the watchdog resets the device
-//!   only for a sim that stopped computing.
+//!   (a cycle simulator under TCG runs kilo-instructions a second), and
+//!   says nothing meanwhile. gluon-sim spins a CPU once a client connects,
+//!   so its CPU time says nothing either: the bridge declares the rates it
+//!   is given, and the kernel gives each command its size over them. For
+//!   a sim that sleeps when idle, `--cpu-progress` reports its CPU time as
+//!   the progress of what it holds (`cpu_time.rs`), so that the watchdog
+//!   resets the device only for a sim that stopped computing.
 //! - It may die without answering: a command it holds without computing
 //!   has the same deadline.
 //!   It may die at connect, reserving its VRAM: the bridge tells a sim
@@ -85,13 +88,19 @@ pub struct SimOptions {
     /// where it is shared.
     pub shared_mib: u32,
     pub shared_addr: u64,
-    /// How long a command may go unanswered before the sim counts as dead.
+    /// How long a command may go unanswered, the sim computing nothing
+    /// (with `cpu_progress`), before the sim counts as dead.
     pub timeout_ms: u64,
     /// GET_INFO's compute shape, from the sim's config or the command line.
     pub shape: Shape,
     /// GET_INFO's built-in kernels (`uapi::builtin`): gluon-sim runs none;
     /// the sim-model runs the model's.
     pub builtins: u32,
+    /// Report the sim's CPU time as progress (a sim that sleeps when idle).
+    pub cpu_progress: bool,
+    /// The rates declared otherwise (USER_DECLARE's; 0: none).
+    pub bytes_per_s: u64,
+    pub threads_per_s: u64,
 }
 
 /// gluon-sim's engine kinds: each has one engine, and takes one command at
@@ -308,11 +317,18 @@ pub fn serve(mut control: Control, opts: &SimOptions) -> Result<()> {
     // says why).
     decl.caps = 0;
     decl.builtins = opts.builtins;
-    // Its CPU time is its progress, where /proc shows its process.
-    let mut cpu = sim.peer.and_then(CpuTime::of);
-    if cpu.is_some() {
+    // Its CPU time is its progress, if asked, where /proc shows it;
+    // else it is as fast as it was said to be.
+    let mut cpu = None;
+    if opts.cpu_progress {
+        let pid = sim.peer.ok_or_else(|| Error::Usage("--cpu-progress: the socket names no sim process".into()))?;
+        cpu = Some(CpuTime::of(pid).ok_or_else(|| {
+            Error::Usage(format!("--cpu-progress: the sim (pid {pid}) is not in this /proc (another pid namespace?)"))
+        })?);
         decl.flags |= radiance_uapi::user_declare_flags::REPORTS_PROGRESS;
     }
+    decl.bytes_per_s = opts.bytes_per_s;
+    decl.threads_per_s = opts.threads_per_s;
     let index = control.declare(&mut decl)?;
     crate::announce(
         index,
