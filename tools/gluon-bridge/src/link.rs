@@ -56,6 +56,12 @@ pub trait Link {
     /// Writes `src` at `addr`; done when it returns.
     fn write(&mut self, addr: u64, src: &[u8]) -> LinkResult<()>;
 
+    /// The bytes one access should carry: a long transfer goes a block at
+    /// a time, and reports its progress after each.
+    fn block(&self) -> usize {
+        MAX_ACCESS
+    }
+
     fn read32(&mut self, addr: u64) -> LinkResult<u32> {
         let mut b = [0; 4];
         self.read(addr, &mut b)?;
@@ -85,6 +91,10 @@ impl<L: Link + ?Sized> Link for Box<L> {
     fn write(&mut self, addr: u64, src: &[u8]) -> LinkResult<()> {
         (**self).write(addr, src)
     }
+
+    fn block(&self) -> usize {
+        (**self).block()
+    }
 }
 
 /// Opens the link `spec` names: `model[:hang|:epilogue|:print=TEXT]` (a
@@ -93,8 +103,15 @@ pub fn open(spec: &str, geometry: Geometry) -> LinkResult<Box<dyn Link>> {
     if let Some(path) = spec.strip_prefix("unix:") {
         return Ok(Box::new(UnixLink::connect(path)?));
     }
+    if let Some(port) = spec.strip_prefix("tsi:") {
+        return Ok(Box::new(crate::tsi::TsiLink::open(port)?));
+    }
     let model = spec.strip_prefix("model").and_then(|gpu| SocModel::from_spec(gpu, geometry));
-    let unknown = || LinkError::Failed(format!("unknown link {spec}: model[:hang|:epilogue|:print=TEXT] or unix:PATH"));
+    let unknown = || {
+        LinkError::Failed(format!(
+            "unknown link {spec}: model[:hang|:epilogue|:print=TEXT], unix:PATH or tsi:PATH[,baud=N]"
+        ))
+    };
     Ok(Box::new(model.ok_or_else(unknown)?))
 }
 
@@ -220,7 +237,8 @@ pub(crate) mod tests {
     #[test]
     fn an_unknown_link_is_refused() {
         let g = Geometry::default();
-        assert!(matches!(open("tsi:/dev/ttyUSB0", g), Err(LinkError::Failed(_))));
+        assert!(matches!(open("tsi:/nonexistent/ttyUSB0", g), Err(LinkError::Failed(_))));
+        assert!(matches!(open("uart:/dev/ttyUSB0", g), Err(LinkError::Failed(_))));
         assert!(matches!(open("model:sing", g), Err(LinkError::Failed(_))));
         assert!(matches!(open("unix:/nonexistent/socket", g), Err(LinkError::Failed(_))));
         assert!(open("model:print=hi", g).is_ok());

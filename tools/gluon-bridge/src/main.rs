@@ -35,6 +35,7 @@ mod sim_model;
 mod soc;
 mod soc_map;
 mod soc_model;
+mod tsi;
 mod vram;
 
 use clap::{Parser, Subcommand};
@@ -174,6 +175,33 @@ enum Mode {
         #[arg(long, default_value_t = 1024)]
         freed_kib: u64,
     },
+    /// Play a bring-up FPGA's UART-TSI client in front of the SoC model, on
+    /// a pseudo-terminal (real termios on both ends): prints the terminal's
+    /// path, for `soc --link tsi:PATH`, and serves one host until it
+    /// closes the terminal.
+    TsiTarget {
+        /// The SoC model's GPU, as `soc --link model...` takes it
+        /// (`:hang`, `:epilogue`, `:print=TEXT`; nothing: it finishes).
+        #[arg(long, default_value = "")]
+        gpu: String,
+        /// Clusters of Muon cores, as `soc --clusters`.
+        #[arg(long, default_value_t = 1)]
+        clusters: u32,
+        /// Cores per cluster, as `soc --cores-per-cluster`.
+        #[arg(long, default_value_t = 2)]
+        cores_per_cluster: u32,
+        /// Answer every read with garbage.
+        #[arg(long)]
+        garbage: bool,
+        /// Stop answering once this many words were read.
+        #[arg(long)]
+        silent_after_words: Option<u64>,
+        /// Bytes' time the parser takes no byte after a write (its bus
+        /// acknowledging it); bytes past the 8-byte queue meanwhile are
+        /// dropped. The default is what the queue absorbs.
+        #[arg(long, default_value_t = 8)]
+        write_busy_bytes: usize,
+    },
     /// Play gluon-sim: serve the model on a Unix socket, one client.
     SimModel {
         /// The socket to listen on.
@@ -300,6 +328,14 @@ fn run(cli: Cli) -> error::Result<()> {
             let control = control::Control::open(&cli.control)?;
             soc::serve(control, &soc::SocOptions { link, geometry, vram_mib, done_slots, timeout, poll })
         }
+        Mode::TsiTarget { gpu, clusters, cores_per_cluster, garbage, silent_after_words, write_busy_bytes } => {
+            let fault = match (garbage, silent_after_words) {
+                (true, _) => tsi::target::Fault::Garbage,
+                (false, Some(n)) => tsi::target::Fault::SilentAfter(n),
+                (false, None) => tsi::target::Fault::None,
+            };
+            tsi_target(&gpu, soc_map::Geometry { clusters, cores_per_cluster }, fault, write_busy_bytes)
+        }
         Mode::SimModel { socket, handshake, vram_mib, latency_ms, compute, drop_busy, spin_ms, die_at_connect } => {
             let spin = spin_ms.map(std::time::Duration::from_millis);
             let opts = sim_model::SimModelOptions {
@@ -315,6 +351,22 @@ fn run(cli: Cli) -> error::Result<()> {
             sim_model::serve(&opts)
         }
     }
+}
+
+/// Serves `tsi-target`: a TSI target over the SoC model on a pty.
+fn tsi_target(
+    gpu: &str,
+    geometry: soc_map::Geometry,
+    fault: tsi::target::Fault,
+    write_busy: usize,
+) -> error::Result<()> {
+    let mut model = soc_model::SocModel::from_spec(gpu, geometry)
+        .ok_or_else(|| error::Error::Usage(format!("--gpu {gpu}: :hang, :epilogue or :print=TEXT")))?;
+    let pty = tsi::target::pty().map_err(|e| error::Error::os("open a pseudo-terminal", e))?;
+    println!("{}", pty.path);
+    let served = tsi::target::serve(pty, &mut model, fault, write_busy);
+    eprintln!("tsi-target: {} reads, {} writes, {} bytes dropped", served.reads, served.writes, served.dropped);
+    Ok(())
 }
 
 fn main() -> ExitCode {

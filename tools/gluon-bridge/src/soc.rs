@@ -13,8 +13,8 @@
 //!   invalidated, reset released, finished polled while the tocpu mailbox is
 //!   served, reset held again ([`Soc::launch`]).
 //!
-//! Copies and fills report their progress to the kernel a step at a time
-//! (bytes over the link), so that a large copy over a slow link is not
+//! Copies and fills report their progress to the kernel a link block at a
+//! time (`Link::block`), so that a large copy over a slow link is not
 //! taken for a hung one; a launch reports none (the SoC says nothing until
 //! it finishes), so the launch timeout bounds it.
 //!
@@ -25,7 +25,7 @@
 use crate::{
     control::{self, declaration, Block, Control, Incoming},
     error::{Error, Result},
-    link::{self, Link, LinkError, LinkResult, MAX_ACCESS},
+    link::{self, Link, LinkError, LinkResult},
     soc_map::*,
 };
 use radiance_gluon::{
@@ -113,18 +113,24 @@ impl<L: Link> Soc<L> {
         self.link.borrow_mut().write32(RESET, 1)
     }
 
-    /// Reads `dst.len()` bytes at link address `addr`, a block at a time.
-    fn read_block(&self, addr: u64, dst: &mut [u8]) -> LinkResult<()> {
-        for (i, chunk) in dst.chunks_mut(MAX_ACCESS).enumerate() {
-            self.link.borrow_mut().read(addr + (i * MAX_ACCESS) as u64, chunk)?;
+    /// Reads `dst.len()` bytes at link address `addr`, a link block at a
+    /// time, telling `moved` each block's bytes.
+    fn read_block(&self, addr: u64, dst: &mut [u8], moved: &dyn Fn(u64)) -> LinkResult<()> {
+        let block = self.link.borrow().block();
+        for (i, chunk) in dst.chunks_mut(block).enumerate() {
+            self.link.borrow_mut().read(addr + (i * block) as u64, chunk)?;
+            moved(chunk.len() as u64);
         }
         Ok(())
     }
 
-    /// Writes `src` at link address `addr`, a block at a time.
-    fn write_block(&self, addr: u64, src: &[u8]) -> LinkResult<()> {
-        for (i, chunk) in src.chunks(MAX_ACCESS).enumerate() {
-            self.link.borrow_mut().write(addr + (i * MAX_ACCESS) as u64, chunk)?;
+    /// Writes `src` at link address `addr`, a link block at a time,
+    /// telling `moved` each block's bytes.
+    fn write_block(&self, addr: u64, src: &[u8], moved: &dyn Fn(u64)) -> LinkResult<()> {
+        let block = self.link.borrow().block();
+        for (i, chunk) in src.chunks(block).enumerate() {
+            self.link.borrow_mut().write(addr + (i * block) as u64, chunk)?;
+            moved(chunk.len() as u64);
         }
         Ok(())
     }
@@ -158,7 +164,7 @@ impl<L: Link> Soc<L> {
         let Some(params) = params else { return Ok(Some(Launched::failed(gluon_err::BAD_LAUNCH, l.start_pc, 0))) };
 
         self.hold()?;
-        self.write_block(ARG_BASE, params)?;
+        self.write_block(ARG_BASE, params, &|_| {})?;
         let mut link = self.link.borrow_mut();
         // An empty mailbox, and no DONE left over from the last run.
         link.write64(TOCPU, 0)?;
@@ -281,6 +287,11 @@ struct SocMem<'a, L: Link> {
 }
 
 impl<L: Link> SocMem<'_, L> {
+    /// The running command moved `bytes` over the link.
+    fn moved(&self, bytes: u64) {
+        self.control.progress(self.stream.get(), bytes);
+    }
+
     /// The link address of `[addr, addr + len)` of VRAM.
     fn dram(&self, addr: u64, len: usize) -> std::result::Result<u64, MemError> {
         match addr.checked_add(len as u64) {
@@ -293,19 +304,19 @@ impl<L: Link> SocMem<'_, L> {
 impl<L: Link> Memory for SocMem<'_, L> {
     fn read_vram(&self, addr: u64, dst: &mut [u8]) -> std::result::Result<(), MemError> {
         let at = self.dram(addr, dst.len())?;
-        self.soc.read_block(at, dst).map_err(|e| self.soc.note(e))
+        self.soc.read_block(at, dst, &|n| self.moved(n)).map_err(|e| self.soc.note(e))
     }
 
     fn write_vram(&self, addr: u64, src: &[u8]) -> std::result::Result<(), MemError> {
         let at = self.dram(addr, src.len())?;
-        self.soc.write_block(at, src).map_err(|e| self.soc.note(e))
+        self.soc.write_block(at, src, &|n| self.moved(n)).map_err(|e| self.soc.note(e))
     }
 
     fn host_to_vram(&self, host: u64, vram: u64, len: u32) -> std::result::Result<(), MemError> {
         let at = self.dram(vram, len as usize)?;
         let mut buf = vec![0; len as usize];
         self.control.host_read(host, &mut buf).map_err(|_| MemError::Host)?;
-        self.soc.write_block(at, &buf).map_err(|e| self.soc.note(e))
+        self.soc.write_block(at, &buf, &|n| self.moved(n)).map_err(|e| self.soc.note(e))
     }
 
     fn vram_to_host(&self, vram: u64, host: u64, len: u32) -> std::result::Result<(), MemError> {
@@ -335,9 +346,8 @@ impl<L: Link> Memory for SocMem<'_, L> {
         std::thread::sleep(Duration::from_millis(1));
     }
 
-    fn progress(&self, units: u64) {
-        self.control.progress(self.stream.get(), units);
-    }
+    // The model's own steps are not reported: every link block is
+    // (`moved`), so that a copy on a slow link shows it moves.
 }
 
 /// KERNEL: the launch block from host memory (or as the kernel inlined
@@ -473,7 +483,7 @@ mod tests {
     /// GPU plays `gpu`, given `timeout`: how it ended and the SoC's record.
     fn run(gpu: Gpu, done_slots: bool, timeout: Duration, params: &[u8]) -> (Option<Launched>, SocModel) {
         let soc = Soc::new(SocModel::new(Geometry::default(), gpu), &options(done_slots, timeout));
-        soc.write_block(DRAM_BASE + u64::from(START_PC), &[0x13; 64]).unwrap();
+        soc.write_block(DRAM_BASE + u64::from(START_PC), &[0x13; 64], &|_| {}).unwrap();
         let launched = soc.launch(&Sim16, &block(START_PC, params), &|| false).unwrap();
         (launched, soc.into_link())
     }
