@@ -7,7 +7,10 @@
 # fills, faults, everything but the built-in kernels, which a SoC has not);
 # then radctl run launches an image at the SoC's start PC, a start PC the
 # SoC cannot run, a GPU that never finishes (the bridge's timeout and the
-# kernel's watchdog), and the bridge's death under a client.
+# kernel's watchdog), and the bridge's death under a client. Then the same
+# over UART-TSI: the SoC model behind `gluon-bridge tsi-target`, a bring-up
+# FPGA's TSI client on a pseudo-terminal, with a good target and two bad
+# ones.
 set -u
 . /suite.sh || exit 1
 . /bridge.sh || exit 1
@@ -16,9 +19,13 @@ kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_te
 plan $kselftests soc_runs_an_image_at_its_link_address soc_image_reached_gpu_dram_and_completed \
 	soc_refuses_another_start_pc soc_fault_names_the_start_pc soc_bridge_timeout_is_an_execution_fault \
 	soc_device_serves_on_after_a_timeout soc_watchdog_reset_ends_a_hung_launch \
-	client_fails_when_its_soc_bridge_dies module_unloads_after_its_soc_servers_died
+	client_fails_when_its_soc_bridge_dies tsi_bo_test tsi_runs_an_image \
+	tsi_garbage_loses_the_device_saying_why tsi_silence_loses_the_device_saying_why \
+	module_unloads_after_its_soc_servers_died
 
-# Matches radiance_test.h: 64 MiB of VRAM, a 500 ms launch timeout.
+# 64 MiB of VRAM, as radiance_test.h says, and a 500 ms launch timeout: a
+# launch on a SoC reports no progress, and the bridge's own 200 ms timeout
+# below must come first.
 insmod /radiance.ko emulated_devices=0 launch_timeout_ms=500 || exit 1
 
 # The two test devices, each of their shape: 4 cores (two clusters of two).
@@ -91,4 +98,67 @@ wait "$client"
 gone "$b1"
 test_one client_fails_when_its_soc_bridge_dies sh -c \
 	"cat /tmp/client.out; grep -qi 'no such device\|ENODEV\|not found\|no /dev' /tmp/client.out && ! test -e /dev/$d1"
+
+# tsi_target NAME [ARG]...: starts `gluon-bridge tsi-target ARG...`
+# (stderr to /tmp/NAME.log); waits for its terminal; prints its pid and
+# the terminal's path.
+tsi_target() {
+	name=$1
+	shift
+	/gluon-bridge tsi-target --clusters 2 "$@" >"/tmp/$name.path" 2>"/tmp/$name.log" &
+	pid=$!
+	for _ in $(seq 100); do
+		[ -s "/tmp/$name.path" ] && break
+		sleep 0.1
+	done
+	echo "$pid $(cat "/tmp/$name.path")"
+}
+
+# Over UART-TSI, every write confirmed by a read: buffer objects (the
+# test devices' 64 MiB), then a launch of the image (at 0x10000000: 512
+# MiB), as over the model link. (queue_test's thousands of packets, a
+# request and its read each through the pty, overrun its harness's timeout
+# under TCG.)
+set -- $(tsi_target t0)
+t0=$1 pty=${2:-none}
+set -- $(serve k0 soc --link "tsi:$pty" --vram-mib 64 --clusters 2)
+k0=$1
+suite tsi_bo_test env RADIANCE_TEST_SERVER=soc /bo_test
+kill -TERM "$k0"
+gone "$k0"
+gone "$t0"
+set -- $(tsi_target t3)
+t3=$1 pty=${2:-none}
+set -- $(serve k3 soc --link "tsi:$pty" --vram-mib 512 --clusters 2)
+k3=$1 d3=${2:-none}
+test_one tsi_runs_an_image sh -c \
+	"/radctl run --device $d3 --read 0x10000000:16 /tmp/image.elf >/tmp/tsi.out 2>&1; rc=\$?; cat /tmp/tsi.out /tmp/k3;
+	test \$rc = 0 && grep -q '^0x10000000  13 00 00 00 6f 00 00 00 de c0 ad 0b 11 0c 1a 6e$' /tmp/tsi.out"
+kill -TERM "$k3"
+gone "$k3"
+gone "$t3"
+cat /tmp/t0.log /tmp/t3.log
+
+# A target that answers garbage, and one that goes silent: the bridge says
+# which link and address and why, it exits, the device goes, and the
+# client gets an error rather than a hang.
+# bad_target TEST MESSAGE [ARG]...: a copy through a bridge in front of
+# `tsi-target ARG...` fails, the bridge says MESSAGE (a grep pattern) and
+# the device is gone.
+bad_target() {
+	name=$1 message=$2
+	shift 2
+	set -- $(tsi_target "t$name" "$@")
+	target=$1 pty=${2:-none}
+	set -- $(serve "k$name" soc --link "tsi:$pty" --vram-mib 64)
+	bridge=$1 node=${2:-none}
+	/radctl submit copy --device "$node" --bytes 4096 >"/tmp/$name.out" 2>&1
+	rc=$?
+	gone "$bridge"
+	kill -TERM "$target"
+	test_one "$name" sh -c "cat /tmp/$name.out /tmp/k$name; [ $rc != 0 ] &&
+		grep -q 'tsi:/dev/pts/[0-9]*: $message' /tmp/k$name && ! test -e /dev/$node"
+}
+bad_target tsi_garbage_loses_the_device_saying_why 'the write at 0x1[0-9a-f]* did not land' --garbage
+bad_target tsi_silence_loses_the_device_saying_why 'no answer reading .* the target stopped' --silent-after-words 64
 test_one module_unloads_after_its_soc_servers_died rmmod radiance
