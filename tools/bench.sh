@@ -11,6 +11,8 @@
 # (tools/build-for-distro.sh), what a user of a distribution boots.
 # --markdown: after the runs, the headline figures as the one table of
 # Documentation/benchmarks.md (tools/bench-table.awk reads the logs).
+# First, on the host: the UART-TSI link's throughput against its line
+# (gluon-bridge bench-tsi, a pseudo-terminal paced at 921600 baud).
 source "$(dirname "$0")/lib.sh"
 
 markdown=false
@@ -35,6 +37,9 @@ for bench in vram_bench sem_bench queue_bench; do
 		-o "$stage/$bench" "$TOP/tools/bench/$bench.c"
 done
 cp "$TOP"/tools/guest/bench-job.sh "$stage/job"
+
+echo "== the UART-TSI link (host, a pseudo-terminal paced at 921600 baud) =="
+cargo run -q --release --manifest-path "$TOP/Cargo.toml" -p gluon-bridge -- bench-tsi | tee "$BUILD/bench-tsi.log"
 
 if [[ $kernels != debian ]]; then
 	echo "== the test kernel (lockdep on) =="

@@ -23,6 +23,7 @@
 mod bench;
 mod bench_launch;
 mod bench_scrub;
+mod bench_tsi;
 mod control;
 mod cpu_time;
 mod error;
@@ -174,6 +175,19 @@ enum Mode {
         /// The BO freed, in KiB.
         #[arg(long, default_value_t = 1024)]
         freed_kib: u64,
+    },
+    /// Measure the UART-TSI link against its line: payload bytes a second
+    /// over baud/10, writes and reads, through `tsi-target`'s model on a
+    /// pseudo-terminal paced at --baud.
+    BenchTsi {
+        /// The line's rate (the bring-up FPGA's: 921600).
+        #[arg(long, default_value_t = tsi::DEFAULT_BAUD)]
+        baud: u32,
+        /// KiB a transfer.
+        #[arg(long, default_value_t = 64)]
+        kib: usize,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
     },
     /// Play a bring-up FPGA's UART-TSI client in front of the SoC model, on
     /// a pseudo-terminal (real termios on both ends): prints the terminal's
@@ -328,13 +342,15 @@ fn run(cli: Cli) -> error::Result<()> {
             let control = control::Control::open(&cli.control)?;
             soc::serve(control, &soc::SocOptions { link, geometry, vram_mib, done_slots, timeout, poll })
         }
+        Mode::BenchTsi { baud, kib, rounds } => bench_tsi::run(&bench_tsi::BenchOptions { baud, kib, rounds }),
         Mode::TsiTarget { gpu, clusters, cores_per_cluster, garbage, silent_after_words, write_busy_bytes } => {
             let fault = match (garbage, silent_after_words) {
                 (true, _) => tsi::target::Fault::Garbage,
                 (false, Some(n)) => tsi::target::Fault::SilentAfter(n),
                 (false, None) => tsi::target::Fault::None,
             };
-            tsi_target(&gpu, soc_map::Geometry { clusters, cores_per_cluster }, fault, write_busy_bytes)
+            let how = tsi::target::Behaviour { fault, write_busy: write_busy_bytes, baud: None };
+            tsi_target(&gpu, soc_map::Geometry { clusters, cores_per_cluster }, how)
         }
         Mode::SimModel { socket, handshake, vram_mib, latency_ms, compute, drop_busy, spin_ms, die_at_connect } => {
             let spin = spin_ms.map(std::time::Duration::from_millis);
@@ -354,17 +370,12 @@ fn run(cli: Cli) -> error::Result<()> {
 }
 
 /// Serves `tsi-target`: a TSI target over the SoC model on a pty.
-fn tsi_target(
-    gpu: &str,
-    geometry: soc_map::Geometry,
-    fault: tsi::target::Fault,
-    write_busy: usize,
-) -> error::Result<()> {
+fn tsi_target(gpu: &str, geometry: soc_map::Geometry, how: tsi::target::Behaviour) -> error::Result<()> {
     let mut model = soc_model::SocModel::from_spec(gpu, geometry)
         .ok_or_else(|| error::Error::Usage(format!("--gpu {gpu}: :hang, :epilogue or :print=TEXT")))?;
     let pty = tsi::target::pty().map_err(|e| error::Error::os("open a pseudo-terminal", e))?;
     println!("{}", pty.path);
-    let served = tsi::target::serve(pty, &mut model, fault, write_busy);
+    let served = tsi::target::serve(pty, &mut model, how);
     eprintln!("tsi-target: {} reads, {} writes, {} bytes dropped", served.reads, served.writes, served.dropped);
     Ok(())
 }

@@ -267,7 +267,10 @@ pub mod target {
         pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags},
         termios::{self, OptionalActions},
     };
-    use std::os::fd::{AsFd, OwnedFd};
+    use std::{
+        os::fd::{AsFd, OwnedFd},
+        time::{Duration, Instant},
+    };
 
     /// A pseudo-terminal pair, raw: its controller end, where the target
     /// serves, and its terminal's path, for `tsi:PATH` (real termios on
@@ -305,6 +308,25 @@ pub mod target {
         SilentAfter(u64),
     }
 
+    /// How the target behaves.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Behaviour {
+        pub fault: Fault,
+        /// Bytes' time the parser takes no byte after a write.
+        pub write_busy: usize,
+        /// The line's rate: bytes take their time on it (10 bits each),
+        /// each way; None: a pty's, none.
+        pub baud: Option<u32>,
+    }
+
+    impl Default for Behaviour {
+        /// A target whose queue absorbs a write's acknowledgement, on a line
+        /// that takes no time.
+        fn default() -> Self {
+            Self { fault: Fault::None, write_busy: QUEUE_BYTES, baud: None }
+        }
+    }
+
     /// What the target did, for tests.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct Served {
@@ -320,13 +342,16 @@ pub mod target {
     /// overruns it, with no flow control.
     pub const QUEUE_BYTES: usize = 8;
 
-    /// Serves `port` until it closes or fails. The parser takes nothing for
-    /// `write_busy` bytes' time after each write (the bus acknowledging
-    /// it): bytes that arrive meanwhile queue, and past [`QUEUE_BYTES`]
-    /// are dropped. Time is counted in bytes as they arrive in one read()
-    /// of the port, so a host that sends a request right behind a write,
-    /// without waiting, loses bytes.
-    pub fn serve(mut pty: Pty, link: &mut dyn Link, fault: Fault, write_busy: usize) -> Served {
+    /// Serves `pty` until the host closes it, as `how` says. The parser
+    /// takes nothing for `write_busy` bytes' time after each write (the
+    /// bus acknowledging it): bytes that arrive meanwhile queue, and past
+    /// [`QUEUE_BYTES`] are dropped. Time is counted in bytes as they
+    /// arrive in one read() of the port, so a host that sends a request
+    /// right behind a write, without waiting, loses bytes.
+    pub fn serve(mut pty: Pty, link: &mut dyn Link, how: Behaviour) -> Served {
+        let Behaviour { fault, write_busy, baud } = how;
+        // When each direction of the line is free again.
+        let (mut rx_free, mut tx_free) = (Instant::now(), Instant::now());
         let port = &pty.controller;
         let mut served = Served::default();
         let mut input: Vec<u8> = Vec::new();
@@ -349,6 +374,11 @@ pub mod target {
             };
             // The host holds the terminal now: its going is the end.
             pty.terminal = None;
+            // The bytes came over the line: not before their time on it.
+            if let Some(baud) = baud {
+                rx_free = rx_free.max(Instant::now()) + line_time(baud, n);
+                sleep_until(rx_free);
+            }
             for &b in &buf[..n] {
                 if busy > 0 {
                     busy -= 1;
@@ -381,10 +411,26 @@ pub mod target {
                     continue;
                 }
                 served.reads += 1;
+                if let Some(baud) = baud {
+                    tx_free = tx_free.max(Instant::now()) + line_time(baud, bytes.len());
+                    sleep_until(tx_free);
+                }
                 if !send_all(port, &bytes) {
                     return served;
                 }
             }
+        }
+    }
+
+    /// How long `bytes` take on a line of `baud`, 10 bits each (8N1).
+    fn line_time(baud: u32, bytes: usize) -> Duration {
+        Duration::from_nanos(bytes as u64 * 10 * 1_000_000_000 / u64::from(baud))
+    }
+
+    fn sleep_until(t: Instant) {
+        let left = t.saturating_duration_since(Instant::now());
+        if !left.is_zero() {
+            std::thread::sleep(left);
         }
     }
 
@@ -431,19 +477,19 @@ pub mod target {
 #[cfg(test)]
 mod tests {
     use super::{
-        target::{pty, Fault},
+        target::{pty, Behaviour, Fault},
         *,
     };
     use crate::{soc_map::Geometry, soc_model::SocModel};
 
-    /// A target over a SoC model behind a pty, misbehaving as `fault`
-    /// says, busy `write_busy` words after a write; and the link to it.
-    fn linked(fault: Fault, write_busy: usize) -> (TsiLink, std::thread::JoinHandle<(target::Served, SocModel)>) {
+    /// A target over a SoC model behind a pty, behaving as `how` says; and
+    /// the link to it.
+    fn linked(how: Behaviour) -> (TsiLink, std::thread::JoinHandle<(target::Served, SocModel)>) {
         let pty = pty().unwrap();
         let link = TsiLink::open(&pty.path).unwrap();
         let served = std::thread::spawn(move || {
             let mut model = SocModel::new(Geometry::default(), Default::default());
-            let served = target::serve(pty, &mut model, fault, write_busy);
+            let served = target::serve(pty, &mut model, how);
             (served, model)
         });
         (link, served)
@@ -451,7 +497,7 @@ mod tests {
 
     #[test]
     fn reads_and_writes_land_as_words_at_their_addresses() {
-        let (mut link, target) = linked(Fault::None, target::QUEUE_BYTES);
+        let (mut link, target) = linked(Behaviour::default());
         // A long write in several requests, unaligned at both ends.
         let data: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
         link.write(DRAM_BASE + 0x1002, &data).unwrap();
@@ -476,7 +522,7 @@ mod tests {
         let mut link = TsiLink::open(&pty.path).unwrap();
         let served = std::thread::spawn(move || {
             let mut model = SocModel::new(Geometry::default(), Default::default());
-            target::serve(pty, &mut model, Fault::None, 64)
+            target::serve(pty, &mut model, Behaviour { write_busy: 64, ..Default::default() })
         });
         let mut burst = TsiLink::header(cmd::WRITE, DRAM_BASE, 1).to_vec();
         burst.push(7);
@@ -491,7 +537,7 @@ mod tests {
 
     #[test]
     fn a_silent_target_times_out_naming_the_link_and_address() {
-        let (mut link, _target) = linked(Fault::SilentAfter(4), 0);
+        let (mut link, _target) = linked(Behaviour { fault: Fault::SilentAfter(4), ..Default::default() });
         let mut b = [0u8; 16];
         link.read(DRAM_BASE, &mut b).unwrap();
         let e = link.read(DRAM_BASE + 0x40, &mut b).unwrap_err().to_string();
@@ -500,7 +546,7 @@ mod tests {
 
     #[test]
     fn garbage_from_the_target_is_caught_by_the_read_back() {
-        let (mut link, _target) = linked(Fault::Garbage, 0);
+        let (mut link, _target) = linked(Behaviour { fault: Fault::Garbage, ..Default::default() });
         let e = link.write(DRAM_BASE + 0x10, &[1, 2, 3, 4]).unwrap_err().to_string();
         assert!(e.contains("did not land") && e.contains("0x100000010"), "{e}");
     }
