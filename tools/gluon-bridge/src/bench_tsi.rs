@@ -6,14 +6,20 @@
 //! `--baud`; the figure is payload bytes a second over the line's bytes a
 //! second (baud / 10, 8N1), the median of interleaved rounds. What the
 //! link adds to the payload (request headers, each write's read) is what
-//! keeps it under 1.
+//! keeps it under 1. Then one launch by the reset-aggregator protocol
+//! (`Soc::launch`) over the link: the words it put on the wire, against
+//! those the protocol's own accesses need (without the reads that
+//! confirm writes).
 
 use crate::{
     error::{Error, Result},
     link::{Link, DRAM_BASE},
+    soc::{Soc, SocOptions},
+    soc_map::{Geometry, START_PC},
     soc_model::SocModel,
     tsi::{target, TsiLink},
 };
+use radiance_gluon::{sim16::Sim16, Dialect, Launch};
 use std::time::{Duration, Instant};
 
 /// What `bench-tsi` measures.
@@ -52,5 +58,35 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     );
     println!("  writes {:>5.3}", crate::bench::median(&mut writes));
     println!("  reads  {:>5.3}", crate::bench::median(&mut reads));
+    let (all, needed) = launch_words(link)?;
+    println!(
+        "  a launch: {all} words on the wire, {needed} without the reads that confirm writes ({:.2}x)",
+        all as f64 / needed as f64
+    );
     Ok(())
+}
+
+/// One launch with no params over `link` to a SoC model's GPU that
+/// finishes: the words it took, and those without the confirming reads.
+fn launch_words(link: TsiLink) -> Result<(u64, u64)> {
+    let opts = SocOptions {
+        link: String::new(),
+        geometry: Geometry::default(),
+        vram_mib: 2048,
+        done_slots: false,
+        timeout: Duration::from_secs(60),
+        poll: Duration::from_micros(100),
+    };
+    let before = link.words();
+    let soc = Soc::new(link, &opts);
+    let l = Launch { start_pc: START_PC, regs_per_thread: 1, ..Default::default() };
+    let mut block = vec![0; Sim16.launch_header_size()];
+    Sim16.encode_launch(&l, &mut block).map_err(|_| Error::Usage("encode the launch".into()))?;
+    match soc.launch(&Sim16, &block, &|| false) {
+        Ok(Some(launched)) if launched.fault.is_none() => {}
+        other => return Err(Error::Usage(format!("the launch over the link: {other:?}"))),
+    }
+    let after = soc.into_link().words();
+    let all = after.all - before.all;
+    Ok((all, all - (after.confirming - before.confirming)))
 }

@@ -103,7 +103,6 @@ impl<L: Link> Soc<L> {
         }
     }
 
-    #[cfg(test)]
     pub fn into_link(self) -> L {
         self.link.into_inner()
     }

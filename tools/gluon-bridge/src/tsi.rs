@@ -62,6 +62,15 @@ pub const HEADER_WORDS: usize = 5;
 /// How long an answer may take beyond its time on the wire.
 const SLACK: Duration = Duration::from_secs(1);
 
+/// Words a link sent and received, for the benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Words {
+    /// Every word, both ways.
+    pub all: u64,
+    /// Those of the reads that follow writes (see the module's comment).
+    pub confirming: u64,
+}
+
 /// A TSI target on a serial port.
 #[derive(Debug)]
 pub struct TsiLink {
@@ -69,6 +78,7 @@ pub struct TsiLink {
     /// How the link was named, for errors.
     name: String,
     baud: u32,
+    words: Words,
 }
 
 impl TsiLink {
@@ -97,7 +107,12 @@ impl TsiLink {
         termios::tcsetattr(&port, OptionalActions::Now, &t).map_err(|e| failed(format!("configure: {e}")))?;
         // Bytes left from before are not answers to this link's requests.
         let _ = termios::tcflush(&port, termios::QueueSelector::IOFlush);
-        Ok(Self { port, name: format!("tsi:{path}"), baud })
+        Ok(Self { port, name: format!("tsi:{path}"), baud, words: Words::default() })
+    }
+
+    /// Words sent and received so far.
+    pub fn words(&self) -> Words {
+        self.words
     }
 
     /// How long `words` take on the wire: 10 bits a byte (8N1).
@@ -122,6 +137,7 @@ impl TsiLink {
                 Err(e) => return Err(self.failed(format!("write: {e}"))),
             }
         }
+        self.words.all += words.len() as u64;
         Ok(())
     }
 
@@ -146,6 +162,7 @@ impl TsiLink {
         for (w, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
             *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         }
+        self.words.all += out.len() as u64;
         Ok(())
     }
 
@@ -185,6 +202,7 @@ impl TsiLink {
         self.send(&request)?;
         let last = addr + 4 * (words.len() as u64 - 1);
         let mut back = [0u32];
+        self.words.confirming += HEADER_WORDS as u64 + 1;
         if last >= DRAM_BASE {
             self.read_words(last, &mut back)?;
             let wrote = words[words.len() - 1];
