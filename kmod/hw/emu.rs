@@ -108,6 +108,10 @@ struct Fifos {
     /// The stream whose command runs, and since when: the commands of the
     /// other streams wait behind it (see [`Gluon::ages_from`]).
     running: Option<(u8, Instant<Monotonic>)>,
+    /// When the worker last took or finished a command: a command queued
+    /// while none runs waits for the worker's next turn, and ages from
+    /// here.
+    moved: Instant<Monotonic>,
 }
 
 /// The command processor and its memory.
@@ -186,6 +190,7 @@ impl Emu {
             commands: Fifo::with_capacity(FIFO_DEPTH)?,
             responses: Fifo::with_capacity(FIFO_DEPTH)?,
             running: None,
+            moved: Instant::now(),
         };
         let streams = STREAMS.min(dialect.max_streams());
         let model = Model::new(dialect, caps, streams, vram_size);
@@ -259,7 +264,8 @@ impl Engine {
         let mut f = self.fifos.lock();
         let frame = f.commands.pop()?;
         let stream = stream_of(self.dialect, &frame);
-        f.running = Some((stream, Instant::now()));
+        f.moved = Instant::now();
+        f.running = Some((stream, f.moved));
         self.current.store(stream.into(), Relaxed);
         Some(frame)
     }
@@ -271,6 +277,7 @@ impl Engine {
             // this never grows past the capacity reserved in `new`.
             let _ = f.responses.push(response);
             f.running = None;
+            f.moved = Instant::now();
         }
         if let Some(irq) = &*self.irq.lock() {
             irq.raise();
@@ -435,11 +442,14 @@ impl Gluon for Emu {
     /// One command runs at a time, over all streams: the running one ages
     /// from when it started, and one that waits behind it does not age (a
     /// long command on one stream must not time out a queue of another).
+    /// Between two commands, what waits ages from when the last one ended:
+    /// the worker is on its way to the next.
     fn ages_from(&self, stream: u8) -> Option<Instant<Monotonic>> {
-        match self.engine.fifos.lock().running {
+        let f = self.engine.fifos.lock();
+        match f.running {
             Some((running, since)) if running == stream => Some(since),
             Some(_) => Some(Instant::now()),
-            None => None,
+            None => Some(f.moved),
         }
     }
 
@@ -463,6 +473,7 @@ impl Gluon for Emu {
             f.commands.clear();
             f.responses.clear();
             f.running = None;
+            f.moved = Instant::now();
         }
         engine.model.lock().reset();
         engine.abort.store(0, Release);
