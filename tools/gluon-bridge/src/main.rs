@@ -188,6 +188,12 @@ enum Mode {
         kib: usize,
         #[arg(long, default_value_t = 5)]
         rounds: usize,
+        /// Measure the target on this port instead, `PATH[,baud=N]` (a
+        /// board, or a target of one's own): the rounds overwrite GPU DRAM
+        /// from device address 0, and the launch runs what is at
+        /// 0x1000_0000.
+        #[arg(long)]
+        port: Option<String>,
     },
     /// Play a bring-up FPGA's UART-TSI client in front of the SoC model, on
     /// a pseudo-terminal (real termios on both ends): prints the terminal's
@@ -215,6 +221,9 @@ enum Mode {
         /// dropped. The default is what the queue absorbs.
         #[arg(long, default_value_t = 8)]
         write_busy_bytes: usize,
+        /// Print each request on stderr: what the host sent, where.
+        #[arg(long)]
+        log: bool,
     },
     /// Play gluon-sim: serve the model on a Unix socket, one client.
     SimModel {
@@ -342,14 +351,16 @@ fn run(cli: Cli) -> error::Result<()> {
             let control = control::Control::open(&cli.control)?;
             soc::serve(control, &soc::SocOptions { link, geometry, vram_mib, done_slots, timeout, poll })
         }
-        Mode::BenchTsi { baud, kib, rounds } => bench_tsi::run(&bench_tsi::BenchOptions { baud, kib, rounds }),
-        Mode::TsiTarget { gpu, clusters, cores_per_cluster, garbage, silent_after_words, write_busy_bytes } => {
+        Mode::BenchTsi { baud, kib, rounds, port } => {
+            bench_tsi::run(&bench_tsi::BenchOptions { baud, kib, rounds, port })
+        }
+        Mode::TsiTarget { gpu, clusters, cores_per_cluster, garbage, silent_after_words, write_busy_bytes, log } => {
             let fault = match (garbage, silent_after_words) {
                 (true, _) => tsi::target::Fault::Garbage,
                 (false, Some(n)) => tsi::target::Fault::SilentAfter(n),
                 (false, None) => tsi::target::Fault::None,
             };
-            let how = tsi::target::Behaviour { fault, write_busy: write_busy_bytes, baud: None };
+            let how = tsi::target::Behaviour { fault, write_busy: write_busy_bytes, baud: None, log };
             tsi_target(&gpu, soc_map::Geometry { clusters, cores_per_cluster }, how)
         }
         Mode::SimModel { socket, handshake, vram_mib, latency_ms, compute, drop_busy, spin_ms, die_at_connect } => {

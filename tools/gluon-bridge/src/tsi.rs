@@ -110,6 +110,11 @@ impl TsiLink {
         Ok(Self { port, name: format!("tsi:{path}"), baud, words: Words::default() })
     }
 
+    /// The line's rate.
+    pub fn baud(&self) -> u32 {
+        self.baud
+    }
+
     /// Words sent and received so far.
     pub fn words(&self) -> Words {
         self.words
@@ -335,13 +340,15 @@ pub mod target {
         /// The line's rate: bytes take their time on it (10 bits each),
         /// each way; None: a pty's, none.
         pub baud: Option<u32>,
+        /// Print each request on stderr, as it is taken.
+        pub log: bool,
     }
 
     impl Default for Behaviour {
         /// A target whose queue absorbs a write's acknowledgement, on a line
         /// that takes no time.
         fn default() -> Self {
-            Self { fault: Fault::None, write_busy: QUEUE_BYTES, baud: None }
+            Self { fault: Fault::None, write_busy: QUEUE_BYTES, baud: None, log: false }
         }
     }
 
@@ -367,7 +374,7 @@ pub mod target {
     /// arrive in one read() of the port, so a host that sends a request
     /// right behind a write, without waiting, loses bytes.
     pub fn serve(mut pty: Pty, link: &mut dyn Link, how: Behaviour) -> Served {
-        let Behaviour { fault, write_busy, baud } = how;
+        let Behaviour { fault, write_busy, baud, log } = how;
         // When each direction of the line is free again.
         let (mut rx_free, mut tx_free) = (Instant::now(), Instant::now());
         let port = &pty.controller;
@@ -410,6 +417,9 @@ pub mod target {
                 }
                 input.push(b);
                 let Some(Request { cmd, addr, count, data }) = take_request(&mut input) else { continue };
+                if log {
+                    log_request(cmd, addr, count, &data);
+                }
                 if cmd == cmd::WRITE {
                     let bytes: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
                     let _ = link.write(addr, &bytes);
@@ -438,6 +448,14 @@ pub mod target {
                 }
             }
         }
+    }
+
+    /// Prints a request: its command, address, words and first data words.
+    fn log_request(cmd: u32, addr: u64, count: usize, data: &[u32]) {
+        let what = if cmd == cmd::WRITE { "write" } else { "read " };
+        let first: Vec<String> = data.iter().take(4).map(|w| format!("{w:08x}")).collect();
+        let more = if data.len() > 4 { " ..." } else { "" };
+        eprintln!("tsi-target: {what} {addr:#011x} {count:>3} words {}{more}", first.join(" "));
     }
 
     /// How long `bytes` take on a line of `baud`, 10 bits each (8N1).
