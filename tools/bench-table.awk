@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # The headline figures of tools/bench.sh's runs as one Markdown table, the
 # baseline of Documentation/benchmarks.md. Reads the guest's output on
-# Debian's kernel, then on the test kernel (either may be empty: "-"):
+# Debian's kernel, then on the test kernel (either may be empty: "-"), then
+# what gluon-bridge bench-tsi printed on the host, as a second table:
 #
-#	awk -f tools/bench-table.awk DEBIAN_LOG TEST_LOG
+#	awk -f tools/bench-table.awk DEBIAN_LOG TEST_LOG TSI_LOG
 #
 # Each figure is found by the line its bench prints, in the section that
 # tools/guest/bench-job.sh's headers name: the emulated device first, then
@@ -47,6 +48,10 @@ sem != "" && /\(semaphore \/ floor = / { put("sem floor " sem, num($0)); if (sem
 /^  device \/ \(straight \+ hand-off\) / { put("launch " dev, num($0)) }
 /^  device \/ \(straight \+ paced hand-off\) / { put("paced " dev, num($0)) }
 /^  device \/ \(straight \+ wake-up\) / { put("idle " dev, num($0)) }
+# Read by name: an empty log before it counts no column.
+FILENAME == ARGV[3] && /^  writes / { v["tsi writes"] = num($0) }
+FILENAME == ARGV[3] && /^  reads / { v["tsi reads"] = num($0) }
+FILENAME == ARGV[3] && /^  a launch: / { split($0, f, " "); v["tsi launch"] = f[3] " / " f[8] }
 /^  \(from its own start - alone\) \/ \(the same\) / { put("scrub own " dev, num($0)) }
 /^  the same, behind it after the idle / { put("scrub free " dev, num($0)) }
 
@@ -86,4 +91,14 @@ END {
 	row("1 MiB fill / copy, no SET, new pattern: sim / socket", "<= 1.5", "fill sim", "fill socket")
 	row("the same, a pattern a source holds", "<= 1.5", "held sim", "held socket")
 	row("fill / copy, new / held, emulated as gluon-sim", "-", "fill emusim", "held emusim")
+	print ""
+	print "| on the host | goal | figure |"
+	print "|---|---|---|"
+	hostrow("UART-TSI writes / line rate, 921600 baud", ">= 0.9", "tsi writes")
+	hostrow("UART-TSI reads / line rate, 921600 baud", ">= 0.9", "tsi reads")
+	hostrow("words a launch puts on the line / its accesses' own", "-", "tsi launch")
+}
+
+function hostrow(label, goal, name) {
+	print "| " label " | " goal " | " ((name in v) ? v[name] : "-") " |"
 }

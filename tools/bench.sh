@@ -59,5 +59,5 @@ if [[ $kernels != test ]]; then
 fi
 if $markdown; then
 	echo
-	awk -f "$TOP"/tools/bench-table.awk "$BUILD/bench-debian.log" "$BUILD/bench-test.log"
+	awk -f "$TOP"/tools/bench-table.awk "$BUILD/bench-debian.log" "$BUILD/bench-test.log" "$BUILD/bench-tsi.log"
 fi
