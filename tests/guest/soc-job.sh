@@ -7,10 +7,10 @@
 # fills, faults, everything but the built-in kernels, which a SoC has not);
 # then radctl run launches an image at the SoC's start PC, a start PC the
 # SoC cannot run, a GPU that never finishes (the bridge's timeout and the
-# kernel's watchdog), and the bridge's death under a client. Then the same
-# over UART-TSI: the SoC model behind `gluon-bridge tsi-target`, a bring-up
-# FPGA's TSI client on a pseudo-terminal, with a good target and two bad
-# ones.
+# kernel's watchdog), the tapeout and nightly launch protocols, and the
+# bridge's death under a client. Then the same over UART-TSI: the SoC model
+# behind `gluon-bridge tsi-target`, a bring-up FPGA's TSI client on a
+# pseudo-terminal, with a good target and two bad ones.
 set -u
 . /suite.sh || exit 1
 . /bridge.sh || exit 1
@@ -19,7 +19,10 @@ kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_te
 plan $kselftests soc_runs_an_image_at_its_link_address soc_image_reached_gpu_dram_and_completed \
 	soc_refuses_another_start_pc soc_fault_names_the_start_pc soc_bridge_timeout_is_an_execution_fault \
 	soc_device_serves_on_after_a_timeout soc_watchdog_reset_ends_a_hung_launch \
+	soc_info_names_the_epilogue_protocol soc_epilogue_launch_completes \
+	soc_info_names_the_nightly_protocol soc_nightly_launch_completes soc_nightly_needs_launch \
 	client_fails_when_its_soc_bridge_dies tsi_bo_test tsi_runs_an_image \
+	tsi_flushes_each_line_from_the_l2_before_writing_it \
 	tsi_garbage_loses_the_device_saying_why tsi_silence_loses_the_device_saying_why \
 	module_unloads_after_its_soc_servers_died
 
@@ -88,6 +91,31 @@ kill -TERM "$b2" "$b3"
 gone "$b2"
 gone "$b3"
 
+# The other launch protocols: the tapeout epilogue's DONE slots, and the
+# nightly LAUNCH word with END slots. radctl info names each; a nightly
+# GPU launched by the epilogue's protocol never starts, so the bridge's
+# timeout ends it and its report names the protocol it ran.
+protocol() {
+	name=$1 gpu=$2 protocol=$3
+	set -- $(serve "p$name" soc --link "model:$gpu" --protocol "$protocol" --vram-mib 512 --timeout-ms 300)
+	echo "$1 $2"
+}
+for p in epilogue nightly; do
+	set -- $(protocol "$p" "$p" "$p")
+	bridge=$1 node=${2:-none}
+	test_one "soc_info_names_the_${p}_protocol" sh -c \
+		"/radctl info $node | tee /tmp/info.out; grep -q '^name  *Radiance SoC, launch: $p\$' /tmp/info.out"
+	test_one "soc_${p}_launch_completes" sh -c \
+		"/radctl run --device $node /tmp/image.elf >/tmp/run.out 2>&1; rc=\$?; cat /tmp/run.out; test \$rc = 0"
+	kill -TERM "$bridge"
+	gone "$bridge"
+done
+set -- $(protocol x nightly epilogue)
+test_one soc_nightly_needs_launch sh -c \
+	"/radctl run --device $2 /tmp/image.elf; test \$? = 3 && grep -q 'no finish after .* (epilogue protocol)' /tmp/px"
+kill -TERM "$1"
+gone "$1"
+
 # The bridge dies under a client launching over and over: the client ends
 # with ENODEV's message, nothing hangs, the device goes.
 sh -c "while /radctl run --device $d1 /tmp/image.elf >/tmp/client.out 2>&1; do :; done" &
@@ -127,7 +155,7 @@ suite tsi_bo_test env RADIANCE_TEST_SERVER=soc /bo_test
 kill -TERM "$k0"
 gone "$k0"
 gone "$t0"
-set -- $(tsi_target t3)
+set -- $(tsi_target t3 --log)
 t3=$1 pty=${2:-none}
 set -- $(serve k3 soc --link "tsi:$pty" --vram-mib 512 --clusters 2)
 k3=$1 d3=${2:-none}
@@ -137,7 +165,13 @@ test_one tsi_runs_an_image sh -c \
 kill -TERM "$k3"
 gone "$k3"
 gone "$t3"
-cat /tmp/t0.log /tmp/t3.log
+cat /tmp/t0.log
+tail -n 20 /tmp/t3.log
+# Behind a bring-up FPGA GPU DRAM is the FPGA's, and the chip's L2 sits
+# between it and the GPU: the image's line (0x110000000 >> 4) is flushed
+# from the L2 just before the image is written.
+test_one tsi_flushes_each_line_from_the_l2_before_writing_it sh -c \
+	"grep -B2 -m1 'write 0x110000000 ' /tmp/t3.log | grep -q 'write 0x002010240   1 words 11000000'"
 
 # A target that answers garbage, and one that goes silent: the bridge says
 # which link and address and why, it exits, the device goes, and the

@@ -65,7 +65,7 @@ TEST(get_info_reports_each_device)
 		EXPECT_EQ(radiance_test_backend(), info.backend);
 		EXPECT_EQ(0, info.pad1);
 		ASSERT_EQ('\0', info.name[RADIANCE_NAME_LEN - 1]);
-		EXPECT_STREQ(radiance_served_by_soc()	   ? "Radiance SoC (gluon-bridge soc)" :
+		EXPECT_STREQ(radiance_served_by_soc()	   ? "Radiance SoC, launch: reset" :
 			     radiance_served_by_bridge() ? "Radiance (gluon-bridge model)" :
 							   "Radiance (emulated Gluon)",
 			     info.name);

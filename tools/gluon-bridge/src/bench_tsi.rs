@@ -15,7 +15,7 @@ use crate::{
     error::{Error, Result},
     link::{Link, DRAM_BASE},
     soc::{Soc, SocOptions},
-    soc_map::{Geometry, START_PC},
+    soc_map::{Geometry, Protocol, START_PC},
     soc_model::SocModel,
     tsi::{target, TsiLink},
 };
@@ -30,6 +30,8 @@ pub struct BenchOptions {
     /// A target of its own to measure, `PATH[,baud=N]`, instead of the
     /// model's.
     pub port: Option<String>,
+    /// Count the words of one launch too.
+    pub launch: bool,
 }
 
 /// Runs the benchmark and prints its figures.
@@ -69,6 +71,9 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     );
     println!("  writes {:>5.3}", crate::bench::median(&mut writes));
     println!("  reads  {:>5.3}", crate::bench::median(&mut reads));
+    if !opts.launch {
+        return Ok(());
+    }
     let (all, needed) = launch_words(link)?;
     println!(
         "  a launch: {all} words on the wire, {needed} without the reads that confirm writes ({:.2}x)",
@@ -84,7 +89,8 @@ fn launch_words(link: TsiLink) -> Result<(u64, u64)> {
         link: String::new(),
         geometry: Geometry::default(),
         vram_mib: 2048,
-        done_slots: false,
+        protocol: Protocol::Reset,
+        l2_flush: true,
         timeout: Duration::from_secs(60),
         poll: Duration::from_micros(100),
     };

@@ -97,7 +97,7 @@ impl<L: Link + ?Sized> Link for Box<L> {
     }
 }
 
-/// Opens the link `spec` names: `model[:hang|:epilogue|:print=TEXT]` (a
+/// Opens the link `spec` names: `model[:hang|:epilogue|:nightly|:print=TEXT]` (a
 /// model of a SoC of `geometry`, `SocModel::from_spec`) or `unix:PATH`.
 pub fn open(spec: &str, geometry: Geometry) -> LinkResult<Box<dyn Link>> {
     if let Some(path) = spec.strip_prefix("unix:") {
@@ -109,7 +109,7 @@ pub fn open(spec: &str, geometry: Geometry) -> LinkResult<Box<dyn Link>> {
     let model = spec.strip_prefix("model").and_then(|gpu| SocModel::from_spec(gpu, geometry));
     let unknown = || {
         LinkError::Failed(format!(
-            "unknown link {spec}: model[:hang|:epilogue|:print=TEXT], unix:PATH or tsi:PATH[,baud=N]"
+            "unknown link {spec}: model[:hang|:epilogue|:nightly|:print=TEXT], unix:PATH or tsi:PATH[,baud=N]"
         ))
     };
     Ok(Box::new(model.ok_or_else(unknown)?))

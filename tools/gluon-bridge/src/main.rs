@@ -28,6 +28,7 @@ mod control;
 mod cpu_time;
 mod error;
 mod handshake;
+mod l2;
 mod link;
 mod model;
 mod sim;
@@ -118,9 +119,9 @@ enum Mode {
     },
     /// Serve a Radiance SoC reached over a memory link.
     Soc {
-        /// `model[:hang|:epilogue|:print=TEXT]` (the in-repo SoC model) or
-        /// `unix:PATH` (a process serving the link protocol,
-        /// Documentation/deploy/soc.md).
+        /// `model[:hang|:epilogue|:nightly|:print=TEXT]` (the in-repo SoC
+        /// model), `unix:PATH` (a process serving the link protocol,
+        /// Documentation/deploy/soc.md) or `tsi:PORT[,baud=N]` (UART-TSI).
         #[arg(long, default_value = "model")]
         link: String,
         /// GPU DRAM to declare, in MiB (the SoC has 2048).
@@ -132,9 +133,16 @@ enum Mode {
         /// Cores per cluster (the taped-out part: 2).
         #[arg(long, default_value_t = 2)]
         cores_per_cluster: u32,
-        /// Wait for the tapeout epilogue's DONE slots, not finished.
+        /// How a launch starts and ends: `reset` (release reset, poll
+        /// all-finished), `epilogue` (poll the tapeout epilogue's DONE
+        /// slots) or `nightly` (write LAUNCH to printBuf, poll END slots).
+        #[arg(long, default_value = "reset")]
+        protocol: String,
+        /// Over `tsi:`, do not flush GPU DRAM's lines from the chip's L2
+        /// before the link touches them: for a target whose accesses go
+        /// through the L2, unlike a bring-up FPGA's.
         #[arg(long)]
-        done_slots: bool,
+        no_l2_flush: bool,
         /// Milliseconds a launch may run before the bridge resets the GPU.
         #[arg(long, default_value_t = 10_000)]
         timeout_ms: u64,
@@ -194,6 +202,10 @@ enum Mode {
         /// 0x1000_0000.
         #[arg(long)]
         port: Option<String>,
+        /// Measure the link only, with no launch (a board with no image
+        /// loaded yet).
+        #[arg(long)]
+        no_launch: bool,
     },
     /// Play a bring-up FPGA's UART-TSI client in front of the SoC model, on
     /// a pseudo-terminal (real termios on both ends): prints the terminal's
@@ -201,7 +213,8 @@ enum Mode {
     /// closes the terminal.
     TsiTarget {
         /// The SoC model's GPU, as `soc --link model...` takes it
-        /// (`:hang`, `:epilogue`, `:print=TEXT`; nothing: it finishes).
+        /// (`:hang`, `:epilogue`, `:nightly`, `:print=TEXT`; nothing: it
+        /// finishes).
         #[arg(long, default_value = "")]
         gpu: String,
         /// Clusters of Muon cores, as `soc --clusters`.
@@ -224,6 +237,9 @@ enum Mode {
         /// Print each request on stderr: what the host sent, where.
         #[arg(long)]
         log: bool,
+        /// Pace the bytes as on a line of this rate (a pty's take no time).
+        #[arg(long)]
+        baud: Option<u32>,
     },
     /// Play gluon-sim: serve the model on a Unix socket, one client.
     SimModel {
@@ -344,23 +360,36 @@ fn run(cli: Cli) -> error::Result<()> {
             let control = control::Control::open(&cli.control)?;
             bench_scrub::run(control, bench_scrub::BenchOptions { model, rounds, samples, freed_kib })
         }
-        Mode::Soc { link, vram_mib, clusters, cores_per_cluster, done_slots, timeout_ms, poll_us } => {
+        Mode::Soc { link, vram_mib, clusters, cores_per_cluster, protocol, no_l2_flush, timeout_ms, poll_us } => {
             let geometry = soc_map::Geometry { clusters, cores_per_cluster };
+            let protocol = soc_map::Protocol::named(&protocol)
+                .ok_or_else(|| error::Error::Usage(format!("--protocol {protocol}: {}", soc_map::Protocol::NAMES)))?;
+            let l2_flush = link.starts_with("tsi:") && !no_l2_flush;
             let timeout = std::time::Duration::from_millis(timeout_ms);
             let poll = std::time::Duration::from_micros(poll_us);
             let control = control::Control::open(&cli.control)?;
-            soc::serve(control, &soc::SocOptions { link, geometry, vram_mib, done_slots, timeout, poll })
+            let opts = soc::SocOptions { link, geometry, vram_mib, protocol, l2_flush, timeout, poll };
+            soc::serve(control, &opts)
         }
-        Mode::BenchTsi { baud, kib, rounds, port } => {
-            bench_tsi::run(&bench_tsi::BenchOptions { baud, kib, rounds, port })
+        Mode::BenchTsi { baud, kib, rounds, port, no_launch } => {
+            bench_tsi::run(&bench_tsi::BenchOptions { baud, kib, rounds, port, launch: !no_launch })
         }
-        Mode::TsiTarget { gpu, clusters, cores_per_cluster, garbage, silent_after_words, write_busy_bytes, log } => {
+        Mode::TsiTarget {
+            gpu,
+            clusters,
+            cores_per_cluster,
+            garbage,
+            silent_after_words,
+            write_busy_bytes,
+            log,
+            baud,
+        } => {
             let fault = match (garbage, silent_after_words) {
                 (true, _) => tsi::target::Fault::Garbage,
                 (false, Some(n)) => tsi::target::Fault::SilentAfter(n),
                 (false, None) => tsi::target::Fault::None,
             };
-            let how = tsi::target::Behaviour { fault, write_busy: write_busy_bytes, baud: None, log };
+            let how = tsi::target::Behaviour { fault, write_busy: write_busy_bytes, baud, log };
             tsi_target(&gpu, soc_map::Geometry { clusters, cores_per_cluster }, how)
         }
         Mode::SimModel { socket, handshake, vram_mib, latency_ms, compute, drop_busy, spin_ms, die_at_connect } => {
@@ -383,7 +412,7 @@ fn run(cli: Cli) -> error::Result<()> {
 /// Serves `tsi-target`: a TSI target over the SoC model on a pty.
 fn tsi_target(gpu: &str, geometry: soc_map::Geometry, how: tsi::target::Behaviour) -> error::Result<()> {
     let mut model = soc_model::SocModel::from_spec(gpu, geometry)
-        .ok_or_else(|| error::Error::Usage(format!("--gpu {gpu}: :hang, :epilogue or :print=TEXT")))?;
+        .ok_or_else(|| error::Error::Usage(format!("--gpu {gpu}: :hang, :epilogue, :nightly or :print=TEXT")))?;
     let pty = tsi::target::pty().map_err(|e| error::Error::os("open a pseudo-terminal", e))?;
     println!("{}", pty.path);
     let served = tsi::target::serve(pty, &mut model, how);

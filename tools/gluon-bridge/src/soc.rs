@@ -7,11 +7,13 @@
 //! - COPY, SET and FENCE run in Gluon's model (`radiance_gluon::model`)
 //!   over GPU DRAM at `DRAM_BASE + device address`;
 //! - KERNEL runs the image already in GPU DRAM (a loader such as `radctl
-//!   run` copied its segments to their link addresses) by the protocol of
-//!   radiance-kernels' host code (`kernels/launch/host.cpp` 2fa5703,
-//!   `lib/include/rad_host.h` aed22f7): the params to the argument page, L0I
-//!   invalidated, reset released, finished polled while the tocpu mailbox is
-//!   served, reset held again ([`Soc::launch`]).
+//!   run` copied its segments to their link addresses) by one of the
+//!   protocols of radiance-kernels' hosts (`soc_map::Protocol`): the params
+//!   to the argument page, L0I invalidated, reset released, the end polled
+//!   while the tocpu mailbox is served, reset held again ([`Soc::launch`]).
+//!
+//! Over a link that bypasses the chip's L2 (a bring-up FPGA's TSI), each
+//! line of GPU DRAM is flushed from the L2 before the link touches it (`l2`).
 //!
 //! Copies and fills report their progress to the kernel a link block at a
 //! time (`Link::block`), so that a large copy over a slow link is not
@@ -25,6 +27,7 @@
 use crate::{
     control::{self, declaration, Block, Control, Incoming},
     error::{Error, Result},
+    l2::Lines,
     link::{self, Link, LinkError, LinkResult},
     soc_map::*,
 };
@@ -55,8 +58,11 @@ pub struct SocOptions {
     pub geometry: Geometry,
     /// GPU DRAM to declare, in MiB (at most 2048).
     pub vram_mib: u32,
-    /// Poll finished as the tapeout epilogue needs: every core's DONE slot.
-    pub done_slots: bool,
+    /// How a launch starts and ends.
+    pub protocol: Protocol,
+    /// Flush each line of GPU DRAM from the chip's L2 before the link
+    /// touches it (`l2`).
+    pub l2_flush: bool,
     /// How long a launch may run before the bridge resets the GPU.
     pub timeout: Duration,
     /// Time between two polls of finished.
@@ -84,7 +90,10 @@ impl Launched {
 pub struct Soc<L: Link> {
     link: RefCell<L>,
     geometry: Geometry,
-    done_slots: bool,
+    protocol: Protocol,
+    /// The lines flushed from the L2 since the last launch; None: the link
+    /// does not bypass the L2.
+    l2: Option<RefCell<Lines>>,
     timeout: Duration,
     poll: Duration,
     /// The first link failure: the bridge stops after the command it broke.
@@ -96,7 +105,8 @@ impl<L: Link> Soc<L> {
         Self {
             link: RefCell::new(link),
             geometry: opts.geometry,
-            done_slots: opts.done_slots,
+            protocol: opts.protocol,
+            l2: opts.l2_flush.then(RefCell::default),
             timeout: opts.timeout,
             poll: opts.poll,
             failed: RefCell::new(None),
@@ -112,26 +122,55 @@ impl<L: Link> Soc<L> {
         self.link.borrow_mut().write32(RESET, 1)
     }
 
-    /// Reads `dst.len()` bytes at link address `addr`, a link block at a
-    /// time, telling `moved` each block's bytes.
+    /// Flushes from the L2 the lines of GPU DRAM `[addr, addr + len)` not
+    /// flushed since the last launch, or all of them (`again`: a line the
+    /// running GPU may write at any time).
+    fn flush(&self, addr: u64, len: usize, again: bool) -> LinkResult<()> {
+        let Some(l2) = &self.l2 else { return Ok(()) };
+        let lines = if again { Lines::default().take(addr, len) } else { l2.borrow_mut().take(addr, len) };
+        let mut link = self.link.borrow_mut();
+        for line in lines {
+            // The line's address over 16 fits: GPU DRAM ends below 2^36.
+            link.write32(L2_FLUSH32, (line >> 4) as u32)?;
+        }
+        Ok(())
+    }
+
+    /// Reads `dst.len()` bytes of GPU DRAM at link address `addr`, a link
+    /// block at a time, telling `moved` each block's bytes.
     fn read_block(&self, addr: u64, dst: &mut [u8], moved: &dyn Fn(u64)) -> LinkResult<()> {
         let block = self.link.borrow().block();
         for (i, chunk) in dst.chunks_mut(block).enumerate() {
-            self.link.borrow_mut().read(addr + (i * block) as u64, chunk)?;
+            let at = addr + (i * block) as u64;
+            self.flush(at, chunk.len(), false)?;
+            self.link.borrow_mut().read(at, chunk)?;
             moved(chunk.len() as u64);
         }
         Ok(())
     }
 
-    /// Writes `src` at link address `addr`, a link block at a time,
-    /// telling `moved` each block's bytes.
+    /// Writes `src` to GPU DRAM at link address `addr`, a link block at a
+    /// time, telling `moved` each block's bytes.
     fn write_block(&self, addr: u64, src: &[u8], moved: &dyn Fn(u64)) -> LinkResult<()> {
         let block = self.link.borrow().block();
         for (i, chunk) in src.chunks(block).enumerate() {
-            self.link.borrow_mut().write(addr + (i * block) as u64, chunk)?;
+            let at = addr + (i * block) as u64;
+            self.flush(at, chunk.len(), false)?;
+            self.link.borrow_mut().write(at, chunk)?;
             moved(chunk.len() as u64);
         }
         Ok(())
+    }
+
+    /// Writes `value` into printBuf slot `addr` as the kernels' hosts do:
+    /// one aligned 8-byte store, the value in both halves (`soc_map`).
+    fn put_slot(&self, addr: u64, value: u32) -> LinkResult<()> {
+        self.link.borrow_mut().write64(addr, u64::from(value) << 32 | u64::from(value))
+    }
+
+    /// The low half of printBuf slot `addr`, where the kernels post.
+    fn slot(&self, addr: u64) -> LinkResult<u32> {
+        Ok(self.link.borrow_mut().read64(addr)? as u32)
     }
 
     /// Notes a link failure for the serve loop and gives the model its
@@ -164,21 +203,48 @@ impl<L: Link> Soc<L> {
 
         self.hold()?;
         self.write_block(ARG_BASE, params, &|_| {})?;
-        let mut link = self.link.borrow_mut();
-        // An empty mailbox, and no DONE left over from the last run.
-        link.write64(TOCPU, 0)?;
-        if self.done_slots {
-            for core in 0..self.geometry.cores() {
-                link.write64(self.geometry.printbuf_slot(core, DONE_SLOT, true), 0)?;
+        // An empty mailbox.
+        self.flush(TOCPU, 8, true)?;
+        self.link.borrow_mut().write64(TOCPU, 0)?;
+        // Nothing left in the slots the end is seen by from the last run.
+        let g = self.geometry;
+        for core in 0..g.cores() {
+            match self.protocol {
+                Protocol::Reset => {}
+                Protocol::Epilogue => self.put_slot(g.printbuf_slot(core, DONE_SLOT, true), 0)?,
+                Protocol::Nightly => {
+                    self.put_slot(g.printbuf_slot(core, START_SLOT, true), 0)?;
+                    self.put_slot(g.printbuf_slot(core, END_SLOT, true), 0)?;
+                }
             }
         }
+        if self.protocol == Protocol::Nightly {
+            // nightly_host_launch: STATUS and ARG, then LAUNCH once the
+            // cores run.
+            for cluster in 0..g.clusters {
+                let core = g.first_core(cluster);
+                self.put_slot(g.printbuf_slot(core, LAUNCH_SLOT, false), 0)?;
+                self.put_slot(g.printbuf_slot(core, STATUS_SLOT, false), 0)?;
+                self.put_slot(g.printbuf_slot(core, ARG_SLOT, false), ARG_DEVICE)?;
+            }
+        }
+        let mut link = self.link.borrow_mut();
         // Soft reset keeps stale instructions in L0I (rad_host.h aed22f7,
         // rad_tapeout.h 0108517): a store of 0 invalidates it.
-        for core in 0..self.geometry.cores() {
-            link.write32(self.geometry.l0i_flush(core), 0)?;
+        for core in 0..g.cores() {
+            link.write32(g.l0i_flush(core), 0)?;
         }
         link.write32(RESET, 0)?;
         drop(link);
+        // The GPU may now fill the L2 with any line.
+        if let Some(l2) = &self.l2 {
+            l2.borrow_mut().forget();
+        }
+        if self.protocol == Protocol::Nightly {
+            for cluster in 0..g.clusters {
+                self.put_slot(g.printbuf_slot(g.first_core(cluster), LAUNCH_SLOT, false), LAUNCH_MAGIC)?;
+            }
+        }
 
         let started = Instant::now();
         let mut printed = Vec::new();
@@ -208,6 +274,7 @@ impl<L: Link> Soc<L> {
     /// does (radiance.h 08b0e8a `SYNC_GPU`): a putchar is the device's
     /// printf; other HTIF words are reported.
     fn serve_mailbox(&self, printed: &mut Vec<u8>) -> LinkResult<()> {
+        self.flush(TOCPU, 8, true)?;
         let mut link = self.link.borrow_mut();
         let word = link.read64(TOCPU)?;
         if word == 0 {
@@ -221,42 +288,60 @@ impl<L: Link> Soc<L> {
         link.write64(TOCPU, 0)
     }
 
-    /// Whether every core finished: the all-finished register, or every
-    /// DONE slot with the tapeout epilogue (whose cores never raise
-    /// finished).
+    /// Whether every core finished, as the protocol sees it: the
+    /// all-finished register, every DONE slot (the tapeout epilogue's cores
+    /// never raise finished) or every END slot (nightly).
     fn finished(&self) -> LinkResult<bool> {
-        let mut link = self.link.borrow_mut();
-        if !self.done_slots {
-            return Ok(link.read32(ALL_FINISHED)? != 0);
-        }
+        let (slot, done): (u64, fn(u32) -> bool) = match self.protocol {
+            Protocol::Reset => return Ok(self.link.borrow_mut().read32(ALL_FINISHED)? != 0),
+            Protocol::Epilogue => (DONE_SLOT, |v| v == DONE_MAGIC),
+            Protocol::Nightly => (END_SLOT, |v| v != 0),
+        };
         for core in 0..self.geometry.cores() {
-            if link.read64(self.geometry.printbuf_slot(core, DONE_SLOT, true))? as u32 != DONE_MAGIC {
+            if !done(self.slot(self.geometry.printbuf_slot(core, slot, true))?) {
                 return Ok(false);
             }
         }
         Ok(true)
     }
 
-    /// The first core not finished, and a report of every core's finished
-    /// bit, DONE and trace slots and cluster 0's kernel beacons: what the
-    /// SoC shows of how far a launch got.
+    /// The first core not finished, and a report of what the SoC shows of
+    /// how far a launch got: every core's finished bit and its protocol's
+    /// slots, then cluster 0's kernel beacons (the epilogue's; the nightly
+    /// kernels' STATUS and HEARTBEAT).
     fn timeout_report(&self, after: Duration) -> LinkResult<(u32, String)> {
-        let mut link = self.link.borrow_mut();
-        let mut report = format!("[soc: no finish after {} ms;", after.as_millis());
+        let g = self.geometry;
+        let mut report = format!("[soc: no finish after {} ms ({} protocol);", after.as_millis(), self.protocol.name());
         let mut first = None;
-        for core in 0..self.geometry.cores() {
-            let bit = link.read32(CORE_FINISHED + 4 * u64::from(core))?;
-            let done = link.read64(self.geometry.printbuf_slot(core, DONE_SLOT, true))?;
-            let trace = link.read64(self.geometry.printbuf_slot(core, TRACE_SLOT, true))?;
-            let finished = if self.done_slots { done as u32 == DONE_MAGIC } else { bit != 0 };
+        for core in 0..g.cores() {
+            let bit = self.link.borrow_mut().read32(CORE_FINISHED + 4 * u64::from(core))?;
+            let slot = |s| self.slot(g.printbuf_slot(core, s, true));
+            let finished = match self.protocol {
+                Protocol::Reset => bit != 0,
+                Protocol::Epilogue => slot(DONE_SLOT)? == DONE_MAGIC,
+                Protocol::Nightly => slot(END_SLOT)? != 0,
+            };
             if !finished && first.is_none() {
                 first = Some(core);
             }
-            let _ = write!(report, " core {core} finished {bit} done {done:#x} trace {trace:#x};");
+            let _ = write!(report, " core {core} finished {bit}");
+            let shown: &[(&str, u64)] = match self.protocol {
+                Protocol::Nightly => &[("start", START_SLOT), ("end", END_SLOT)],
+                _ => &[("generation", GENERATION_SLOT), ("done", DONE_SLOT), ("trace", TRACE_SLOT)],
+            };
+            for &(name, s) in shown {
+                let _ = write!(report, " {name} {:#x}", slot(s)?);
+            }
+            report.push(';');
         }
-        report.push_str(" beacons");
-        for slot in 0..BEACON_SLOTS {
-            let _ = write!(report, " {:#x}", link.read64(self.geometry.printbuf_slot(0, slot, false))?);
+        let slot = |s| self.slot(g.printbuf_slot(0, s, false));
+        if self.protocol == Protocol::Nightly {
+            let _ = write!(report, " status {:#x} heartbeat {:#x}", slot(STATUS_SLOT)?, slot(HEARTBEAT_SLOT)?);
+        } else {
+            report.push_str(" beacons");
+            for s in 0..BEACON_SLOTS {
+                let _ = write!(report, " {:#x}", slot(s)?);
+            }
         }
         report.push_str("]\n");
         Ok((first.unwrap_or(0), report))
@@ -402,7 +487,8 @@ pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
     let link = link::open(&opts.link, opts.geometry)?;
     let soc = Soc::new(link, opts);
     soc.hold()?;
-    let mut decl = declaration("Radiance SoC (gluon-bridge soc)");
+    // The name says how it launches: `radctl info` shows it.
+    let mut decl = declaration(&format!("Radiance SoC, launch: {}", opts.protocol.name()));
     decl.dialect = Sim16.id();
     decl.streams = STREAMS.into();
     decl.stream_depth = 16;
@@ -413,7 +499,8 @@ pub fn serve(mut control: Control, opts: &SocOptions) -> Result<()> {
     decl.caps = CAPS;
     decl.flags = control::READ_LOOP | radiance_uapi::user_declare_flags::REPORTS_PROGRESS;
     let index = control.declare(&mut decl)?;
-    crate::announce(index, &format!("a Radiance SoC over the {} link", opts.link));
+    let how = format!("a Radiance SoC over the {} link, the {} launch protocol", opts.link, opts.protocol.name());
+    crate::announce(index, &how);
 
     let mut model = Model::new(&Sim16, CAPS, STREAMS, vram_size);
     let mem = SocMem { control: &control, soc: &soc, vram_size, aborted: Cell::new(false), stream: Cell::new(0) };
@@ -458,15 +545,20 @@ mod tests {
     /// never reached, however long a loaded machine keeps the test off a CPU.
     const PATIENCE: Duration = Duration::from_secs(60);
 
-    fn options(done_slots: bool, timeout: Duration) -> SocOptions {
+    fn options(protocol: Protocol, timeout: Duration) -> SocOptions {
         SocOptions {
             link: "model".into(),
             geometry: Geometry::default(),
             vram_mib: 64,
-            done_slots,
+            protocol,
+            l2_flush: false,
             timeout,
             poll: Duration::ZERO,
         }
+    }
+
+    fn finishes(after_polls: u32, protocol: Protocol) -> Gpu {
+        Gpu::Finishes { after_polls, prints: Vec::new(), protocol }
     }
 
     /// A launch block starting at `start_pc` with `params`.
@@ -480,8 +572,8 @@ mod tests {
 
     /// An image written to GPU DRAM, then one launch of it on a SoC whose
     /// GPU plays `gpu`, given `timeout`: how it ended and the SoC's record.
-    fn run(gpu: Gpu, done_slots: bool, timeout: Duration, params: &[u8]) -> (Option<Launched>, SocModel) {
-        let soc = Soc::new(SocModel::new(Geometry::default(), gpu), &options(done_slots, timeout));
+    fn run(gpu: Gpu, protocol: Protocol, timeout: Duration, params: &[u8]) -> (Option<Launched>, SocModel) {
+        let soc = Soc::new(SocModel::new(Geometry::default(), gpu), &options(protocol, timeout));
         soc.write_block(DRAM_BASE + u64::from(START_PC), &[0x13; 64], &|_| {}).unwrap();
         let launched = soc.launch(&Sim16, &block(START_PC, params), &|| false).unwrap();
         (launched, soc.into_link())
@@ -493,7 +585,7 @@ mod tests {
 
     #[test]
     fn the_image_and_arguments_are_written_before_release() {
-        let (launched, soc) = run(Gpu::default(), false, PATIENCE, &[1, 2, 3, 4]);
+        let (launched, soc) = run(Gpu::default(), Protocol::Reset, PATIENCE, &[1, 2, 3, 4]);
         assert_eq!(launched, Some(Launched { fault: None, printed: Vec::new() }));
         let events = soc.events();
         let release = position(events, Event::Release);
@@ -509,7 +601,7 @@ mod tests {
 
     #[test]
     fn every_l0i_is_invalidated_while_held_and_no_l0d_is_flushed() {
-        let (_, soc) = run(Gpu::default(), false, PATIENCE, &[]);
+        let (_, soc) = run(Gpu::default(), Protocol::Reset, PATIENCE, &[]);
         let events = soc.events();
         let release = position(events, Event::Release);
         let hold = position(events, Event::Hold);
@@ -522,20 +614,21 @@ mod tests {
 
     #[test]
     fn reset_is_held_again_after_finish() {
-        for done_slots in [false, true] {
-            let gpu = Gpu::Finishes { after_polls: 3, prints: Vec::new(), done_slots };
-            let (launched, soc) = run(gpu, done_slots, PATIENCE, &[]);
+        for protocol in [Protocol::Reset, Protocol::Epilogue, Protocol::Nightly] {
+            let (launched, soc) = run(finishes(3, protocol), protocol, PATIENCE, &[]);
             assert_eq!(launched.unwrap().fault, None);
             let events = soc.events();
             let finished = events.iter().rposition(|&e| e == Event::SawFinished).unwrap();
-            assert_eq!(events[finished + 1..], [Event::Hold], "done_slots {done_slots}: {events:?}");
+            assert_eq!(events[finished + 1..], [Event::Hold], "{protocol:?}: {events:?}");
+            // Every slot was written whole: none was dropped.
+            assert!(!events.iter().any(|e| matches!(e, Event::Dropped { .. })), "{events:?}");
             assert!(position(events, Event::Release) < finished);
         }
     }
 
     #[test]
     fn a_launch_that_never_finishes_times_out_and_resets_the_device() {
-        let (launched, soc) = run(Gpu::Hangs, false, HANG, &[]);
+        let (launched, soc) = run(Gpu::Hangs, Protocol::Reset, HANG, &[]);
         let launched = launched.unwrap();
         // The first core not finished is named.
         assert_eq!(launched.fault, Some((status::EXECUTION, START_PC, 0)));
@@ -547,19 +640,75 @@ mod tests {
     }
 
     #[test]
-    fn the_tapeout_variant_waits_for_every_done_slot() {
-        // Its GPU never raises finished: polling finished would time out.
-        let gpu = Gpu::Finishes { after_polls: 1, prints: Vec::new(), done_slots: true };
-        let (launched, _) = run(gpu.clone(), false, HANG, &[]);
-        assert_eq!(launched.unwrap().fault, Some((status::EXECUTION, START_PC, 0)));
-        let (launched, _) = run(gpu, true, PATIENCE, &[]);
+    fn the_tapeout_and_nightly_protocols_wait_for_their_slots() {
+        for protocol in [Protocol::Epilogue, Protocol::Nightly] {
+            // Its GPU never raises finished: polling finished would time out.
+            let (launched, _) = run(finishes(1, protocol), Protocol::Reset, HANG, &[]);
+            assert_eq!(launched.unwrap().fault, Some((status::EXECUTION, START_PC, 0)), "{protocol:?}");
+            let (launched, _) = run(finishes(1, protocol), protocol, PATIENCE, &[]);
+            assert_eq!(launched.unwrap().fault, None, "{protocol:?}");
+        }
+        // The nightly cores spin until LAUNCH: without it they never begin.
+        let (launched, _) = run(finishes(1, Protocol::Nightly), Protocol::Epilogue, HANG, &[]);
+        let report = String::from_utf8(launched.unwrap().printed).unwrap();
+        assert!(report.contains("(epilogue protocol)"), "{report}");
+    }
+
+    #[test]
+    fn a_nightly_launch_writes_launch_and_arg_in_both_halves_after_release() {
+        let (launched, mut soc) = run(finishes(2, Protocol::Nightly), Protocol::Nightly, PATIENCE, &[]);
         assert_eq!(launched.unwrap().fault, None);
+        let g = Geometry::default();
+        let magic = u64::from(LAUNCH_MAGIC);
+        assert_eq!(soc.read64(g.printbuf_slot(0, LAUNCH_SLOT, false)), Ok(magic << 32 | magic));
+        let arg = u64::from(ARG_DEVICE);
+        assert_eq!(soc.read64(g.printbuf_slot(0, ARG_SLOT, false)), Ok(arg << 32 | arg));
+        assert_eq!(soc.read64(g.printbuf_slot(1, START_SLOT, true)), Ok(1 << 32 | 1));
+        assert_eq!(soc.read64(g.printbuf_slot(1, END_SLOT, true)), Ok(2 << 32 | 2));
+    }
+
+    #[test]
+    fn a_nightly_timeout_reports_each_cores_start_and_end() {
+        // Never launched: no START.
+        let (launched, _) = run(Gpu::Hangs, Protocol::Nightly, HANG, &[]);
+        let report = String::from_utf8(launched.unwrap().printed).unwrap();
+        assert!(report.contains("(nightly protocol); core 0 finished 0 start 0x0 end 0x0;"), "{report}");
+        assert!(report.contains("status 0x0 heartbeat 0x0]"), "{report}");
+    }
+
+    #[test]
+    fn over_a_link_behind_the_l2_each_line_is_flushed_before_it_is_touched() {
+        let opts = SocOptions { l2_flush: true, ..options(Protocol::Reset, PATIENCE) };
+        let soc = Soc::new(SocModel::default(), &opts);
+        let at = DRAM_BASE + 0x2010;
+        soc.write_block(at, &[7; 40], &|_| {}).unwrap();
+        // Flushed since: no flush again.
+        let mut back = [0; 40];
+        soc.read_block(at, &mut back, &|_| {}).unwrap();
+        assert_eq!(back, [7; 40]);
+        soc.launch(&Sim16, &block(START_PC, &[]), &|| false).unwrap();
+        // A launch ran: the lines may be in the L2 again.
+        soc.read_block(at, &mut back, &|_| {}).unwrap();
+        let events = soc.into_link().events().to_vec();
+        let flushes = |from: usize, to: usize| -> Vec<u64> {
+            events[from..to].iter().filter_map(|e| if let Event::L2Flush(l) = e { Some(*l) } else { None }).collect()
+        };
+        let write = position(&events, Event::DramWrite { addr: at, len: 40 });
+        assert_eq!(flushes(0, write), [DRAM_BASE + 0x2000, DRAM_BASE + 0x2020]);
+        let release = position(&events, Event::Release);
+        // The mailbox's line, before each of its reads and writes.
+        assert!(flushes(write, release).iter().all(|&l| l == TOCPU), "{events:?}");
+        let end = events.len();
+        assert_eq!(
+            flushes(events.len() - 1 - events.iter().rev().position(|e| *e == Event::Hold).unwrap(), end),
+            [DRAM_BASE + 0x2000, DRAM_BASE + 0x2020]
+        );
     }
 
     #[test]
     fn device_printf_comes_through_the_mailbox() {
-        let gpu = Gpu::Finishes { after_polls: 1, prints: b"hello\n".to_vec(), done_slots: false };
-        let (launched, soc) = run(gpu, false, PATIENCE, &[]);
+        let gpu = Gpu::Finishes { after_polls: 1, prints: b"hello\n".to_vec(), protocol: Protocol::Reset };
+        let (launched, soc) = run(gpu, Protocol::Reset, PATIENCE, &[]);
         assert_eq!(launched.unwrap().printed, b"hello\n");
         let acks = soc.events().iter().filter(|e| matches!(e, Event::DramWrite { addr: TOCPU, len: 8 })).count();
         // One before release, one per character.
@@ -568,7 +717,7 @@ mod tests {
 
     #[test]
     fn a_start_pc_the_soc_cannot_run_never_releases_reset() {
-        let soc = Soc::new(SocModel::default(), &options(false, PATIENCE));
+        let soc = Soc::new(SocModel::default(), &options(Protocol::Reset, PATIENCE));
         let launched = soc.launch(&Sim16, &block(0xFFFF_0500, &[]), &|| false).unwrap();
         assert_eq!(launched.unwrap().fault, Some((status::EXECUTION, 0xFFFF_0500, 0)));
         assert_eq!(soc.into_link().events(), &[]);
@@ -576,7 +725,7 @@ mod tests {
 
     #[test]
     fn params_larger_than_the_argument_page_are_a_bad_launch() {
-        let soc = Soc::new(SocModel::default(), &options(false, PATIENCE));
+        let soc = Soc::new(SocModel::default(), &options(Protocol::Reset, PATIENCE));
         let big = vec![0; ARG_SIZE as usize + 4];
         let launched = soc.launch(&Sim16, &block(START_PC, &big), &|| false).unwrap();
         assert_eq!(launched.unwrap().fault, Some((gluon_err::BAD_LAUNCH, START_PC, 0)));
@@ -590,7 +739,7 @@ mod tests {
 
     #[test]
     fn a_reset_during_a_launch_holds_the_gpu_and_answers_nothing() {
-        let soc = Soc::new(SocModel::new(Geometry::default(), Gpu::Hangs), &options(false, PATIENCE));
+        let soc = Soc::new(SocModel::new(Geometry::default(), Gpu::Hangs), &options(Protocol::Reset, PATIENCE));
         let polls = Cell::new(0);
         let aborted = || {
             polls.set(polls.get() + 1);
@@ -607,13 +756,15 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path).unwrap();
         let server = std::thread::spawn(move || {
-            let gpu = Gpu::Finishes { after_polls: 2, prints: b"hi".to_vec(), done_slots: false };
+            let gpu = Gpu::Finishes { after_polls: 2, prints: b"hi".to_vec(), protocol: Protocol::Reset };
             let mut model = SocModel::new(Geometry::default(), gpu);
             link::tests::serve(listener.accept().unwrap().0, &mut model);
             model
         });
-        let soc =
-            Soc::new(link::open(&format!("unix:{path}"), Geometry::default()).unwrap(), &options(false, PATIENCE));
+        let soc = Soc::new(
+            link::open(&format!("unix:{path}"), Geometry::default()).unwrap(),
+            &options(Protocol::Reset, PATIENCE),
+        );
         // Connected: the name is no longer needed, and a failure below leaves none behind.
         std::fs::remove_file(&path).unwrap();
         soc.hold().unwrap();

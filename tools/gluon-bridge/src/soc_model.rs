@@ -5,12 +5,17 @@
 //! the reset aggregator, the finished bits and the L0 flush registers are
 //! registers; the tocpu mailbox is a word in DRAM.
 //!
-//! It runs no Muon code. Its GPU, once released, plays a [`Gpu`] script:
-//! it prints through the mailbox (one HTIF word at a time, the next when the
-//! host wrote 0 back), then finishes after some polls, either by raising
-//! the finished bits or, as the tapeout epilogue does, by posting DONE in
-//! printBuf; or it never finishes. It records the order of the accesses that
-//! matter to the launch protocol ([`Event`]), so that tests can assert it.
+//! It runs no Muon code. Its GPU, once released, plays a [`Gpu`] script
+//! in one of the launch protocols (`soc_map::Protocol`): with the nightly
+//! one it waits for LAUNCH in each cluster's printBuf first; it prints
+//! through the mailbox (one HTIF word at a time, the next when the host
+//! wrote 0 back), then finishes after some polls, by raising the finished
+//! bits, or by posting the epilogue's DONE or the nightly END slots (and
+//! then leaving finished low, so that only those slots tell the end); or it
+//! never finishes. As on the chip, a host store into cluster memory smaller
+//! than an aligned 8 bytes is dropped, and the L2's flush register takes
+//! line addresses. It records the order of the accesses that matter to the
+//! launch protocol ([`Event`]), so that tests can assert it.
 
 use crate::{
     link::{Link, LinkError, LinkResult},
@@ -22,16 +27,15 @@ use std::collections::HashMap;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Gpu {
     /// Prints `prints` through the mailbox, then finishes once the host
-    /// polled `after_polls` times; by the finished bits, or (`done_slots`)
-    /// only by the tapeout epilogue's DONE slots.
-    Finishes { after_polls: u32, prints: Vec<u8>, done_slots: bool },
+    /// polled `after_polls` times, as `protocol` says.
+    Finishes { after_polls: u32, prints: Vec<u8>, protocol: Protocol },
     /// Never finishes.
     Hangs,
 }
 
 impl Default for Gpu {
     fn default() -> Self {
-        Self::Finishes { after_polls: 2, prints: Vec::new(), done_slots: false }
+        Self::Finishes { after_polls: 2, prints: Vec::new(), protocol: Protocol::Reset }
     }
 }
 
@@ -50,10 +54,17 @@ pub enum Event {
     L0dFlush(u32),
     /// Bytes written to GPU DRAM (host physical address, length).
     DramWrite { addr: u64, len: usize },
-    /// A finished poll (all-finished, or every DONE slot) that saw the GPU
-    /// done after it ran.
+    /// A finished poll (all-finished, or every DONE or END slot) that saw
+    /// the GPU done after it ran.
     SawFinished,
+    /// The L2 line at this link address flushed.
+    L2Flush(u64),
+    /// A store into cluster memory dropped: less than an aligned 8 bytes.
+    Dropped { addr: u64, len: usize },
 }
+
+/// A printBuf slot of each core, and whether a value there is its end.
+type EndSlot = (u64, fn(u32) -> bool);
 
 /// Bytes in one page of the sparse memory.
 const PAGE: u64 = 4096;
@@ -62,7 +73,12 @@ const PAGE: u64 = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Held,
-    Running { polls: u32 },
+    /// Released; `began`: the kernel started (with the nightly protocol,
+    /// once LAUNCH came).
+    Running {
+        polls: u32,
+        began: bool,
+    },
     Finished,
 }
 
@@ -93,6 +109,7 @@ enum Target {
     CoreFinished,
     L0i(u32),
     L0d(u32),
+    L2Flush,
 }
 
 impl SocModel {
@@ -112,16 +129,19 @@ impl SocModel {
 
     /// The SoC's model named by `spec`, what follows `model` in a link's
     /// name: `` (its GPU finishes at the second poll), `:hang` (never),
-    /// `:epilogue` (as the tapeout epilogue: DONE slots, no finished) or
+    /// `:epilogue` (as the tapeout epilogue: DONE slots, no finished),
+    /// `:nightly` (the nightly protocol: LAUNCH, then END slots) or
     /// `:print=TEXT` (prints TEXT through the mailbox first).
     pub fn from_spec(spec: &str, geometry: Geometry) -> Option<Self> {
+        let finishes = |protocol| Gpu::Finishes { after_polls: 2, prints: Vec::new(), protocol };
         let gpu = match spec {
             "" => Gpu::default(),
             ":hang" => Gpu::Hangs,
-            ":epilogue" => Gpu::Finishes { after_polls: 2, prints: Vec::new(), done_slots: true },
+            ":epilogue" => finishes(Protocol::Epilogue),
+            ":nightly" => finishes(Protocol::Nightly),
             _ => {
                 let text = spec.strip_prefix(":print=")?;
-                Gpu::Finishes { after_polls: 2, prints: text.as_bytes().to_vec(), done_slots: false }
+                Gpu::Finishes { after_polls: 2, prints: text.as_bytes().to_vec(), protocol: Protocol::Reset }
             }
         };
         Some(Self::new(geometry, gpu))
@@ -160,6 +180,9 @@ impl SocModel {
         }
         if let Some(core) = (0..cores).find(|&c| register(self.geometry.l0d_flush(c))) {
             return Ok(Target::L0d(core));
+        }
+        if register(L2_FLUSH32) {
+            return Ok(Target::L2Flush);
         }
         let in_cluster = (0..u64::from(self.geometry.clusters)).any(|c| {
             let base = CLUSTER_BASE + c * CLUSTER_STRIDE;
@@ -209,38 +232,79 @@ impl SocModel {
         u64::from_le_bytes(b)
     }
 
-    /// Whether every core posted DONE.
-    fn all_done(&self) -> bool {
-        (0..self.geometry.cores())
-            .all(|c| self.word(self.geometry.printbuf_slot(c, DONE_SLOT, true)) as u32 == DONE_MAGIC)
+    /// The slot each core posts its end in, as its protocol says (None: it
+    /// raises finished).
+    fn end_slot(&self) -> Option<EndSlot> {
+        match &self.gpu {
+            Gpu::Finishes { protocol: Protocol::Epilogue, .. } => Some((DONE_SLOT, |v| v == DONE_MAGIC)),
+            Gpu::Finishes { protocol: Protocol::Nightly, .. } => Some((END_SLOT, |v| v != 0)),
+            _ => None,
+        }
     }
 
-    /// The GPU's step at each host poll: post the next character once the
-    /// mailbox is empty, then finish.
+    /// Whether every core posted its end in `slot`.
+    fn all_posted(&self, (slot, done): EndSlot) -> bool {
+        (0..self.geometry.cores()).all(|c| done(self.word(self.geometry.printbuf_slot(c, slot, true)) as u32))
+    }
+
+    /// Posts `value` in `slot + core` of every core, both halves, as the
+    /// kernels do.
+    fn post(&mut self, slot: u64, value: impl Fn(u64) -> u32) {
+        for c in 0..self.geometry.cores() {
+            let at = self.geometry.printbuf_slot(c, slot, true);
+            let v = u64::from(value(self.word(at)));
+            self.store(at, &(v << 32 | v).to_le_bytes());
+        }
+    }
+
+    /// The GPU's step at each host poll: wait for LAUNCH (nightly), begin,
+    /// post the next character once the mailbox is empty, then finish.
     fn step(&mut self) {
-        let State::Running { polls } = self.state else { return };
-        let Gpu::Finishes { after_polls, prints, done_slots } = &self.gpu else { return };
-        if let Some(&ch) = prints.get(self.printed) {
+        let State::Running { polls, began } = self.state else { return };
+        let Gpu::Finishes { after_polls, protocol, .. } = self.gpu else { return };
+        let g = self.geometry;
+        let launched = |m: &Self| {
+            (0..g.clusters).all(|c| m.word(g.printbuf_slot(g.first_core(c), LAUNCH_SLOT, false)) as u32 == LAUNCH_MAGIC)
+        };
+        if !began {
+            match protocol {
+                Protocol::Nightly if !launched(self) => return,
+                Protocol::Nightly => self.post(START_SLOT, |_| 1),
+                Protocol::Epilogue => self.post(GENERATION_SLOT, |g| (g as u32).wrapping_add(1)),
+                Protocol::Reset => {}
+            }
+            self.state = State::Running { polls, began: true };
+        }
+        let next = match &self.gpu {
+            Gpu::Finishes { prints, .. } => prints.get(self.printed).copied(),
+            Gpu::Hangs => None,
+        };
+        if let Some(ch) = next {
             if self.word(TOCPU) == 0 {
                 self.printed += 1;
                 self.store(TOCPU, &(HTIF_PUTCHAR | u64::from(ch)).to_le_bytes());
             }
             return;
         }
-        if polls + 1 < *after_polls {
-            self.state = State::Running { polls: polls + 1 };
+        if polls + 1 < after_polls {
+            self.state = State::Running { polls: polls + 1, began: true };
             return;
         }
-        if *done_slots {
-            // The tapeout epilogue: DONE posted, finished never raised.
-            for c in 0..self.geometry.cores() {
-                let slot = self.geometry.printbuf_slot(c, DONE_SLOT, true);
-                self.store(slot, &u64::from(DONE_MAGIC).to_le_bytes());
+        match self.end_slot() {
+            // DONE or END posted, finished never raised.
+            Some((slot, _)) => {
+                let magic = if protocol == Protocol::Epilogue { DONE_MAGIC } else { 2 };
+                self.post(slot, |_| magic);
+                self.state = State::Running { polls: polls + 1, began: true };
             }
-            self.state = State::Running { polls: polls + 1 };
-        } else {
-            self.state = State::Finished;
+            None => self.state = State::Finished,
         }
+    }
+
+    /// Whether a store into memory at `addr` is one the chip drops: into
+    /// cluster memory, and not whole aligned 8-byte words.
+    fn drops(&self, addr: u64, len: usize) -> bool {
+        addr < DRAM_BASE && (addr % 8 != 0 || len % 8 != 0)
     }
 
     /// Whether the finished bits read 1.
@@ -255,11 +319,13 @@ impl Link for SocModel {
         let ran = self.state != State::Held;
         match target {
             Target::Memory => {
-                let done_slot =
-                    (0..self.geometry.cores()).any(|c| addr == self.geometry.printbuf_slot(c, DONE_SLOT, true) && ran);
+                let end = self.end_slot();
+                let end_read = end.is_some_and(|(slot, _)| {
+                    ran && (0..self.geometry.cores()).any(|c| addr == self.geometry.printbuf_slot(c, slot, true))
+                });
                 self.step();
                 self.load(addr, dst);
-                if done_slot && self.all_done() {
+                if end_read && end.is_some_and(|e| self.all_posted(e)) {
                     self.record(Event::SawFinished);
                 }
                 return Ok(());
@@ -273,7 +339,7 @@ impl Link for SocModel {
             }
             Target::CoreFinished => dst.copy_from_slice(&u32::from(self.finished()).to_le_bytes()),
             Target::Reset => dst.copy_from_slice(&u32::from(self.state == State::Held).to_le_bytes()),
-            Target::L0i(_) | Target::L0d(_) => dst.fill(0),
+            Target::L0i(_) | Target::L0d(_) | Target::L2Flush => dst.fill(0),
         }
         Ok(())
     }
@@ -281,6 +347,7 @@ impl Link for SocModel {
     fn write(&mut self, addr: u64, src: &[u8]) -> LinkResult<()> {
         let value = || u32::from_le_bytes([src[0], src[1], src[2], src[3]]);
         match self.target(addr, src.len())? {
+            Target::Memory if self.drops(addr, src.len()) => self.record(Event::Dropped { addr, len: src.len() }),
             Target::Memory => {
                 if (DRAM_BASE..DRAM_BASE + DRAM_SIZE).contains(&addr) {
                     self.record(Event::DramWrite { addr, len: src.len() });
@@ -293,13 +360,14 @@ impl Link for SocModel {
             }
             Target::Reset => {
                 if self.state == State::Held {
-                    self.state = State::Running { polls: 0 };
+                    self.state = State::Running { polls: 0, began: false };
                     self.printed = 0;
                     self.record(Event::Release);
                 }
             }
             Target::L0i(core) => self.record(Event::L0iInvalidate(core)),
             Target::L0d(core) => self.record(Event::L0dFlush(core)),
+            Target::L2Flush => self.record(Event::L2Flush(u64::from(value()) << 4)),
             // Read-only: the write is dropped, as TileLink registers do.
             Target::AllFinished | Target::CoreFinished => {}
         }
@@ -336,6 +404,24 @@ mod tests {
     }
 
     #[test]
+    fn a_store_into_cluster_memory_under_8_aligned_bytes_is_dropped() {
+        let mut soc = SocModel::default();
+        let slot = CLUSTER_BASE + PRINTBUF + 8;
+        soc.write32(slot, 5).unwrap();
+        soc.write(slot + 4, &[1; 8]).unwrap();
+        assert_eq!(soc.read64(slot), Ok(0));
+        soc.write64(slot, 6).unwrap();
+        assert_eq!(soc.read64(slot), Ok(6));
+        // GPU DRAM takes any store.
+        soc.write32(DRAM_BASE + 4, 9).unwrap();
+        assert_eq!(soc.read32(DRAM_BASE + 4), Ok(9));
+        let dropped = |addr, len| Event::Dropped { addr, len };
+        assert_eq!(soc.events()[..2], [dropped(slot, 4), dropped(slot + 4, 8)]);
+        soc.write32(L2_FLUSH32, 0x1000_0002).unwrap();
+        assert_eq!(soc.events().last(), Some(&Event::L2Flush(0x1_0000_0020)));
+    }
+
+    #[test]
     fn the_gpu_runs_only_between_release_and_hold() {
         let mut soc = SocModel::default();
         soc.write32(RESET, 0).unwrap();
@@ -347,7 +433,7 @@ mod tests {
 
     #[test]
     fn the_gpu_prints_one_character_per_empty_mailbox() {
-        let gpu = Gpu::Finishes { after_polls: 1, prints: b"ok".to_vec(), done_slots: false };
+        let gpu = Gpu::Finishes { after_polls: 1, prints: b"ok".to_vec(), protocol: Protocol::Reset };
         let mut soc = SocModel::new(Geometry::default(), gpu);
         soc.write32(RESET, 0).unwrap();
         assert_eq!(soc.read64(TOCPU), Ok(HTIF_PUTCHAR | u64::from(b'o')));

@@ -370,9 +370,15 @@ pub mod target {
     /// Serves `pty` until the host closes it, as `how` says. The parser
     /// takes nothing for `write_busy` bytes' time after each write (the
     /// bus acknowledging it): bytes that arrive meanwhile queue, and past
-    /// [`QUEUE_BYTES`] are dropped. Time is counted in bytes as they
-    /// arrive in one read() of the port, so a host that sends a request
-    /// right behind a write, without waiting, loses bytes.
+    /// [`QUEUE_BYTES`] are dropped. That time is counted in the bytes that
+    /// follow the write, and ends when it has passed on the line (at
+    /// [`DEFAULT_BAUD`] on a pty's), so a host that sends a request right
+    /// behind a write loses bytes, and one that waits does not. A command
+    /// other than read or write loses the parser, as on the FPGA: the
+    /// target answers nothing more.
+    ///
+    /// It serves the first host that sends a byte; one that opens the
+    /// terminal and closes it without sending leaves it waiting.
     pub fn serve(mut pty: Pty, link: &mut dyn Link, how: Behaviour) -> Served {
         let Behaviour { fault, write_busy, baud, log } = how;
         // When each direction of the line is free again.
@@ -383,6 +389,8 @@ pub mod target {
         // Bytes' time left in which the parser acknowledges a write, and
         // the bytes queued meanwhile.
         let (mut busy, mut queued) = (0usize, 0usize);
+        let mut busy_until = Instant::now();
+        let mut lost = false;
         let mut read_words = 0u64;
         loop {
             let mut fds = [PollFd::new(port, PollFlags::IN)];
@@ -404,7 +412,13 @@ pub mod target {
                 rx_free = rx_free.max(Instant::now()) + line_time(baud, n);
                 sleep_until(rx_free);
             }
+            if Instant::now() >= busy_until {
+                busy = 0;
+            }
             for &b in &buf[..n] {
+                if lost {
+                    continue;
+                }
                 if busy > 0 {
                     busy -= 1;
                     if queued >= QUEUE_BYTES {
@@ -420,11 +434,16 @@ pub mod target {
                 if log {
                     log_request(cmd, addr, count, &data);
                 }
+                if cmd != cmd::READ && cmd != cmd::WRITE {
+                    lost = true;
+                    continue;
+                }
                 if cmd == cmd::WRITE {
                     let bytes: Vec<u8> = data.iter().flat_map(|w| w.to_le_bytes()).collect();
                     let _ = link.write(addr, &bytes);
                     served.writes += 1;
                     (busy, queued) = (write_busy, 0);
+                    busy_until = Instant::now() + line_time(baud.unwrap_or(super::DEFAULT_BAUD), write_busy);
                     continue;
                 }
                 let mut bytes = vec![0u8; count * 4];
@@ -452,7 +471,12 @@ pub mod target {
 
     /// Prints a request: its command, address, words and first data words.
     fn log_request(cmd: u32, addr: u64, count: usize, data: &[u32]) {
-        let what = if cmd == cmd::WRITE { "write" } else { "read " };
+        let what = match cmd {
+            cmd::WRITE => "write".to_string(),
+            cmd::READ => "read ".to_string(),
+            // The parser is lost: nothing after it is taken.
+            _ => format!("command {cmd:#x}, which loses the parser:"),
+        };
         let first: Vec<String> = data.iter().take(4).map(|w| format!("{w:08x}")).collect();
         let more = if data.len() > 4 { " ..." } else { "" };
         eprintln!("tsi-target: {what} {addr:#011x} {count:>3} words {}{more}", first.join(" "));
@@ -569,6 +593,32 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         drop(link);
         assert!(served.join().unwrap().dropped > 0);
+    }
+
+    #[test]
+    fn a_host_that_waits_behind_a_write_loses_nothing() {
+        // 64 bytes' time at 921600 baud is under a millisecond.
+        let (mut link, target) = linked(Behaviour { write_busy: 64, ..Default::default() });
+        let mut write = TsiLink::header(cmd::WRITE, DRAM_BASE, 1).to_vec();
+        write.push(7);
+        link.send(&write).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut back = [0];
+        link.read_words(DRAM_BASE, &mut back).unwrap();
+        assert_eq!(back, [7]);
+        drop(link);
+        assert_eq!(target.join().unwrap().0.dropped, 0);
+    }
+
+    #[test]
+    fn a_command_neither_read_nor_write_loses_the_target_for_good() {
+        let (mut link, target) = linked(Behaviour::default());
+        link.send(&TsiLink::header(2, DRAM_BASE, 1)).unwrap();
+        let mut back = [0];
+        let e = link.read_words(DRAM_BASE, &mut back).unwrap_err();
+        assert!(e.to_string().contains("no answer"), "{e}");
+        drop(link);
+        assert_eq!(target.join().unwrap().0.reads, 0);
     }
 
     #[test]
