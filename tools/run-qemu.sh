@@ -21,6 +21,10 @@
 # distribution's vmlinuz: tools/build-for-distro.sh).
 # $RADIANCE_TCG_THREAD=single: run both vCPUs in one host thread (TCG's
 # thread=single) instead of one thread each.
+# $RADIANCE_HOST_SERIAL=PATH: give the guest a second serial port, ttyS1,
+# that is the host's terminal at PATH (a board's USB-UART, or a pty of a
+# TSI target), for `gluon-bridge soc --link tsi:/dev/ttyS1,baud=115200`
+# in the guest. The guest's 16550 goes no faster than 115200 baud.
 source "$(dirname "$0")/lib.sh"
 
 usage() {
@@ -81,6 +85,10 @@ qemu=(
 	-kernel "$bzimage" -initrd "$initramfs"
 	-append "console=ttyS0 panic=-1 oops=panic quiet loglevel=5 ${RADIANCE_GUEST_CMDLINE:-}"
 )
+if [[ -n ${RADIANCE_HOST_SERIAL:-} ]]; then
+	[[ -c $RADIANCE_HOST_SERIAL ]] || die "\$RADIANCE_HOST_SERIAL: no terminal at $RADIANCE_HOST_SERIAL"
+	qemu+=(-chardev "serial,id=host-serial,path=$RADIANCE_HOST_SERIAL" -serial chardev:host-serial)
+fi
 
 # QEMU's console, then a line with its exit status for ktap (124 or 137: the
 # timeout killed it). stdin is /dev/null: QEMU must neither wait on nor take
