@@ -22,7 +22,7 @@ plan $kselftests soc_runs_an_image_at_its_link_address soc_image_reached_gpu_dra
 	soc_info_names_the_epilogue_protocol soc_epilogue_launch_completes \
 	soc_info_names_the_nightly_protocol soc_nightly_launch_completes soc_nightly_needs_launch \
 	client_fails_when_its_soc_bridge_dies tsi_bo_test tsi_runs_an_image \
-	tsi_flushes_each_line_from_the_l2_before_writing_it \
+	tsi_runs_a_fused_soc_image tsi_flushes_each_line_from_the_l2_before_writing_it \
 	tsi_garbage_loses_the_device_saying_why tsi_silence_loses_the_device_saying_why \
 	module_unloads_after_its_soc_servers_died
 
@@ -60,6 +60,25 @@ le32() { bytes $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 
 	for v in 1 84 0x10000000 0x10000000 16 16 5 4; do le32 "$v"; done
 	bytes 0x13 0 0 0 0x6f 0 0 0 0xde 0xc0 0xad 0x0b 0x11 0x0c 0x1a 0x6e
 } >/tmp/image.elf
+
+# 16 other bytes as a fused SoC image: an RV64 ELF (the host's) whose
+# .text sits at 0x1_1000_0000, the GPU's half. Sections only: the ELF
+# header, .text, .shstrtab, then the null, .text and .shstrtab headers.
+le64() { le32 $(($1 & 0xffffffff)); le32 $(($1 >> 32)); }
+section() { # name type flags addr offset size align
+	le32 "$1"; le32 "$2"; le64 "$3"; le64 "$4"; le64 "$5"; le64 "$6"; le32 0; le32 0; le64 "$7"; le64 0
+}
+{
+	bytes 0x7f 0x45 0x4c 0x46 2 1 1 0 0 0 0 0 0 0 0 0
+	le16 2; le16 243; le32 1; le64 0x80000000; le64 0; le64 0x68; le32 0
+	le16 64; le16 56; le16 0; le16 64; le16 3; le16 2
+	bytes 0x13 0 0 0 0x6f 0 0 0 0xf5 0xed 0x50 0xc0 0x11 0x0c 0x1a 0x6e
+	printf '\000.text\000.shstrtab\000'
+	bytes 0 0 0 0 0 0 0
+	section 0 0 0 0 0 0 0
+	section 1 1 6 0x110000000 0x40 16 4
+	section 7 3 0 0 0x50 17 1
+} >/tmp/image.soc.elf
 
 set -- $(serve b1 soc --link model --vram-mib 512)
 b1=$1 d1=$2
@@ -162,6 +181,11 @@ k3=$1 d3=${2:-none}
 test_one tsi_runs_an_image sh -c \
 	"/radctl run --device $d3 --read 0x10000000:16 /tmp/image.elf >/tmp/tsi.out 2>&1; rc=\$?; cat /tmp/tsi.out /tmp/k3;
 	test \$rc = 0 && grep -q '^0x10000000  13 00 00 00 6f 00 00 00 de c0 ad 0b 11 0c 1a 6e$' /tmp/tsi.out"
+# A fused image's GPU half, at its address less 0x1_0000_0000, over the
+# last image.
+test_one tsi_runs_a_fused_soc_image sh -c \
+	"/radctl run --device $d3 --read 0x10000000:16 /tmp/image.soc.elf >/tmp/tsi.out 2>&1; rc=\$?; cat /tmp/tsi.out;
+	test \$rc = 0 && grep -q '^0x10000000  13 00 00 00 6f 00 00 00 f5 ed 50 c0 11 0c 1a 6e$' /tmp/tsi.out"
 kill -TERM "$k3"
 gone "$k3"
 gone "$t3"
