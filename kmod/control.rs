@@ -41,7 +41,7 @@ use crate::{
         FileKind,
         NodeFile, //
     },
-    uapi,
+    trace, uapi,
 };
 
 /// Most bytes of responses one write() takes.
@@ -146,9 +146,9 @@ impl NodeFile for ControlFile {
     /// for one if the server declared `READ_WAITS` (and the file is not
     /// O_NONBLOCK).
     fn read(this: ArcBorrow<'_, Self>, out: &mut IovIterDest<'_>, nonblock: bool) -> Result<usize> {
-        let (user, read_waits, mut frames) = this.with_served(|s| {
+        let (user, read_waits, mut frames, dev) = this.with_served(|s| {
             let buf = core::mem::take(&mut s.read_buf);
-            (s.user.clone(), s.read_waits, buf)
+            (s.user.clone(), s.read_waits, buf, s.node.device().index())
         })?;
         let read = user.read_frames(&mut frames, out.len(), read_waits && !nonblock);
         // Taken from the channel already: a server that hands a bad buffer
@@ -159,13 +159,16 @@ impl NodeFile for ControlFile {
         let _ = this.with_served(|s| s.read_buf = frames);
         match copied? {
             0 => Err(EFAULT),
-            n => Ok(n),
+            n => {
+                trace::user_io(dev, true, n);
+                Ok(n)
+            }
         }
     }
 
     /// Whole responses.
     fn write(this: ArcBorrow<'_, Self>, src: &mut IovIterSource<'_>) -> Result<usize> {
-        let user = this.user()?;
+        let (user, dev) = this.with_served(|s| (s.user.clone(), s.node.device().index()))?;
         let want = src.len().min(MAX_WRITE);
         let mut stack = [0u8; STACK_WRITE];
         let mut heap;
@@ -191,6 +194,7 @@ impl NodeFile for ControlFile {
             // SAFETY: `n - taken` of the bytes just copied from `src` are given back.
             unsafe { src.revert(n - taken) };
         }
+        trace::user_io(dev, false, taken);
         Ok(taken)
     }
 

@@ -391,7 +391,7 @@ impl DeviceNode {
         let settings = claim.registry.settings;
         let name = *NODE_NAMES.get(claim.index as usize).ok_or(EINVAL)?;
         let vram = Vram::new(hw.desc().vram_size)?;
-        let scheduler = Scheduler::new(hw.clone(), settings.timeout_ms)?;
+        let scheduler = Scheduler::new(hw.clone(), claim.index, settings.timeout_ms)?;
         // From here `hw`'s interrupt holds the scheduler, which holds `hw`:
         // if the rest fails, that cycle must be broken or both leak (with a
         // user device's pages; the fail-nth sweep found it).

@@ -46,6 +46,7 @@ use crate::{
         WaitPoint, //
     },
     sync_file,
+    trace,
     uapi, //
 };
 
@@ -292,7 +293,10 @@ impl Context {
         if args.pad != 0 {
             return Err(EINVAL);
         }
-        self.sems.signal(args.handle, args.value)
+        self.sems.signal(args.handle, args.value)?;
+        let dev = self.device.index();
+        trace::sem_signal(dev, self.tgid, None, &self.sems, args.handle, args.value, 0);
+        Ok(())
     }
 
     /// SEM_QUERY.
@@ -307,7 +311,18 @@ impl Context {
 
     /// SEM_FAIL.
     pub(crate) fn sem_fail(&self, args: &mut uapi::SemFail) -> Result {
-        self.sems.fail(args.handle, args.error)
+        self.sems.fail(args.handle, args.error)?;
+        let (dev, failed) = (self.device.index(), uapi::SEM_FAILED_VALUE);
+        trace::sem_signal(
+            dev,
+            self.tgid,
+            None,
+            &self.sems,
+            args.handle,
+            failed,
+            args.error,
+        );
+        Ok(())
     }
 
     /// SEM_WAIT.
@@ -403,7 +418,13 @@ impl Context {
         // ever, would hold the file open for ever.
         let (queue, ring_pgoff, control_pgoff) = {
             let mut objects = self.objects.lock();
-            let queue = Queue::new(self.clone(), self.tgid, objects.next_queue_id, n)?;
+            let queue = Queue::new(
+                self.clone(),
+                self.device.index(),
+                self.tgid,
+                objects.next_queue_id,
+                n,
+            )?;
             let ring_pgoff = objects.take_pgoff(ring_pages)?;
             let control_pgoff = objects.take_pgoff(1)?;
             objects.next_queue_id += 1;

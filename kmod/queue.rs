@@ -44,6 +44,7 @@ use crate::{
         Semaphores,
         Wake, //
     },
+    trace,
     uapi::{
         self,
         QueueControl, //
@@ -86,6 +87,8 @@ pub(crate) struct QueueState {
 #[pin_data]
 pub(crate) struct Queue {
     pub(crate) id: u32,
+    /// Its device's index, for tracing.
+    dev: u32,
     /// The process that created it, for debugfs.
     pub(crate) tgid: i32,
     /// Its file's objects: the only ones its packets may name.
@@ -108,6 +111,7 @@ impl Queue {
     /// A queue of `ring_packets` packets (checked by the caller).
     pub(crate) fn new(
         objects: Arc<dyn FileObjects>,
+        dev: u32,
         tgid: i32,
         id: u32,
         ring_packets: u32,
@@ -121,6 +125,7 @@ impl Queue {
         Arc::pin_init(
             try_pin_init!(Self {
                 id,
+                dev,
                 tgid,
                 objects,
                 ring,
@@ -216,6 +221,8 @@ impl Queue {
         // Only the read index moved: the rest was published when it last
         // changed (a fault).
         self.put64(offset_of!(QueueControl, read_index), state.completed);
+        drop(state);
+        trace::packet_done(self.dev, self, index, 0);
     }
 
     /// Packet `index`, the next one to take, was taken and completed in one
@@ -225,6 +232,8 @@ impl Queue {
         state.submitted = index + 1;
         state.completed = index + 1;
         self.put64(offset_of!(QueueControl, read_index), state.completed);
+        drop(state);
+        trace::packet_done(self.dev, self, index, 0);
     }
 
     /// Stops the queue at packet `index` with a positive errno (and the
@@ -251,6 +260,7 @@ impl Queue {
             state.err_thread = err_thread;
             self.publish(&state);
         }
+        trace::packet_done(self.dev, self, index, error);
         // Pairs with the process's store of its write index before it reads
         // the status: either we see packets it wrote after this fault and
         // fail their signals, or it sees the fault and fails them itself.

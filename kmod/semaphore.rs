@@ -743,6 +743,12 @@ impl Semaphores {
         Ok(())
     }
 
+    /// The id of semaphore `handle` (an alias's is its semaphore's): its
+    /// dma_fence context, the same in every process, for tracing.
+    pub(crate) fn id(&self, handle: u32) -> Result<u64> {
+        self.with_sem(handle, |_, sem| Ok(sem.fence_context))
+    }
+
     /// SEM_SIGNAL.
     pub(crate) fn signal(&self, handle: u32, value: u64) -> Result {
         self.with_sem(handle, |owner, sem| {

@@ -9,4 +9,4 @@
 source "$(dirname "$0")/lib.sh"
 
 # The crate root reaches every file through its `mod` items.
-exec rustfmt --edition 2021 --config-path "$(kernel_src)/.rustfmt.toml" "$@" "$TOP/kmod/radiance.rs"
+exec rustfmt --edition 2021 --config-path "$(kernel_src)/.rustfmt.toml" "$@" "$TOP/kmod/radiance_main.rs"

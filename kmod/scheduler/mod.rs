@@ -72,6 +72,7 @@ use crate::{
         Slot,
         Staging, //
     },
+    trace,
     translate::{
         self,
         Completion,
@@ -166,6 +167,9 @@ struct InFlight {
     host: Option<(HostStep, Arc<Slot>)>,
     queue: Arc<Queue>,
     packet: u64,
+    /// The command's id, the device's count of commands issued before it
+    /// (0 for a marker), for tracing.
+    id: u64,
     /// On the packet's last entry, until it completes: what completing the
     /// packet does, and what the packet holds until then.
     completion: Option<Completion>,
@@ -224,6 +228,8 @@ struct State {
 #[pin_data]
 pub(crate) struct Scheduler {
     hw: Arc<dyn Gluon>,
+    /// The device's index, for tracing.
+    dev: u32,
     /// Where launch blocks are copied for the device to read.
     staging: Arc<Staging>,
     /// 1 while a queue waits on a semaphore: only then do semaphore
@@ -275,9 +281,9 @@ impl Interrupt for Irq {
 }
 
 impl Scheduler {
-    /// A scheduler for `hw` that resets it when a command takes longer than
-    /// `timeout_ms`.
-    pub(crate) fn new(hw: Arc<dyn Gluon>, timeout_ms: u32) -> Result<Arc<Self>> {
+    /// A scheduler for `hw`, device `dev`, that resets it when a command
+    /// takes longer than `timeout_ms`.
+    pub(crate) fn new(hw: Arc<dyn Gluon>, dev: u32, timeout_ms: u32) -> Result<Arc<Self>> {
         let count = hw.desc().streams.max(1);
         let mut streams = KVec::with_capacity(count.into(), GFP_KERNEL)?;
         for _ in 0..count {
@@ -305,6 +311,7 @@ impl Scheduler {
         let this = Arc::pin_init(
             pin_init!(Self {
                 hw: device_hw,
+                dev,
                 staging,
                 blocked: Atomic::new(0),
                 passing: Atomic::new(0),
@@ -571,7 +578,7 @@ impl Scheduler {
             let s = queue.state();
             let faulted = s.faulted && packet >= s.fault_index;
             // Its semaphore was there when it was taken.
-            let _ = self.update_semaphore(woken, queue, update, faulted);
+            let _ = self.update_semaphore(woken, queue, packet, update, faulted);
         }
         queue.complete(packet);
     }
@@ -591,7 +598,7 @@ impl Scheduler {
     ) {
         completion.hand_back();
         if let Some(update) = completion.update {
-            if let Err(e) = self.update_semaphore(woken, queue, update, false) {
+            if let Err(e) = self.update_semaphore(woken, queue, index, update, false) {
                 queue.fault(index, e.to_errno().unsigned_abs(), 0, 0, 0);
                 return;
             }
@@ -599,12 +606,13 @@ impl Scheduler {
         queue.take_completed(index);
     }
 
-    /// A completed packet's semaphore update, unless its queue `faulted` at
-    /// or before it; ENOENT if a signal's handle names nothing.
+    /// Completed packet `index`'s semaphore update, unless its queue
+    /// `faulted` at or before it; ENOENT if a signal's handle names nothing.
     fn update_semaphore(
         &self,
         woken: &mut KVec<Arc<Scheduler>>,
         queue: &Queue,
+        index: u64,
         update: SemUpdate,
         faulted: bool,
     ) -> Result {
@@ -613,9 +621,10 @@ impl Scheduler {
             this: self,
             later: woken,
         };
-        match (update, faulted) {
+        let (handle, value, error) = match (update, faulted) {
             (SemUpdate::Signal { handle, value }, false) => {
-                return sems.signal_from_queue(handle, value, &mut wake);
+                sems.signal_from_queue(handle, value, &mut wake)?;
+                (handle, value, 0)
             }
             (
                 SemUpdate::Fail {
@@ -624,9 +633,14 @@ impl Scheduler {
                     error,
                 },
                 false,
-            ) => sems.fail_from_queue(handle, value, error, &mut wake),
-            _ => {}
-        }
+            ) => {
+                sems.fail_from_queue(handle, value, error, &mut wake);
+                (handle, value, error)
+            }
+            _ => return Ok(()),
+        };
+        let at = Some((queue, index));
+        trace::sem_signal(self.dev, queue.tgid, at, sems, handle, value, error);
         Ok(())
     }
 
@@ -686,8 +700,18 @@ impl Scheduler {
             // Dropped at the end of this turn: the packet's BOs and staging
             // page are free once its last command is done.
             let completion = done.completion.take();
+            let (status, pc, warp) = (response.status.into(), response.pc, response.warp);
+            trace::cmd_done(
+                self.dev,
+                response.stream,
+                done.id,
+                &done.queue,
+                done.packet,
+                status,
+                pc,
+                warp,
+            );
             if response.status != 0 {
-                let (status, pc, warp) = (response.status.into(), response.pc, response.warp);
                 done.queue
                     .fault(done.packet, EIO.to_errno().unsigned_abs(), status, pc, warp);
             } else if let Some(completion) = &completion {
@@ -747,7 +771,7 @@ impl Scheduler {
             return false;
         }
         let step = staged.commands.get(staged.next).cloned();
-        let (mut cmd, mut host) = (None, None);
+        let (mut cmd, mut host, mut id) = (None, None, 0);
         match step {
             Some(Step::Host(work, bounce)) => {
                 host = Some((work, bounce));
@@ -765,13 +789,24 @@ impl Scheduler {
                 entry.launch = None;
             }
             match self.issue(entry.stream, stream, sent, &cmd) {
-                Ok(true) => {
+                Ok(Some(issued)) => {
+                    id = issued;
+                    let units = CommandSize::of(&cmd, staged.threads).units;
+                    trace::cmd_issue(
+                        self.dev,
+                        entry.stream,
+                        id,
+                        &entry.queue,
+                        staged.packet,
+                        &cmd,
+                        units,
+                    );
                     staged.next += 1;
                     if matches!(cmd, Command::Kernel { .. }) {
                         entry.launch = Some(staged.packet);
                     }
                 }
-                Ok(false) => return false,
+                Ok(None) => return false,
                 Err(e) => {
                     // Translation checked it could be said; if not, the
                     // packet cannot run here.
@@ -807,6 +842,7 @@ impl Scheduler {
             host,
             queue: entry.queue.clone(),
             packet,
+            id,
             completion,
             size,
         });
@@ -814,24 +850,30 @@ impl Scheduler {
     }
 
     /// Gives the device `cmd` for stream `id` (`stream`) if the stream, the
-    /// device (`sent` commands in it) and its FIFO take it now; false if
-    /// not. EINVAL if the device's dialect cannot say it.
-    fn issue(&self, id: u8, stream: &mut Stream, sent: &mut usize, cmd: &Command) -> Result<bool> {
+    /// device (`sent` commands in it) and its FIFO take it now: its command
+    /// id (see [`InFlight::id`]), or None if not. EINVAL if the device's
+    /// dialect cannot say it.
+    fn issue(
+        &self,
+        id: u8,
+        stream: &mut Stream,
+        sent: &mut usize,
+        cmd: &Command,
+    ) -> Result<Option<u64>> {
         let desc = self.hw.desc();
         if stream.sent >= desc.stream_depth.into()
             || *sent >= MAX_IN_FLIGHT
             || stream.host_steps > 0
         {
-            return Ok(false);
+            return Ok(None);
         }
         let frame = desc.dialect.encode(id, cmd).map_err(|_| EINVAL)?;
         if self.hw.push_command(frame.as_bytes()).is_err() {
-            return Ok(false);
+            return Ok(None);
         }
         stream.sent += 1;
         *sent += 1;
-        self.issued.add(1, Relaxed);
-        Ok(true)
+        Ok(Some(self.issued.fetch_add(1, Relaxed) as u64))
     }
 
     /// Moves the queues on the streams in `retired` (the device's
@@ -964,7 +1006,24 @@ impl Scheduler {
     ) -> Result<Translated> {
         let packet = entry.queue.packet(index)?;
         self.mark_if_wait(&packet);
-        translate::translate(&self.translator(entry, at_once), index, &packet, skip)
+        let translated =
+            translate::translate(&self.translator(entry, at_once), index, &packet, skip)?;
+        if let Translated::Run(staged) = &translated {
+            let (queue, kind) = (&entry.queue, packet.header.kind);
+            trace::packet(
+                self.dev,
+                queue,
+                index,
+                kind,
+                entry.stream,
+                staged.commands.len(),
+            );
+            if kind == packet_kind::WAIT_SEMAPHORE && skip.is_none() {
+                let [handle_and_skip, value, ..] = packet.body;
+                trace::wait_done(self.dev, queue, index, handle_and_skip as u32, value);
+            }
+        }
+        Ok(translated)
     }
 
     /// What a queue's next packet lets the scheduler do.

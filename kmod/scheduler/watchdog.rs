@@ -29,7 +29,8 @@ use super::{
 use crate::{
     gluon::Command,
     hw::Rates,
-    queue::Queue, //
+    queue::Queue,
+    trace, //
 };
 
 /// What a command does, in the units a device reports progress in: bytes
@@ -177,6 +178,7 @@ impl Scheduler {
     ) {
         this.hw.reset();
         state.resets += 1;
+        trace::reset(this.dev, Some(guilty_stream), state.resets);
         if let Some(stream) = state.streams.get(guilty_stream) {
             this.tell_reset(stream, guilty_stream, abandoned, still, state.resets);
         }

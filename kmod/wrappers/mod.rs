@@ -17,3 +17,4 @@ pub(crate) mod raw;
 pub(crate) mod sg_table;
 pub(crate) mod sleep_lock;
 pub(crate) mod sync_file;
+pub(crate) mod trace;

@@ -9,7 +9,7 @@
 set -u
 . /suite.sh || exit 1
 
-kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test watchdog_test lifecycle_test"
+kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test watchdog_test lifecycle_test trace_test"
 plan vermagic_is_the_kernels_own vermagic_names_the_running_kernel the_kernels_own_module_loads \
 	module_taint_is_only_out_of_tree_and_unsigned $kselftests cts_kmod0
 

@@ -9,7 +9,7 @@
 set -u
 . /suite.sh || exit 1
 
-kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test watchdog_test lifecycle_test"
+kselftests="device_test bo_test dmabuf_test sem_test sync_file_test sem_alias_test queue_test launch_test user_test watchdog_test lifecycle_test trace_test"
 libtests="libradiance-kmod_bo libradiance-kmod_sem libradiance-kmod_queue libradiance-kmod_hal libradiance-kmod_group"
 # The module's KUnit suites: tools/build-guest.sh lists them from kmod/.
 kunit=$(cat /kunit-suites) && [ -n "$kunit" ] || { echo "radiance-guest: no KUnit manifest (/kunit-suites)"; exit 1; }

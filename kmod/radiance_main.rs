@@ -26,6 +26,7 @@ mod vram;
 // translated into Gluon commands.
 mod scheduler;
 mod staging;
+mod trace;
 mod translate;
 
 // The hardware seam and its backends.
