@@ -121,10 +121,27 @@ run_riscv_tests_verdict() {
 	cat /tmp/run.txt; echo "exit $rc"
 	[ $rc = 0 ] && grep -q 'verdict (tohost 0x01200000): not in memory: a Muon riscv-test hands' /tmp/run.txt
 }
+# A trace of a copy through radctl: its three packets (copy in, barrier,
+# copy out) and two device commands, as slices of the JSON; as text, each
+# packet taken and completed; and nothing to record is a usage error.
+trace_json() {
+	/radctl trace -o /tmp/t.json -- /radctl submit copy --bytes 65536 2>/tmp/t.err; rc=$?
+	cat /tmp/t.err; head -c 600 /tmp/t.json; echo; echo "exit $rc"
+	[ $rc = 0 ] && grep -q '^radctl: 3 packets, 2 device commands (0 faulted), 0 semaphore flows in /tmp/t.json$' /tmp/t.err &&
+		[ "$(grep -o '"cat":"packet"' /tmp/t.json | wc -l)" = 3 ] && [ "$(grep -o '"cat":"command"' /tmp/t.json | wc -l)" = 2 ] &&
+		grep -q '"name":"copy"' /tmp/t.json && grep -q '"traceEvents":' /tmp/t.json
+}
+trace_text() {
+	/radctl trace --format text -- /radctl submit fill --bytes 4096 >/tmp/t.txt || return 1
+	cat /tmp/t.txt
+	grep -q 'packet 0: fill taken onto stream [0-9], 1 command(s)$' /tmp/t.txt &&
+		grep -q 'command [0-9]* issued: fill of 4096 ' /tmp/t.txt && grep -q 'packet 0: completed$' /tmp/t.txt &&
+		! /radctl trace 2>/tmp/t.err && grep -q 'give a command after `--`, or --duration SECONDS' /tmp/t.err
+}
 # Sourced for its ELF helpers (the bridge suite): no checks.
 [ -n "${RADCTL_SMOKE_LIB:-}" ] && return 0
 echo "TAP version 13"
-echo "1..12"
+echo "1..15"
 check "radctl list shows both devices" list_shows_both
 check "radctl info prints device 1" info_text
 check "radctl info --json" info_json
@@ -137,5 +154,7 @@ check "radctl run: an ELF's segments land at their link address; a fault names t
 check "radctl run: start code calls the kernel at kernel_pc" run_start_code_vecadd
 check "radctl run --entry: the launch starts where asked" run_entry_moves_the_start
 check "radctl run: a riscv-tests verdict in tohost decides the exit status" run_riscv_tests_verdict
+check "radctl trace writes a copy's packets and commands as timeline slices" trace_json
+check "radctl trace --format text says what each packet did" trace_text
 check "radctl list without the module fails clearly" no_driver
 exit $failed

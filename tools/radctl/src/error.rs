@@ -22,6 +22,9 @@ pub(crate) enum Error {
     Radiance(#[from] radiance::Error),
     #[error(transparent)]
     Mismatch(#[from] Mismatch),
+    /// Recording a trace failed (tracefs, the command run meanwhile).
+    #[error("trace: {0}")]
+    Tracing(String),
 }
 
 /// radctl's result type.
@@ -31,7 +34,7 @@ impl Error {
     /// The exit status this error gives.
     pub(crate) fn exit_status(&self) -> u8 {
         match self {
-            Self::Radiance(_) => EXIT_FAILURE,
+            Self::Radiance(_) | Self::Tracing(_) => EXIT_FAILURE,
             Self::Mismatch(_) => EXIT_DATA_ERROR,
         }
     }

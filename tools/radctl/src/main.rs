@@ -11,7 +11,9 @@
 mod error;
 mod run;
 mod submit;
+mod timeline;
 mod topology;
+mod trace;
 
 use clap::{Parser, Subcommand};
 use error::Result;
@@ -67,6 +69,10 @@ enum Command {
         /// Device URIs (host, kmod:N, cuda:N); default: host and every kmod:N.
         devices: Vec<String>,
     },
+    /// Record what the devices do while a command runs (`-- CMD ARGS...`)
+    /// or for `--duration` seconds, as a timeline that ui.perfetto.dev
+    /// opens (needs root: tracefs).
+    Trace(trace::Trace),
     /// Show a device's VRAM and pinned host memory use (needs debugfs).
     Mem {
         /// kmod:N, N, radianceN or a /dev path.
@@ -80,6 +86,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => return run::run(&args, cli.json),
         Command::Submit(args) => submit::submit(&args, cli.json),
+        Command::Trace(args) => trace::trace(&args),
         Command::List => list(cli.json),
         Command::Info { device } if is_hal_only(&device) => hal_info(&device, cli.json),
         Command::Topology { devices } => topology::topology(&devices, cli.json),
