@@ -77,6 +77,8 @@ pub(crate) struct QueueState {
     pub(crate) err_thread: u32,
     /// QUEUE_DESTROY or close: the scheduler drops it.
     pub(crate) destroyed: bool,
+    /// Bytes its completed copies and fills moved, for `radctl top`.
+    pub(crate) bytes: u64,
     /// Packets before this one are skipped with `skip_error` (a failed
     /// WAIT_SEMAPHORE with SKIP_ON_FAILURE); see [`Queue::pending`].
     skip_until: u64,
@@ -208,6 +210,12 @@ impl Queue {
     /// The scheduler took packet `index`.
     pub(crate) fn mark_submitted(&self, index: u64) {
         self.state.lock().submitted = index + 1;
+    }
+
+    /// One of its copies or fills moved `bytes`.
+    pub(crate) fn count_bytes(&self, bytes: u64) {
+        let mut state = self.state.lock();
+        state.bytes = state.bytes.wrapping_add(bytes);
     }
 
     /// Packet `index` completed. Packets before a fault still complete;

@@ -195,9 +195,29 @@ struct Stream {
     /// The device's progress count for the stream when its oldest entry
     /// became the oldest: what that entry did since, for debugfs.
     head_start: u64,
+    /// What it did, for `radctl top`: nanoseconds with a command in the
+    /// device (up to `busy_since`), commands answered, and the bytes and
+    /// threads of those that completed.
+    busy_ns: u64,
+    busy_since: Instant<Monotonic>,
+    answered: u64,
+    bytes: u64,
+    threads: u64,
 }
 
 impl Stream {
+    /// Counts the time since the last tick as busy if the device holds a
+    /// command of the stream: called before `sent` changes.
+    fn tick(&mut self) {
+        let now = Instant::now();
+        if self.sent > 0 {
+            self.busy_ns = self
+                .busy_ns
+                .wrapping_add((now - self.busy_since).as_nanos() as u64);
+        }
+        self.busy_since = now;
+    }
+
     /// Its oldest entry changed (to `progress`, the device's count for it,
     /// if the device has one): it is watched from now.
     fn new_head(&mut self, progress: Option<u64>) {
@@ -294,6 +314,11 @@ impl Scheduler {
                 moved_at: Instant::now(),
                 seen: 0,
                 head_start: 0,
+                busy_ns: 0,
+                busy_since: Instant::now(),
+                answered: 0,
+                bytes: 0,
+                threads: 0,
             };
             streams.push(stream, GFP_KERNEL)?;
         }
@@ -487,14 +512,15 @@ impl Scheduler {
             let (q, s) = (&entry.queue, entry.queue.state());
             writeln!(
                 f,
-                "pid={} queue={} stream={} ring={} submitted={} completed={} status={} error={} \
-                 fault_index={} err_code={} err_pc={:#x} err_thread={}",
+                "pid={} queue={} stream={} ring={} submitted={} completed={} bytes={} status={} \
+                 error={} fault_index={} err_code={} err_pc={:#x} err_thread={}",
                 q.tgid,
                 q.id,
                 entry.stream,
                 q.ring_packets(),
                 s.submitted,
                 s.completed,
+                s.bytes,
                 if s.faulted { "faulted" } else { "active" },
                 s.error,
                 s.fault_index,
@@ -542,6 +568,7 @@ impl Scheduler {
             let mut state = self.state.lock();
             state.sent = 0;
             for stream in state.streams.iter_mut() {
+                stream.tick();
                 stream.sent = 0;
                 stream.host_steps = 0;
                 // An empty FIFO allocates nothing, so the fallback (dropping
@@ -717,9 +744,20 @@ impl Scheduler {
             } else if let Some(completion) = &completion {
                 self.complete(&mut state.woken, &done.queue, done.packet, completion);
             }
+            stream.answered += 1;
+            if response.status == 0 {
+                let size = done.size;
+                if size.threads {
+                    stream.threads = stream.threads.wrapping_add(size.units);
+                } else {
+                    stream.bytes = stream.bytes.wrapping_add(size.units);
+                    done.queue.count_bytes(size.units);
+                }
+            }
             // Once all are taken, the finished entries are dropped: their
             // queues may go then.
             stream.fifo.advance();
+            stream.tick();
             stream.sent -= 1;
             stream.new_head(self.hw.progress(i as u8));
             state.sent -= 1;
@@ -871,6 +909,7 @@ impl Scheduler {
         if self.hw.push_command(frame.as_bytes()).is_err() {
             return Ok(None);
         }
+        stream.tick();
         stream.sent += 1;
         *sent += 1;
         Ok(Some(self.issued.fetch_add(1, Relaxed) as u64))

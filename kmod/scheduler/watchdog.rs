@@ -209,6 +209,7 @@ impl Scheduler {
         let dialect = self.hw.desc().dialect;
         let mut sent = 0;
         for (i, stream) in state.streams.iter_mut().enumerate() {
+            stream.tick();
             stream.sent = 0;
             stream.host_steps = 0;
             stream.fifo.retain_pending(|e| {
@@ -257,7 +258,18 @@ impl Scheduler {
             } else {
                 "idle"
             };
-            write!(f, "stream={i} state={state} commands={}", stream.sent)?;
+            // Busy up to now, as a tick would count it.
+            let busy = match stream.sent {
+                0 => stream.busy_ns,
+                _ => stream
+                    .busy_ns
+                    .wrapping_add(stream.busy_since.elapsed().as_nanos() as u64),
+            };
+            write!(
+                f,
+                "stream={i} state={state} commands={} busy_ns={busy} answered={} bytes={} threads={}",
+                stream.sent, stream.answered, stream.bytes, stream.threads
+            )?;
             match stream.fifo.front() {
                 Some(head) => {
                     let w = &head.size;
