@@ -138,10 +138,25 @@ trace_text() {
 		grep -q 'command [0-9]* issued: fill of 4096 ' /tmp/t.txt && grep -q 'packet 0: completed$' /tmp/t.txt &&
 		! /radctl trace 2>/tmp/t.err && grep -q 'give a command after `--`, or --duration SECONDS' /tmp/t.err
 }
+# radctl top while copies run on device 0: its streams moved bytes and were
+# busy; the text fits 80 columns; --json has every device.
+top_once() {
+	(end=$(($(date +%s) + 4)); while [ "$(date +%s)" -lt $end ]; do /radctl submit copy --bytes 4194304 >/dev/null; done) &
+	load=$!
+	sleep 1
+	/radctl top --once --interval-ms 1000 --json >/tmp/top.json; rc=$?
+	/radctl top --once --interval-ms 500 >/tmp/top.txt; rc2=$?
+	wait $load
+	cat /tmp/top.json; echo; cat /tmp/top.txt; echo "exit $rc $rc2"
+	[ $rc = 0 ] && [ $rc2 = 0 ] && grep -q '"device":"/dev/radiance0"' /tmp/top.json &&
+		grep -q '"device":"/dev/radiance1"' /tmp/top.json && grep -qE '"bytes_per_s":[1-9]' /tmp/top.json &&
+		grep -qE '"busy_percent":[1-9]' /tmp/top.json && grep -q '^radiance0  ' /tmp/top.txt &&
+		grep -q '^  busy  0:' /tmp/top.txt && [ "$(awk 'length > 80' /tmp/top.txt | wc -l)" = 0 ]
+}
 # Sourced for its ELF helpers (the bridge suite): no checks.
 [ -n "${RADCTL_SMOKE_LIB:-}" ] && return 0
 echo "TAP version 13"
-echo "1..15"
+echo "1..16"
 check "radctl list shows both devices" list_shows_both
 check "radctl info prints device 1" info_text
 check "radctl info --json" info_json
@@ -156,5 +171,6 @@ check "radctl run --entry: the launch starts where asked" run_entry_moves_the_st
 check "radctl run: a riscv-tests verdict in tohost decides the exit status" run_riscv_tests_verdict
 check "radctl trace writes a copy's packets and commands as timeline slices" trace_json
 check "radctl trace --format text says what each packet did" trace_text
+check "radctl top --once shows the streams busy and bytes moving while copies run" top_once
 check "radctl list without the module fails clearly" no_driver
 exit $failed

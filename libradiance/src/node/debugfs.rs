@@ -25,6 +25,15 @@ pub(super) fn field<T: TryFrom<i64>>(line: &str, key: &str) -> Result<T> {
         .ok_or_else(|| Error::InvalidArgument(format!("debugfs: bad {key}={text}")))
 }
 
+/// The value of `key`, a counter an older module's debugfs lacks: None if
+/// the line has no `key` at all.
+pub(super) fn counter(line: &str, key: &str) -> Result<Option<u64>> {
+    match text_field(line, key) {
+        Ok(_) => field(line, key).map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
 /// The text of `key` in a line of `key=value` pairs.
 pub(super) fn text_field<'a>(line: &'a str, key: &str) -> Result<&'a str> {
     line.split_whitespace()

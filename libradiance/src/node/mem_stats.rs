@@ -25,6 +25,9 @@ pub struct MemStats {
     /// them woke a worker; `None` from a module that does not count them.
     pub scheduler_passes: Option<u64>,
     pub scheduler_wakeups: Option<u64>,
+    /// Device resets since the device was created; `None` from a module
+    /// that does not say.
+    pub device_resets: Option<u64>,
 }
 
 impl MemStats {
@@ -52,6 +55,7 @@ impl MemStats {
             open_files: get("open_files")?,
             scheduler_passes: find("scheduler_passes"),
             scheduler_wakeups: find("scheduler_wakeups"),
+            device_resets: find("device_resets"),
         })
     }
 }

@@ -23,7 +23,7 @@ pub use queue::{Frame, Printf, Queue, QueueFault, QueueStatus, VramRange};
 pub use queue_stats::QueueStats;
 pub use sem_stats::SemStats;
 pub use semaphore::Semaphore;
-pub use stream_stats::{HeadCommand, StreamStats};
+pub use stream_stats::{HeadCommand, StreamActivity, StreamStats};
 
 use crate::{Error, Result};
 use radiance_uapi as uapi;

@@ -20,6 +20,9 @@ pub struct QueueStats {
     /// Packets taken from the ring and packets completed.
     pub submitted: u64,
     pub completed: u64,
+    /// Bytes its completed copies and fills moved (None: the module does
+    /// not count them).
+    pub bytes: Option<u64>,
     pub faulted: bool,
     /// The fault: a positive errno, the packet index, and Gluon's
     /// ERR_CODE, ERR_PC and ERR_THREAD for a device fault.
@@ -47,6 +50,7 @@ impl QueueStats {
             ring: g("ring")?,
             submitted: f("submitted")?,
             completed: f("completed")?,
+            bytes: debugfs::counter(line, "bytes")?,
             faulted: debugfs::text_field(line, "status")? == "faulted",
             error: g("error")?,
             fault_index: f("fault_index")?,
@@ -63,11 +67,13 @@ mod tests {
 
     #[test]
     fn parses_a_faulted_queue() {
-        let line = "pid=42 queue=3 stream=2 ring=16 submitted=5 completed=4 status=faulted error=5 fault_index=4 \
-                    err_code=1 err_pc=0x1234 err_thread=7";
+        let line = "pid=42 queue=3 stream=2 ring=16 submitted=5 completed=4 bytes=8192 status=faulted error=5 \
+                    fault_index=4 err_code=1 err_pc=0x1234 err_thread=7";
         let q = QueueStats::parse(line).unwrap();
         assert_eq!((q.pid, q.queue, q.stream, q.ring), (42, 3, 2, 16));
-        assert_eq!((q.submitted, q.completed), (5, 4));
+        assert_eq!((q.submitted, q.completed, q.bytes), (5, 4, Some(8192)));
+        let older = line.replace(" bytes=8192", "");
+        assert_eq!(QueueStats::parse(&older).unwrap().bytes, None);
         assert!(q.faulted);
         assert_eq!((q.error, q.fault_index, q.err_code, q.err_pc, q.err_thread), (5, 4, 1, 0x1234, 7));
     }

@@ -26,6 +26,19 @@ pub struct HeadCommand {
     pub still_ms: u64,
 }
 
+/// What a stream did since its device was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamActivity {
+    /// Nanoseconds with a command in the device.
+    pub busy_ns: u64,
+    /// Commands the device answered.
+    pub answered: u64,
+    /// Bytes of the copies and fills, and threads of the launches, that
+    /// completed.
+    pub bytes: u64,
+    pub threads: u64,
+}
+
 /// One hardware stream.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamStats {
@@ -35,6 +48,8 @@ pub struct StreamStats {
     /// Its commands in the device.
     pub commands: u32,
     pub head: Option<HeadCommand>,
+    /// None: the module does not count it.
+    pub activity: Option<StreamActivity>,
 }
 
 impl StreamStats {
@@ -62,11 +77,21 @@ impl StreamStats {
             }),
             Err(_) => None,
         };
+        let activity = match debugfs::counter(line, "busy_ns")? {
+            Some(busy_ns) => Some(StreamActivity {
+                busy_ns,
+                answered: debugfs::field(line, "answered")?,
+                bytes: debugfs::field(line, "bytes")?,
+                threads: debugfs::field(line, "threads")?,
+            }),
+            None => None,
+        };
         Ok(Self {
             stream: debugfs::field(line, "stream")?,
             state: debugfs::text_field(line, "state")?.to_owned(),
             commands: debugfs::field(line, "commands")?,
             head,
+            activity,
         })
     }
 }
@@ -85,7 +110,11 @@ mod tests {
         assert_eq!((h.pid, h.queue, h.packet, h.command.as_str()), (42, 3, 7, "fill"));
         assert_eq!((h.units, h.unit.as_str(), h.done, h.still_ms), (16777216, "bytes", Some(4194304), 3));
         let idle = StreamStats::parse("stream=1 state=idle commands=0").unwrap();
-        assert_eq!((idle.stream, idle.head), (1, None));
+        assert_eq!((idle.stream, idle.head, idle.activity), (1, None, None));
+        let counted = "stream=1 state=idle commands=0 busy_ns=5000 answered=3 bytes=12288 threads=1024";
+        let activity = StreamActivity { busy_ns: 5000, answered: 3, bytes: 12288, threads: 1024 };
+        assert_eq!(StreamStats::parse(counted).unwrap().activity, Some(activity));
+        assert!(StreamStats::parse("stream=1 state=idle commands=0 busy_ns=5").is_err());
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub(crate) enum Error {
     /// Recording a trace failed (tracefs, the command run meanwhile).
     #[error("trace: {0}")]
     Tracing(String),
+    /// `top` could not draw.
+    #[error("top: {0}")]
+    Top(String),
 }
 
 /// radctl's result type.
@@ -34,7 +37,7 @@ impl Error {
     /// The exit status this error gives.
     pub(crate) fn exit_status(&self) -> u8 {
         match self {
-            Self::Radiance(_) | Self::Tracing(_) => EXIT_FAILURE,
+            Self::Radiance(_) | Self::Tracing(_) | Self::Top(_) => EXIT_FAILURE,
             Self::Mismatch(_) => EXIT_DATA_ERROR,
         }
     }

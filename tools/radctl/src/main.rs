@@ -12,6 +12,7 @@ mod error;
 mod run;
 mod submit;
 mod timeline;
+mod top;
 mod topology;
 mod trace;
 
@@ -69,6 +70,9 @@ enum Command {
         /// Device URIs (host, kmod:N, cuda:N); default: host and every kmod:N.
         devices: Vec<String>,
     },
+    /// A live view of each device, process and queue: busy time, packets,
+    /// bytes and threads a second, VRAM, faults (needs debugfs); q quits.
+    Top(top::Top),
     /// Record what the devices do while a command runs (`-- CMD ARGS...`)
     /// or for `--duration` seconds, as a timeline that ui.perfetto.dev
     /// opens (needs root: tracefs).
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         Command::Run(args) => return run::run(&args, cli.json),
         Command::Submit(args) => submit::submit(&args, cli.json),
         Command::Trace(args) => trace::trace(&args),
+        Command::Top(args) => top::top(&args, cli.json),
         Command::List => list(cli.json),
         Command::Info { device } if is_hal_only(&device) => hal_info(&device, cli.json),
         Command::Topology { devices } => topology::topology(&devices, cli.json),
