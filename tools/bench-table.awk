@@ -52,6 +52,10 @@ sem != "" && /\(semaphore \/ floor = / { put("sem floor " sem, num($0)); if (sem
 FILENAME == ARGV[3] && /^  writes / { v["tsi writes"] = num($0) }
 FILENAME == ARGV[3] && /^  reads / { v["tsi reads"] = num($0) }
 FILENAME == ARGV[3] && /^  a launch: / { split($0, f, " "); v["tsi launch"] = f[3] " / " f[8] }
+/\(compiled in, off \/ compiled out, busy = / { put("trace off busy", num($0)) }
+/\(compiled in, off \/ compiled out, from idle = / { put("trace off idle", num($0)) }
+/\(compiled in, off \/ compiled out, in a pass = / { put("trace off pass", num($0)) }
+/\(on \/ compiled out, busy = / { put("trace on", num($0)) }
 /^  \(from its own start - alone\) \/ \(the same\) / { put("scrub own " dev, num($0)) }
 /^  the same, behind it after the idle / { put("scrub free " dev, num($0)) }
 
@@ -79,6 +83,9 @@ END {
 	row("the same, served: model / sim", ">= 0.5", "copy model", "copy sim")
 	row("device commands per MiB copied", "<= 1", "per MiB emu")
 	row("cross-queue edge / NOP round trip", "<= 1.0", "edge emu")
+	row("NOP round trip, tracepoints off / none: busy / idle", "<= 1.01", "trace off busy", "trace off idle")
+	row("the same, a NOP taken in a pass", "<= 1.01", "trace off pass")
+	row("NOP round trip, tracepoints on / none, busy", "-", "trace on")
 	row("kernel alias / two queues of one device", "<= 1.5", "alias")
 	row("launch served / floor, back to back: model / sim", "<= 1.3", "launch model", "launch sim")
 	row("the same, at the client's pace", "<= 1.3", "paced model", "paced sim")

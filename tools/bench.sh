@@ -32,10 +32,14 @@ mkdir -p "$BUILD"
 "$TOP"/tools/install-toolchain.sh
 "$TOP"/tools/build-kernel.sh >/dev/null
 stage=$("$TOP"/tools/build-guest.sh)
-for bench in vram_bench sem_bench queue_bench; do
-	gcc -O2 -Wall -Werror -static -pthread -I"$TOP/uapi/include" -I"$TOP/tests/kselftest" \
+for bench in vram_bench sem_bench queue_bench trace_bench; do
+	gcc -O2 -Wall -Werror -static -pthread -I"$TOP/uapi/include" -I"$TOP/tests/kselftest" -I"$TOP/tools/bench" \
 		-o "$stage/$bench" "$TOP/tools/bench/$bench.c"
 done
+# The module without its tracepoints, for trace_bench.
+make -s -C "$(kernel_dir)" M="$TOP" MO="$BUILD/module-untraced" LLVM=$LLVM_SUFFIX RADIANCE_NO_TRACE=y \
+	-j"$JOBS" modules >&2
+cp "$BUILD/module-untraced/kmod/radiance.ko" "$stage/radiance-untraced.ko"
 cp "$TOP"/tools/guest/bench-job.sh "$stage/job"
 
 echo "== the UART-TSI link (host, a pseudo-terminal paced at 921600 baud) =="
@@ -47,12 +51,12 @@ if [[ $kernels != debian ]]; then
 	"$TOP"/tools/run-qemu.sh --no-results-ok "$BUILD/bench.cpio.gz" | tee "$BUILD/bench-test.log"
 fi
 if [[ $kernels != test ]]; then
-	distro=$("$TOP"/tools/build-for-distro.sh)
+	distro=$(RADIANCE_DISTRO_UNTRACED=1 "$TOP"/tools/build-for-distro.sh)
 	echo "== Debian's own kernel, $(basename "$distro" | sed 's/^distro-//') (no lockdep) =="
 	# The stage's userspace is static: it runs on either kernel.
 	rm -rf "$BUILD/stage-bench-distro"
 	cp -R "$stage" "$BUILD/stage-bench-distro"
-	cp "$distro/radiance.ko" "$BUILD/stage-bench-distro/"
+	cp "$distro/radiance.ko" "$distro/radiance-untraced.ko" "$BUILD/stage-bench-distro/"
 	"$TOP"/tools/make-initramfs.sh "$BUILD/bench-distro.cpio.gz" "$BUILD/stage-bench-distro"
 	RADIANCE_KERNEL_IMAGE=$distro/vmlinuz "$TOP"/tools/run-qemu.sh --no-results-ok "$BUILD/bench-distro.cpio.gz" |
 		tee "$BUILD/bench-debian.log"

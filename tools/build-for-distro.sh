@@ -141,6 +141,14 @@ fi
 in_root sh -c "cp /usr/src/radiance/kmod/radiance.ko /tmp/radiance-signed.ko &&
 	$headers/scripts/sign-file sha256 /root/radiance-test-key.pem /root/radiance-test-key.pem /tmp/radiance-signed.ko"
 cp "$root/tmp/radiance-signed.ko" "$out/"
+# With $RADIANCE_DISTRO_UNTRACED=1, also radiance-untraced.ko: built without
+# its tracepoints (RADIANCE_NO_TRACE=y), for tools/bench.sh's price of a
+# tracepoint that is off.
+if [[ ${RADIANCE_DISTRO_UNTRACED:-} == 1 ]]; then
+	in_root make -C "$headers" M=/usr/src/radiance RADIANCE_NO_TRACE=y -j"$JOBS" modules >>"$out/build.log" 2>&1 ||
+		die "radiance-untraced.ko did not build for $release: see $out/build.log"
+	cp "$root/usr/src/radiance/kmod/radiance.ko" "$out/radiance-untraced.ko"
+fi
 
 # The kernel's unmodified image and one of its own modules (loop.ko: no
 # dependencies), whose vermagic radiance.ko's must equal.

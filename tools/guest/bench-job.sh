@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Benchmarks, inside the QEMU guest (as /job): two emulated devices with the
-# default 256 MiB of VRAM each (the second for the device-group edge); then
+# default 256 MiB of VRAM each (the second for the device-group edge); the
+# price of a tracepoint that is off (the module built with and without);
 # the queue figures again on an emulated gluon-sim device (no SET), and on
 # devices served by gluon-bridge in model mode, in full and as gluon-sim
 # (no SET: freed VRAM is scrubbed by copies through the bridge), with the
@@ -24,6 +25,8 @@ insmod /radiance.ko emulated_devices=2
 /bench-hal kmod:0
 /bench-hal group kmod:0 kmod:1
 rmmod radiance
+# What a tracepoint that is off costs: the module with them and without.
+/trace_bench /radiance.ko /radiance-untraced.ko
 echo "queue_bench on an emulated gluon-sim device:"
 insmod /radiance.ko emulated_gluon_sim=1
 /queue_bench
