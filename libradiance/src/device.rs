@@ -73,6 +73,7 @@ impl Device {
     /// or `/dev/radianceN` (radiance.ko), `cuda:N` (the NVIDIA driver),
     /// `hsa:N` (an AMD GPU through ROCr and the amdgpu driver's `/dev/kfd`).
     pub fn open(uri: &str) -> Result<Self> {
+        crate::timeline::from_env();
         if uri == "host" {
             return Ok(Self::new(host::HostDevice::new(uri)));
         }

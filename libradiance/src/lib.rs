@@ -35,6 +35,7 @@ pub mod queue;
 pub mod semaphore;
 mod soc_elf;
 mod spin_lock;
+pub mod timeline;
 pub mod transport;
 
 pub use buffer::{Buffer, BufferParams, BufferRef, BufferUsage, Mapping, MemoryType};

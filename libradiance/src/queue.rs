@@ -21,7 +21,7 @@ use crate::{
     bridge::local_buffer,
     command_buffer::Op,
     semaphore::{owned_list, signal_list},
-    BufferRef, Command, CommandBuffer, Device, Launch, Pattern, Result, Semaphore,
+    timeline, BufferRef, Command, CommandBuffer, Device, Launch, Pattern, Result, Semaphore,
 };
 use std::sync::Arc;
 
@@ -52,6 +52,11 @@ impl Queue {
     /// The device the queue belongs to.
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// Its identity while it lives, for the timeline.
+    pub(crate) fn key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as *const () as usize
     }
 
     /// Fills `length` bytes at `target` with `pattern`.
@@ -92,7 +97,7 @@ impl Queue {
         // Built in place: a launch has no buffer to check the device of, and
         // each move of one through a `Result` is a copy of the whole command.
         launch.check_dimensions()?;
-        if waits.is_empty() && signals.is_empty() && self.inner.dispatch_alone(&launch) {
+        if waits.is_empty() && signals.is_empty() && !timeline::on() && self.inner.dispatch_alone(&launch) {
             return Ok(());
         }
         self.submit(waits, signals, Commands::One(Command(Op::Dispatch(launch))))
@@ -111,7 +116,7 @@ impl Queue {
         if waits.is_empty() && signals.is_empty() {
             // Only the queue and the launch are kept across the backend's
             // call: the lists are known empty.
-            if self.inner.dispatch_alone(launch) {
+            if !timeline::on() && self.inner.dispatch_alone(launch) {
                 return Ok(());
             }
             return self.submit_clone(&[], &[], launch);
@@ -149,6 +154,9 @@ impl Queue {
     /// common case; the rest goes out of line.
     #[inline(always)]
     fn submit(&self, waits: Points<'_>, signals: Points<'_>, mut commands: Commands) -> Result<()> {
+        if timeline::on() {
+            timeline::submitted(self, waits, &commands, signals);
+        }
         let local = |points: Points<'_>| points.iter().all(|(s, _)| s.device().is(&self.device));
         if local(waits) && local(signals) {
             return self.inner.submit_local(waits, &mut commands, signals);

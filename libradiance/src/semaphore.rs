@@ -124,7 +124,16 @@ impl Semaphore {
 
     /// Raises the payload to `value` (which must be above it) from the host.
     pub fn signal(&self, value: u64) -> Result<()> {
-        self.backend().signal(value)
+        self.backend().signal(value)?;
+        if crate::timeline::on() {
+            crate::timeline::host_signal(self, value);
+        }
+        Ok(())
+    }
+
+    /// Its identity while it lives, for the timeline.
+    pub(crate) fn key(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
     }
 
     /// Fails the semaphore with `error`: every current and future waiter, and
