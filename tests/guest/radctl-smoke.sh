@@ -138,6 +138,17 @@ trace_text() {
 		grep -q 'command [0-9]* issued: fill of 4096 ' /tmp/t.txt && grep -q 'packet 0: completed$' /tmp/t.txt &&
 		! /radctl trace 2>/tmp/t.err && grep -q 'give a command after `--`, or --duration SECONDS' /tmp/t.err
 }
+# A HAL program under radctl trace: libradiance's timeline joins the
+# kernel's, a track per queue of each device and arrows between them.
+trace_hal() {
+	/radctl trace -o /tmp/g.json -- /radiance-cts --group kmod:0,kmod:1 \
+		group_queues_signal_semaphores_of_every_other_device 2>/tmp/g.err; rc=$?
+	cat /tmp/g.err; echo "exit $rc"
+	[ $rc = 0 ] && grep -q 'libradiance events in /tmp/g.json$' /tmp/g.err &&
+		grep -q '"name":"libradiance queues (pid [0-9]*)"' /tmp/g.json &&
+		grep -q '"name":"kmod:0 queue [0-9]*"' /tmp/g.json && grep -q '"name":"kmod:1 queue [0-9]*"' /tmp/g.json &&
+		grep -q '"cat":"operation"' /tmp/g.json && grep -q '"ph":"f"' /tmp/g.json
+}
 # radctl top while copies run on device 0: its streams moved bytes and were
 # busy; the text fits 80 columns; --json has every device.
 top_once() {
@@ -156,7 +167,7 @@ top_once() {
 # Sourced for its ELF helpers (the bridge suite): no checks.
 [ -n "${RADCTL_SMOKE_LIB:-}" ] && return 0
 echo "TAP version 13"
-echo "1..16"
+echo "1..17"
 check "radctl list shows both devices" list_shows_both
 check "radctl info prints device 1" info_text
 check "radctl info --json" info_json
@@ -171,6 +182,7 @@ check "radctl run --entry: the launch starts where asked" run_entry_moves_the_st
 check "radctl run: a riscv-tests verdict in tohost decides the exit status" run_riscv_tests_verdict
 check "radctl trace writes a copy's packets and commands as timeline slices" trace_json
 check "radctl trace --format text says what each packet did" trace_text
+check "radctl trace joins a HAL program's queue operations across devices" trace_hal
 check "radctl top --once shows the streams busy and bytes moving while copies run" top_once
 check "radctl list without the module fails clearly" no_driver
 exit $failed

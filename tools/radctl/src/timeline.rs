@@ -7,7 +7,16 @@
 //! packets, from taken to completed), grouped by process; a flow arrow from
 //! each semaphore signal to the waits it satisfied; counters of commands in
 //! flight and of VRAM used. The events and their fields are radiance.ko's
-//! (`kmod/radiance_trace.h`).
+//! (`kmod/radiance_trace.h`). libradiance's own timeline of the HAL's queue
+//! operations (`radiance::timeline`), on the same clock, joins them.
+
+/// libradiance's timeline file: a JSON array of events, which a process
+/// that did not stop it leaves unterminated.
+pub(crate) fn parse_hal(text: &str) -> Option<Vec<Value>> {
+    let body = text.trim_end().trim_end_matches(',');
+    let whole = if body.ends_with(']') { body.to_string() } else { format!("{body}]") };
+    serde_json::from_str::<Value>(&whole).ok()?.as_array().cloned()
+}
 
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -95,10 +104,17 @@ fn device_pid(dev: u64) -> u64 {
 /// A queue's or stream's track: its process and thread in the JSON.
 type Track = (i64, u64);
 
-/// Builds the Chrome Trace Event JSON of `records` and `vram`, times from
-/// the first record; and what it holds.
-pub(crate) fn chrome(records: &[Record], vram: &[VramSample]) -> (Value, Counts) {
-    let start = records.first().map_or(0, |r| r.ns).min(vram.first().map_or(u64::MAX, |s| s.ns));
+/// Builds the Chrome Trace Event JSON of `records`, `vram` and `hal`
+/// (libradiance's events, in microseconds of the same clock), times from
+/// the first of them; and what it holds.
+pub(crate) fn chrome(records: &[Record], vram: &[VramSample], hal: &[Value]) -> (Value, Counts) {
+    let hal_start = hal.iter().filter_map(|e| e["ts"].as_f64()).fold(f64::INFINITY, f64::min);
+    let start = records
+        .first()
+        .map_or(u64::MAX, |r| r.ns)
+        .min(vram.first().map_or(u64::MAX, |s| s.ns))
+        .min(if hal_start.is_finite() { (hal_start * 1000.0) as u64 } else { u64::MAX });
+    let start = if start == u64::MAX { 0 } else { start };
     let us = |ns: u64| ns.saturating_sub(start) as f64 / 1000.0;
     let end = records.last().map_or(start, |r| r.ns);
     let mut out = Vec::new();
@@ -225,6 +241,13 @@ pub(crate) fn chrome(records: &[Record], vram: &[VramSample]) -> (Value, Counts)
     for s in vram {
         processes.entry(device_pid(s.dev.into()) as i64).or_insert_with(|| format!("radiance{}", s.dev));
         out.push(counter(device_pid(s.dev.into()), us(s.ns), "VRAM used (MiB)", s.used as f64 / 1048576.0));
+    }
+    for e in hal {
+        let mut e = e.clone();
+        if let Some(ts) = e["ts"].as_f64() {
+            e["ts"] = json!(ts - start as f64 / 1000.0);
+        }
+        out.push(e);
     }
     for (pid, name) in &processes {
         out.push(json!({ "ph": "M", "name": "process_name", "pid": pid, "args": { "name": name } }));
@@ -358,7 +381,7 @@ mod tests {
 
     #[test]
     fn every_packet_and_command_is_a_slice_that_begins_before_it_ends() {
-        let (v, counts) = chrome(&parse(TRACE), &[]);
+        let (v, counts) = chrome(&parse(TRACE), &[], &[]);
         // Five completed packets in queues 1-3, the faulting one, and one
         // still open when the recording stopped.
         assert_eq!(counts, Counts { packets: 7, commands: 3, flows: 1, faults: 1 });
@@ -384,7 +407,7 @@ mod tests {
 
     #[test]
     fn a_flow_joins_a_signal_to_the_wait_it_satisfied() {
-        let (v, _) = chrome(&parse(TRACE), &[]);
+        let (v, _) = chrome(&parse(TRACE), &[], &[]);
         let flows: Vec<&Value> = events(&v).iter().filter(|e| e["cat"] == "semaphore").collect();
         assert_eq!(flows.len(), 2);
         let (start, end) = (flows[0], flows[1]);
@@ -406,7 +429,7 @@ mod tests {
     #[test]
     fn counters_follow_commands_in_flight_and_vram() {
         let vram = [VramSample { ns: 6_440_000_000, dev: 0, used: 2 << 20 }];
-        let (v, _) = chrome(&parse(TRACE), &vram);
+        let (v, _) = chrome(&parse(TRACE), &vram, &[]);
         let in_flight: Vec<f64> = events(&v)
             .iter()
             .filter(|e| e["ph"] == "C" && e["name"] == "commands in flight" && e["pid"] == 1_000_000_000u64)
@@ -422,6 +445,21 @@ mod tests {
             .collect();
         assert!(names.contains(&"radiance0") && names.contains(&"radctl (pid 82)"), "{names:?}");
         assert!(events(&v).iter().any(|e| e["name"] == "device reset" && e["pid"] == 1_000_000_001u64));
+    }
+
+    #[test]
+    fn libradiance_events_join_on_the_same_clock() {
+        // An operation 1 ms after the first kernel event, in an
+        // unterminated file as a process that did not stop leaves it.
+        let hal = parse_hal(
+            "[\n{\"ph\":\"X\",\"name\":\"fill 4096 B\",\"pid\":82,\"tid\":1,\"ts\":6436634.0,\"dur\":5.0},\n",
+        )
+        .unwrap();
+        let (v, _) = chrome(&parse(TRACE), &[], &hal);
+        let fill = events(&v).iter().find(|e| e["name"] == "fill 4096 B").unwrap();
+        assert_eq!(fill["ts"], 1000.0);
+        assert_eq!(parse_hal("[{\"ph\":\"M\"}]").unwrap().len(), 1);
+        assert!(parse_hal("not json").is_none());
     }
 
     #[test]

@@ -157,9 +157,13 @@ pub(crate) fn trace(args: &Trace) -> Result<()> {
         let stop = stop.clone();
         move || sample_vram(stop)
     });
+    // The command's own HAL timeline, if it uses libradiance's HAL.
+    let hal_file = std::env::temp_dir().join(format!("radctl-hal-{}.json", std::process::id()));
     instance.write("tracing_on", "1")?;
     let ran = match &args.command[..] {
-        [program, rest @ ..] => Some(std::process::Command::new(program).args(rest).status()),
+        [program, rest @ ..] => {
+            Some(std::process::Command::new(program).args(rest).env(radiance::timeline::ENV, &hal_file).status())
+        }
         [] => {
             std::thread::sleep(wait);
             None
@@ -171,14 +175,19 @@ pub(crate) fn trace(args: &Trace) -> Result<()> {
     let records = timeline::parse(&instance.read("trace")?);
     let lost = instance.lost();
     drop(instance);
+    let hal = std::fs::read_to_string(&hal_file).ok().and_then(|t| timeline::parse_hal(&t)).unwrap_or_default();
+    let _ = std::fs::remove_file(&hal_file);
 
     let (out, summary) = match args.format {
         Format::Json => {
-            let (v, c) = timeline::chrome(&records, &vram);
-            let summary = format!(
+            let (v, c) = timeline::chrome(&records, &vram, &hal);
+            let mut summary = format!(
                 "{} packets, {} device commands ({} faulted), {} semaphore flows",
                 c.packets, c.commands, c.faults, c.flows
             );
+            if !hal.is_empty() {
+                summary += &format!(", {} libradiance events", hal.len());
+            }
             (format!("{v}\n"), summary)
         }
         Format::Text => (timeline::text(&records), format!("{} events", records.len())),
