@@ -204,8 +204,10 @@ pub fn start(path: impl AsRef<Path>) -> Result<()> {
         watcher: None,
     };
     let pid = std::process::id();
+    let comm = std::fs::read_to_string("/proc/self/comm").map_or("libradiance".into(), |c| c.trim().to_string());
     recorder.emit(&format!(
-        r#"{{"ph":"M","name":"process_name","pid":{pid},"args":{{"name":"libradiance queues (pid {pid})"}}}}"#
+        r#"{{"ph":"M","name":"process_name","pid":{pid},"args":{{"name":{}}}}}"#,
+        json_string(&format!("{comm} (pid {pid})"))
     ));
     *guard = Some(recorder);
     ON.store(true, Ordering::Relaxed);

@@ -145,7 +145,7 @@ trace_hal() {
 		group_queues_signal_semaphores_of_every_other_device 2>/tmp/g.err; rc=$?
 	cat /tmp/g.err; echo "exit $rc"
 	[ $rc = 0 ] && grep -q 'libradiance events in /tmp/g.json$' /tmp/g.err &&
-		grep -q '"name":"libradiance queues (pid [0-9]*)"' /tmp/g.json &&
+		grep -q '"name":"radiance-cts (pid [0-9]*)"' /tmp/g.json &&
 		grep -q '"name":"kmod:0 queue [0-9]*"' /tmp/g.json && grep -q '"name":"kmod:1 queue [0-9]*"' /tmp/g.json &&
 		grep -q '"cat":"operation"' /tmp/g.json && grep -q '"ph":"f"' /tmp/g.json
 }

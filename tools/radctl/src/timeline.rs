@@ -101,6 +101,9 @@ fn device_pid(dev: u64) -> u64 {
     1_000_000_000 + dev
 }
 
+/// Where libradiance's tracks of a process start, after its kernel queues'.
+const HAL_TRACKS: u64 = 1_000_000;
+
 /// A queue's or stream's track: its process and thread in the JSON.
 type Track = (i64, u64);
 
@@ -133,8 +136,13 @@ pub(crate) fn chrome(records: &[Record], vram: &[VramSample], hal: &[Value]) -> 
         processes.entry(device_pid(dev) as i64).or_insert_with(|| format!("radiance{dev}"));
         match r.event.as_str() {
             "packet" => {
-                let comm = r.task.rsplit_once('-').map_or(r.task.as_str(), |(c, _)| c);
-                processes.entry(r.pid()).or_insert_with(|| format!("{comm} (pid {})", r.pid()));
+                // Named by its own task's name, once an event of its own
+                // task shows it (a worker may take its packets).
+                let own = r.task.rsplit_once('-').filter(|(_, p)| p.parse() == Ok(r.pid())).map(|(c, _)| c);
+                let name = processes.entry(r.pid()).or_insert_with(|| format!("pid {}", r.pid()));
+                if let Some(comm) = own {
+                    *name = format!("{comm} (pid {})", r.pid());
+                }
                 names.entry(queue_track(r)).or_insert_with(|| format!("queue {}", r.num("queue")));
                 packets.insert((dev, r.pid(), r.num("queue"), r.num("index")), r);
             }
@@ -242,12 +250,22 @@ pub(crate) fn chrome(records: &[Record], vram: &[VramSample], hal: &[Value]) -> 
         processes.entry(device_pid(s.dev.into()) as i64).or_insert_with(|| format!("radiance{}", s.dev));
         out.push(counter(device_pid(s.dev.into()), us(s.ns), "VRAM used (MiB)", s.used as f64 / 1048576.0));
     }
-    for e in hal {
+    for e in hal.iter().filter(|e| !(e["ph"] == "M" && e["name"] == "process_name")) {
         let mut e = e.clone();
         if let Some(ts) = e["ts"].as_f64() {
             e["ts"] = json!(ts - start as f64 / 1000.0);
         }
+        // Apart from the kernel's queue tracks of the same process.
+        if let Some(tid) = e["tid"].as_u64() {
+            e["tid"] = json!(HAL_TRACKS + tid);
+        }
         out.push(e);
+    }
+    // A process that named itself in its own timeline keeps that name.
+    for e in hal.iter().filter(|e| e["ph"] == "M" && e["name"] == "process_name") {
+        if let (Some(pid), Some(name)) = (e["pid"].as_i64(), e["args"]["name"].as_str()) {
+            processes.insert(pid, name.to_string());
+        }
     }
     for (pid, name) in &processes {
         out.push(json!({ "ph": "M", "name": "process_name", "pid": pid, "args": { "name": name } }));
@@ -256,6 +274,13 @@ pub(crate) fn chrome(records: &[Record], vram: &[VramSample], hal: &[Value]) -> 
         out.push(json!({ "ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": { "name": name } }));
     }
     (json!({ "traceEvents": out, "displayTimeUnit": "ns" }), counts)
+}
+
+/// The timeline as radctl's own viewer (`viewer.html`) holding it: a page
+/// that opens offline, in any browser. `</` is escaped so that no string
+/// of the trace can end the script that holds it.
+pub(crate) fn html(v: &Value) -> String {
+    include_str!("viewer.html").replace("/*TRACE*/", &v.to_string().replace("</", "<\\/"))
 }
 
 fn counter(pid: u64, ts: f64, name: &str, value: f64) -> Value {
@@ -458,8 +483,40 @@ mod tests {
         let (v, _) = chrome(&parse(TRACE), &[], &hal);
         let fill = events(&v).iter().find(|e| e["name"] == "fill 4096 B").unwrap();
         assert_eq!(fill["ts"], 1000.0);
+        assert_eq!(fill["tid"], 1_000_001u64, "apart from the kernel's queue 1 of pid 82");
+        // The name a process gave itself there wins, once.
+        let named = parse_hal(r#"[{"ph":"M","name":"process_name","pid":82,"args":{"name":"app (pid 82)"}}]"#).unwrap();
+        let (v, _) = chrome(&parse(TRACE), &[], &named);
+        let names: Vec<&Value> = events(&v).iter().filter(|e| e["name"] == "process_name" && e["pid"] == 82).collect();
+        assert_eq!(names.len(), 1);
+        assert_eq!(names[0]["args"]["name"], "app (pid 82)");
         assert_eq!(parse_hal("[{\"ph\":\"M\"}]").unwrap().len(), 1);
         assert!(parse_hal("not json").is_none());
+    }
+
+    #[test]
+    fn a_process_is_named_by_its_own_task_not_a_worker_that_took_its_packet() {
+        let worker = "  kworker/u8:3-35 [001] ..... 1.000000: radiance_packet: dev=0 pid=82 queue=1 index=0 kind=nop stream=0 commands=0";
+        let own = "  radctl-82 [001] ..... 1.000100: radiance_packet: dev=0 pid=82 queue=1 index=1 kind=nop stream=0 commands=0";
+        let name = |text: &str| {
+            let (v, _) = chrome(&parse(text), &[], &[]);
+            let m = events(&v).iter().find(|e| e["name"] == "process_name" && e["pid"] == 82).unwrap().clone();
+            m["args"]["name"].as_str().unwrap().to_string()
+        };
+        assert_eq!(name(worker), "pid 82");
+        assert_eq!(name(&format!("{worker}\n{own}")), "radctl (pid 82)");
+    }
+
+    #[test]
+    fn the_viewer_page_holds_the_trace_whole() {
+        let (mut v, _) = chrome(&parse(TRACE), &[], &[]);
+        v["traceEvents"].as_array_mut().unwrap().push(json!({ "ph": "M", "name": "</script><b>" }));
+        let page = html(&v);
+        let at = page.find(r#"<script id="trace" type="application/json">"#).unwrap();
+        let body = &page[at..];
+        let (from, to) = (body.find('>').unwrap() + 1, body.find("</script>").unwrap());
+        assert_eq!(serde_json::from_str::<Value>(&body[from..to]).unwrap(), v);
+        assert!(!page.contains("/*TRACE*/"));
     }
 
     #[test]

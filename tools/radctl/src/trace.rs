@@ -35,7 +35,8 @@ pub(crate) struct Trace {
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// `json`: the Chrome Trace Event format, which ui.perfetto.dev and
-    /// chrome://tracing open; `text`: a line per event.
+    /// chrome://tracing open (written inside radctl's own viewer page when
+    /// the output ends in .html); `text`: a line per event.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
     /// Record for this many seconds (without a command).
@@ -188,7 +189,8 @@ pub(crate) fn trace(args: &Trace) -> Result<()> {
             if !hal.is_empty() {
                 summary += &format!(", {} libradiance events", hal.len());
             }
-            (format!("{v}\n"), summary)
+            let html = args.output.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "html"));
+            (if html { timeline::html(&v) } else { format!("{v}\n") }, summary)
         }
         Format::Text => (timeline::text(&records), format!("{} events", records.len())),
     };
