@@ -50,7 +50,7 @@ void radiance_trace_sem_signal(u32 dev, s32 pid, u32 queue, u64 index,
 void radiance_trace_wait_done(u32 dev, s32 pid, u32 queue, u64 index,
 			      u32 handle, u64 sem, u64 value)
 {
-	trace_radiance_wait_done(dev, pid, queue, index, handle, sem, value);
+	trace_radiance_wait_done(dev, pid, queue, index, handle, sem, value, 0);
 }
 
 void radiance_trace_reset(u32 dev, u32 stream, u64 resets)

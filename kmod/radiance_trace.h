@@ -170,11 +170,11 @@ TRACE_EVENT(radiance_cmd_done,
 		  __entry->warp)
 );
 
-/* A queue's SIGNAL_SEMAPHORE (queue and index) or a process's SEM_SIGNAL
- * (no queue: queue and index all ones) raised semaphore `sem` to `value`,
- * or failed it with `error`.
+/* A semaphore event: `sem` (its id, the same in every process) at `value`,
+ * named `handle` by process `pid`, at packet `index` of its queue `queue`
+ * (all ones for a process's own call), failed with `error` (0: not).
  */
-TRACE_EVENT(radiance_sem_signal,
+DECLARE_EVENT_CLASS(radiance_sem,
 	TP_PROTO(u32 dev, s32 pid, u32 queue, u64 index, u32 handle, u64 sem,
 		 u64 value, u32 error),
 	TP_ARGS(dev, pid, queue, index, handle, sem, value, error),
@@ -203,34 +203,22 @@ TRACE_EVENT(radiance_sem_signal,
 		  __entry->handle, __entry->sem, __entry->value, __entry->error)
 );
 
-/* A queue's WAIT_SEMAPHORE found semaphore `sem` at `value`: the queue goes
- * on past it.
+/* A queue's SIGNAL_SEMAPHORE or a process's SEM_SIGNAL raised the semaphore
+ * to `value`, or SEM_FAIL or a failed queue failed it with `error`.
  */
-TRACE_EVENT(radiance_wait_done,
+DEFINE_EVENT(radiance_sem, radiance_sem_signal,
 	TP_PROTO(u32 dev, s32 pid, u32 queue, u64 index, u32 handle, u64 sem,
-		 u64 value),
-	TP_ARGS(dev, pid, queue, index, handle, sem, value),
-	TP_STRUCT__entry(
-		__field(u32, dev)
-		__field(s32, pid)
-		__field(u32, queue)
-		__field(u64, index)
-		__field(u32, handle)
-		__field(u64, sem)
-		__field(u64, value)
-	),
-	TP_fast_assign(
-		__entry->dev = dev;
-		__entry->pid = pid;
-		__entry->queue = queue;
-		__entry->index = index;
-		__entry->handle = handle;
-		__entry->sem = sem;
-		__entry->value = value;
-	),
-	TP_printk("dev=%u pid=%d queue=%u index=%llu handle=%u sem=%llu value=%llu",
-		  __entry->dev, __entry->pid, __entry->queue, __entry->index,
-		  __entry->handle, __entry->sem, __entry->value)
+		 u64 value, u32 error),
+	TP_ARGS(dev, pid, queue, index, handle, sem, value, error)
+);
+
+/* A queue's WAIT_SEMAPHORE found the semaphore at `value`: the queue goes on
+ * past it (error 0).
+ */
+DEFINE_EVENT(radiance_sem, radiance_wait_done,
+	TP_PROTO(u32 dev, s32 pid, u32 queue, u64 index, u32 handle, u64 sem,
+		 u64 value, u32 error),
+	TP_ARGS(dev, pid, queue, index, handle, sem, value, error)
 );
 
 /* The device was reset: its watchdog found `stream` stuck, or (stream all

@@ -378,7 +378,7 @@ mod tests {
             test-90      [000] .....     7.000100: radiance_sem_signal: dev=0 pid=90 queue=2 index=0 handle=3 sem=17 value=1 error=0
             test-90      [000] .....     7.000110: radiance_packet_done: dev=0 pid=90 queue=2 index=0 error=0
             test-90      [000] .....     7.000200: radiance_packet: dev=0 pid=90 queue=3 index=0 kind=wait stream=2 commands=0
-            test-90      [000] .....     7.000201: radiance_wait_done: dev=0 pid=90 queue=3 index=0 handle=3 sem=17 value=1
+            test-90      [000] .....     7.000201: radiance_wait_done: dev=0 pid=90 queue=3 index=0 handle=3 sem=17 value=1 error=0
             test-90      [000] .....     7.000300: radiance_packet_done: dev=0 pid=90 queue=3 index=0 error=0
             test-90      [000] .....     7.100000: radiance_packet: dev=1 pid=90 queue=4 index=0 kind=launch stream=0 commands=1
             test-90      [000] .....     7.100010: radiance_cmd_issue: dev=1 stream=0 id=5 pid=90 queue=4 index=0 op=launch units=1
