@@ -108,9 +108,11 @@ impl Recorder {
         })
     }
 
-    /// An arrow from a signal (on `from` at `at`) to a wait (on `to` at
-    /// `then`).
+    /// An arrow from a signal (on `from` at `at`) to a wait (on `to`,
+    /// submitted at `then`): it ends when the wait was met, the later of
+    /// the two, inside the waiting operation's slice.
     fn flow(&mut self, from: u64, at: f64, to: u64, then: f64) {
+        let then = then.max(at);
         self.flows += 1;
         let (id, pid) = (self.flows, std::process::id());
         self.emit(&format!(
@@ -384,6 +386,14 @@ mod tests {
         let end_of = |id: &Value| ends.iter().find(|e| e["id"] == *id).unwrap();
         let to_barrier = starts.iter().find(|s| end_of(&s["id"])["tid"] == barrier["tid"]).unwrap();
         assert_eq!(to_barrier["tid"], fill["tid"]);
+        // Every arrow goes forward in time, and ends inside its slice.
+        for s in &starts {
+            let end = end_of(&s["id"]);
+            assert!(end["ts"].as_f64() >= s["ts"].as_f64(), "{s} -> {end}");
+        }
+        let into_barrier = end_of(&to_barrier["id"])["ts"].as_f64().unwrap();
+        let (from, dur) = (barrier["ts"].as_f64().unwrap(), barrier["dur"].as_f64().unwrap());
+        assert!(from <= into_barrier && into_barrier <= from + dur, "{barrier}");
         let names: Vec<&str> =
             ev.iter().filter(|e| e["name"] == "thread_name").map(|e| e["args"]["name"].as_str().unwrap()).collect();
         assert!(
