@@ -114,6 +114,10 @@ host_check commits "a commit subject breaks CONTRIBUTING.md's rule (above)" "$TO
 log "host: kernel-doc -none -Wall uapi/include/radiance.h"
 host_check kernel-doc "uapi/include/radiance.h's kernel-doc has warnings (above)" "$TOP"/tools/check-kernel-doc.sh
 
+# The syzkaller description covers every ioctl of the header.
+log "host: tests/syzkaller/dev_radiance.txt against the header's ioctls"
+host_check syzkaller "the syzkaller description and the header disagree (above)" "$TOP"/tools/check-syzkaller.sh
+
 # The module is kernel code: it keeps the kernel's rustfmt style.
 log "host: kmod/ against the kernel's .rustfmt.toml"
 host_check rustfmt "rustfmt: kmod/ is not formatted (bash tools/rustfmt-kmod.sh fixes it)" \
