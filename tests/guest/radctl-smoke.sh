@@ -134,8 +134,11 @@ trace_json() {
 trace_text() {
 	/radctl trace --format text -- /radctl submit fill --bytes 4096 >/tmp/t.txt || return 1
 	cat /tmp/t.txt
+	# A device without SET (gluon-sim) fills by a copy from a pattern.
+	op=fill
+	/radctl info kmod:0 | grep -qE '^capabilities +set(,|$)' || op=copy
 	grep -q 'packet 0: fill taken onto stream [0-9], 1 command(s)$' /tmp/t.txt &&
-		grep -q 'command [0-9]* issued: fill of 4096 ' /tmp/t.txt && grep -q 'packet 0: completed$' /tmp/t.txt &&
+		grep -q "command [0-9]* issued: $op of 4096 " /tmp/t.txt && grep -q 'packet 0: completed$' /tmp/t.txt &&
 		! /radctl trace 2>/tmp/t.err && grep -q 'give a command after `--`, or --duration SECONDS' /tmp/t.err
 }
 # A HAL program under radctl trace: libradiance's timeline joins the
