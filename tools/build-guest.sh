@@ -3,7 +3,7 @@
 # Builds everything the QEMU guest runs, against the cached test kernel:
 # radiance.ko, the kselftests and the static Rust binaries. Prints the
 # staging directory (the files to put in the initramfs).
-# RADIANCE_KERNEL=debug: for the debug kernel, into build/stage-debug, with
+# RADIANCE_KERNEL=debug or fuzz: for that kernel, into build/stage-KERNEL, with
 # radiance-fuzz. Each kernel's radiance.ko is built in its own directory,
 # build/kmod-test or build/kmod-debug, never beside the sources.
 source "$(dirname "$0")/lib.sh"
@@ -31,7 +31,7 @@ fi
 [[ -z $warnings ]] || { printf '%s\n' "$warnings" >&2; die "radiance.ko built with warnings (above)"; }
 cp "$mod_out/kmod/radiance.ko" "$stage/"
 
-if [[ $RADIANCE_KERNEL == debug ]]; then
+if [[ $RADIANCE_KERNEL != test ]]; then
 	log "guest: building radiance-fuzz"
 	make -s -C "$TOP/tools/fuzz" OUTPUT="$BUILD/fuzz" >&2
 	cp "$BUILD/fuzz/radiance-fuzz" "$TOP"/tests/guest/kmemleak.sh "$TOP"/tests/guest/test-job.sh "$stage/"

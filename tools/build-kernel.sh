@@ -6,11 +6,13 @@
 # $RADIANCE_CACHE/kernel/<version>-<config hash>; a rerun with the same
 # version and config returns at once.
 #
-#	tools/build-kernel.sh [--debug]
+#	tools/build-kernel.sh [--debug|--fuzz]
 #
 # --debug: the debug kernel (KASAN, KCOV, kmemleak, fault injection), with
 # tools/kernel/debug.config merged on top; cached beside the test kernel and
 # named by `current-debug` instead of `current` (see kernel_dir in lib.sh).
+# --fuzz: the debug kernel plus tools/kernel/fuzz.config, what syzkaller's
+# VMs need (a virtio network card, debug info); named by `current-fuzz`.
 source "$(dirname "$0")/lib.sh"
 
 apt_dir=$RADIANCE_CACHE/apt
@@ -22,7 +24,11 @@ case ${1:-} in
 	fragments+=("$TOP/tools/kernel/debug.config")
 	pointer=current-debug
 	;;
-*) die "usage: $0 [--debug]" ;;
+--fuzz)
+	fragments+=("$TOP/tools/kernel/debug.config" "$TOP/tools/kernel/fuzz.config")
+	pointer=current-fuzz
+	;;
+*) die "usage: $0 [--debug|--fuzz]" ;;
 esac
 
 fetch_source_deb() {

@@ -34,12 +34,13 @@ debian_mirror() {
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# Which kernel the guest tools build for and boot: `test` (the default) or
-# `debug` (KASAN, KCOV, kmemleak, fault injection: build-kernel.sh --debug).
+# Which kernel the guest tools build for and boot: `test` (the default),
+# `debug` (KASAN, KCOV, kmemleak, fault injection: build-kernel.sh --debug)
+# or `fuzz` (the debug kernel with what syzkaller's VMs need: --fuzz).
 RADIANCE_KERNEL=${RADIANCE_KERNEL:-test}
 case $RADIANCE_KERNEL in
-test | debug) ;;
-*) die "RADIANCE_KERNEL must be test or debug, not '$RADIANCE_KERNEL'" ;;
+test | debug | fuzz) ;;
+*) die "RADIANCE_KERNEL must be test, debug or fuzz, not '$RADIANCE_KERNEL'" ;;
 esac
 
 # Where the built kernel tree lives; set by tools/build-kernel.sh's stamp.
