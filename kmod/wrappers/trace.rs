@@ -22,11 +22,11 @@ macro_rules! events {
             $(#[$doc])*
             #[allow(clippy::too_many_arguments)]
             pub(crate) fn $name($($arg: $ty),*) {
+                #[cfg(not(radiance_no_trace))]
                 // SAFETY: the C function takes only integers, copies them
                 // into the trace buffer if its event is on, and may be
                 // called from any context, atomic ones included, as a
                 // tracepoint may.
-                #[cfg(not(radiance_no_trace))]
                 unsafe {
                     $c($($arg),*)
                 }
@@ -73,8 +73,8 @@ extern "C" {
 
 /// Whether a semaphore event is on (its semaphore's id costs a lookup).
 pub(crate) fn sem_enabled() -> bool {
-    // SAFETY: the C function takes nothing and only reads two static keys.
     #[cfg(not(radiance_no_trace))]
+    // SAFETY: the C function takes nothing and only reads two static keys.
     unsafe {
         radiance_trace_sem_enabled()
     }
