@@ -148,13 +148,15 @@ impl Recorder {
     /// slice each, up to now.
     fn look(&mut self) {
         let now = now_us();
-        let (done, left): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|p| p.signals.iter().all(|(s, v)| s.query().map_or(true, |x| x >= *v)));
-        self.pending = left;
         let pid = std::process::id();
-        for p in done {
-            let failed = p.signals.iter().any(|(s, _)| s.query().is_err());
+        for p in std::mem::take(&mut self.pending) {
+            // Each semaphore read once: reached, short, or failed.
+            let states: Vec<Option<bool>> = p.signals.iter().map(|(s, v)| s.query().ok().map(|x| x >= *v)).collect();
+            if states.contains(&Some(false)) {
+                self.pending.push(p);
+                continue;
+            }
+            let failed = states.contains(&None);
             let name = if failed { format!("{} (failed)", p.name) } else { p.name.clone() };
             self.emit(&format!(
                 r#"{{"ph":"X","cat":"operation","name":{},"pid":{pid},"tid":{},"ts":{:.3},"dur":{:.3}}}"#,
