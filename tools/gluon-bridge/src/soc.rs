@@ -292,10 +292,8 @@ impl<L: Link> Soc<L> {
     /// all-finished register, every DONE slot (the tapeout epilogue's cores
     /// never raise finished) or every END slot (nightly).
     fn finished(&self) -> LinkResult<bool> {
-        let (slot, done): (u64, fn(u32) -> bool) = match self.protocol {
-            Protocol::Reset => return Ok(self.link.borrow_mut().read32(ALL_FINISHED)? != 0),
-            Protocol::Epilogue => (DONE_SLOT, |v| v == DONE_MAGIC),
-            Protocol::Nightly => (END_SLOT, |v| v != 0),
+        let Some((slot, done)) = self.protocol.end_slot() else {
+            return Ok(self.link.borrow_mut().read32(ALL_FINISHED)? != 0);
         };
         for core in 0..self.geometry.cores() {
             if !done(self.slot(self.geometry.printbuf_slot(core, slot, true))?) {
@@ -316,10 +314,9 @@ impl<L: Link> Soc<L> {
         for core in 0..g.cores() {
             let bit = self.link.borrow_mut().read32(CORE_FINISHED + 4 * u64::from(core))?;
             let slot = |s| self.slot(g.printbuf_slot(core, s, true));
-            let finished = match self.protocol {
-                Protocol::Reset => bit != 0,
-                Protocol::Epilogue => slot(DONE_SLOT)? == DONE_MAGIC,
-                Protocol::Nightly => slot(END_SLOT)? != 0,
+            let finished = match self.protocol.end_slot() {
+                None => bit != 0,
+                Some((s, done)) => done(slot(s)?),
             };
             if !finished && first.is_none() {
                 first = Some(core);

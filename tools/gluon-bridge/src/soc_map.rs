@@ -77,7 +77,21 @@ impl Protocol {
     pub fn named(name: &str) -> Option<Self> {
         [Self::Reset, Self::Epilogue, Self::Nightly].into_iter().find(|p| p.name() == name)
     }
+
+    /// The printBuf slot each core posts its end in (`slot + core`), and
+    /// whether a value there is that end; None where the end is the
+    /// finished bits.
+    pub fn end_slot(self) -> Option<EndSlot> {
+        match self {
+            Self::Reset => None,
+            Self::Epilogue => Some((DONE_SLOT, |v| v == DONE_MAGIC)),
+            Self::Nightly => Some((END_SLOT, |v| v != 0)),
+        }
+    }
 }
+
+/// A per-core printBuf slot, and whether a value there is its core's end.
+pub type EndSlot = (u64, fn(u32) -> bool);
 
 /// The tapeout epilogue's per-core DONE slot, `DONE_SLOT + core`, and the
 /// magic it holds once that core is quiesced (rad_tapeout.h 0108517

@@ -63,9 +63,6 @@ pub enum Event {
     Dropped { addr: u64, len: usize },
 }
 
-/// A printBuf slot of each core, and whether a value there is its end.
-type EndSlot = (u64, fn(u32) -> bool);
-
 /// Bytes in one page of the sparse memory.
 const PAGE: u64 = 4096;
 
@@ -235,10 +232,9 @@ impl SocModel {
     /// The slot each core posts its end in, as its protocol says (None: it
     /// raises finished).
     fn end_slot(&self) -> Option<EndSlot> {
-        match &self.gpu {
-            Gpu::Finishes { protocol: Protocol::Epilogue, .. } => Some((DONE_SLOT, |v| v == DONE_MAGIC)),
-            Gpu::Finishes { protocol: Protocol::Nightly, .. } => Some((END_SLOT, |v| v != 0)),
-            _ => None,
+        match self.gpu {
+            Gpu::Finishes { protocol, .. } => protocol.end_slot(),
+            Gpu::Hangs => None,
         }
     }
 
