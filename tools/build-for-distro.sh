@@ -27,7 +27,6 @@ source "$(dirname "$0")/lib.sh"
 
 release=${1:-7.3.4+deb13-amd64}
 [[ $release =~ ^[0-9][0-9a-z.+~-]*$ ]] || die "not a kernel release: '$release'"
-suites=(trixie trixie-backports)
 dist=$RADIANCE_CACHE/distro/$release
 root=$dist/root
 headers=/usr/src/linux-headers-$release
@@ -35,30 +34,6 @@ series=$(cut -d. -f1,2 <<<"$release")
 out=$BUILD/distro-$release
 SUDO=
 [[ $(id -u) == 0 ]] || SUDO=sudo
-
-mirror=$(debian_mirror)
-[[ -n $mirror ]] || die "no Debian mirror found in /etc/apt/sources.list*"
-
-# The kernel image and modules come straight from the mirror through a
-# private apt list, as tools/build-kernel.sh fetches the source.
-apt_dir=$RADIANCE_CACHE/distro/apt
-apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::State::status=$apt_dir/status"
-	-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Architecture=amd64
-	-o APT::Sandbox::User=root)
-fetch_debs() {
-	local missing=() p
-	for p in "$@"; do
-		compgen -G "$apt_dir/debs/${p}_*.deb" >/dev/null || missing+=("$p")
-	done
-	((${#missing[@]})) || return 0
-	mkdir -p "$apt_dir/lists/partial" "$apt_dir/debs"
-	touch "$apt_dir/status"
-	printf "deb $mirror %s main\n" "${suites[@]}" >"$apt_dir/sources.list"
-	log "apt: fetching ${missing[*]}"
-	apt-get "${apt_opts[@]}" update -qq >&2
-	(cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" download "${missing[@]}" >&2)
-}
 
 # Runs a command in the Debian root, with a clean environment and a /proc
 # of its own (objtool reads it) that goes away with it.
@@ -72,17 +47,11 @@ in_root() {
 # backports' newer one, as on a user's machine; the gate below checks it.
 make_root() {
 	[[ ! -f $root/.radiance-root ]] || return 0
-	fetch_debs debootstrap "linux-headers-$release"
+	fetch_debs "linux-headers-$release"
 	local version tmp=$root.tmp
-	version=$(basename "$(ls "$apt_dir"/debs/linux-headers-"${release}"_*.deb)" | cut -d_ -f2)
+	version=$(basename "$(ls "$DEBS"/linux-headers-"${release}"_*.deb)" | cut -d_ -f2)
 	log "distro: debootstrap trixie into $root (about a minute)"
-	$SUDO rm -rf "$tmp" "$apt_dir/debootstrap"
-	dpkg-deb -x "$(ls "$apt_dir"/debs/debootstrap_*.deb)" "$apt_dir/debootstrap"
-	$SUDO env DEBOOTSTRAP_DIR="$apt_dir/debootstrap/usr/share/debootstrap" \
-		"$apt_dir/debootstrap/usr/sbin/debootstrap" --variant=minbase --arch=amd64 \
-		"${suites[0]}" "$tmp" "$mirror" >"$dist.debootstrap.log" 2>&1 ||
-		die "debootstrap failed: see $dist.debootstrap.log"
-	printf "deb $mirror %s main\n" "${suites[@]}" | $SUDO tee "$tmp/etc/apt/sources.list" >/dev/null
+	debootstrap_root "$tmp" "$dist.debootstrap.log"
 	log "distro: installing linux-headers-$release $version, its source and toolchain (about two minutes)"
 	root=$tmp in_root apt-get update -qq >&2
 	# python3: tools/bpf's build in `make prepare`; openssl: Kconfig asks it
@@ -157,7 +126,7 @@ for pair in "linux-binary vmlinuz" "linux-modules kernel/drivers/block/loop.ko.x
 	read -r pkg path <<<"$pair"
 	file=$dist/$(basename "${path%.xz}")
 	[[ -f $file ]] && continue
-	dpkg-deb --fsys-tarfile "$(ls "$apt_dir"/debs/"$pkg-$release"_*.deb)" |
+	dpkg-deb --fsys-tarfile "$(ls "$DEBS"/"$pkg-$release"_*.deb)" |
 		tar -xO "./usr/lib/modules/$release/$path" >"$file.tmp"
 	[[ $path != *.xz ]] || { xz -dc "$file.tmp" >"$file.xz.tmp" && mv "$file.xz.tmp" "$file.tmp"; }
 	mv "$file.tmp" "$file"

@@ -57,3 +57,48 @@ kernel_src() {
 	[[ -f $f ]] || die "no kernel source yet: run tools/build-kernel.sh"
 	cat "$f"
 }
+
+# Debian packages fetched straight from the mirror through a private apt list
+# (the machine's own apt configuration is never touched), kept in $DEBS:
+# tools/build-for-distro.sh and tools/build-syz-image.sh.
+DEBIAN_SUITES=(trixie trixie-backports)
+DEBIAN_APT=$RADIANCE_CACHE/distro/apt
+DEBS=$DEBIAN_APT/debs
+fetch_debs() {
+	local missing=() p mirror
+	for p in "$@"; do
+		compgen -G "$DEBS/${p}_*.deb" >/dev/null || missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	mirror=$(debian_mirror)
+	[[ -n $mirror ]] || die "no Debian mirror found in /etc/apt/sources.list*"
+	local opts=(-o "Dir::Etc::SourceList=$DEBIAN_APT/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$DEBIAN_APT/lists" -o "Dir::State::status=$DEBIAN_APT/status"
+		-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Architecture=amd64
+		-o APT::Sandbox::User=root)
+	mkdir -p "$DEBIAN_APT/lists/partial" "$DEBS"
+	touch "$DEBIAN_APT/status"
+	printf "deb $mirror %s main\n" "${DEBIAN_SUITES[@]}" >"$DEBIAN_APT/sources.list"
+	log "apt: fetching ${missing[*]}"
+	apt-get "${opts[@]}" update -qq >&2
+	(cd "$DEBS" && apt-get "${opts[@]}" download "${missing[@]}" >&2)
+}
+
+# A Debian 13 minbase root in DIR, made by debootstrap from its own package
+# (none need be installed), with both suites in its sources.list. Extra
+# debootstrap options (--include=...) follow LOG. Needs root, or sudo.
+debootstrap_root() {
+	local dir=$1 logfile=$2 mirror sudo=
+	shift 2
+	[[ $(id -u) == 0 ]] || sudo=sudo
+	mirror=$(debian_mirror)
+	[[ -n $mirror ]] || die "no Debian mirror found in /etc/apt/sources.list*"
+	fetch_debs debootstrap
+	$sudo rm -rf "$dir" "$DEBIAN_APT/debootstrap"
+	dpkg-deb -x "$(ls "$DEBS"/debootstrap_*.deb)" "$DEBIAN_APT/debootstrap"
+	$sudo env DEBOOTSTRAP_DIR="$DEBIAN_APT/debootstrap/usr/share/debootstrap" \
+		"$DEBIAN_APT/debootstrap/usr/sbin/debootstrap" --variant=minbase --arch=amd64 "$@" \
+		"${DEBIAN_SUITES[0]}" "$dir" "$mirror" >"$logfile" 2>&1 ||
+		die "debootstrap failed: see $logfile"
+	printf "deb $mirror %s main\n" "${DEBIAN_SUITES[@]}" | $sudo tee "$dir/etc/apt/sources.list" >/dev/null
+}
