@@ -154,9 +154,10 @@ impl<T: Exportable> Exporter<T> {
         unsafe { (*dmabuf).size / PAGE_SIZE }
     }
 
-    /// Raw pointers to all of the object's pages, for C.
-    fn page_ptrs(obj: &T, count: usize) -> Result<KVec<*mut bindings::page>> {
-        let mut ptrs = KVec::with_capacity(count, GFP_KERNEL)?;
+    /// Raw pointers to all of the object's pages, for C; as many as a BO
+    /// has, so possibly more than kmalloc serves.
+    fn page_ptrs(obj: &T, count: usize) -> Result<KVVec<*mut bindings::page>> {
+        let mut ptrs = KVVec::with_capacity(count, GFP_KERNEL)?;
         obj.pages(0, count, &mut |p| Ok(ptrs.push(p.as_ptr(), GFP_KERNEL)?))?;
         Ok(ptrs)
     }

@@ -75,9 +75,11 @@ impl Drop for HostPage {
 }
 
 /// `count` zeroed pages, in physically contiguous blocks where the
-/// allocator has them without reclaim or compaction.
-fn alloc_pages(count: usize) -> Result<KVec<HostPage>> {
-    let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
+/// allocator has them without reclaim or compaction. The table of them
+/// may be larger than kmalloc serves (a 512 MiB BO needs 1 MiB), hence
+/// `KVVec`.
+fn alloc_pages(count: usize) -> Result<KVVec<HostPage>> {
+    let mut pages = KVVec::with_capacity(count, GFP_KERNEL)?;
     let mut order = MAX_BLOCK_ORDER;
     while pages.len() < count {
         let left = count - pages.len();
@@ -128,7 +130,7 @@ fn alloc_pages(count: usize) -> Result<KVec<HostPage>> {
 pub(crate) struct HostMem {
     // Fields drop in order: the DMA mapping goes before the pages.
     dma: KBox<DmaSgTable>,
-    pages: KVec<HostPage>,
+    pages: KVVec<HostPage>,
     /// Held by every Rust access to the pages' bytes.
     /// Lock order: level 7 (Documentation/design/locking.md).
     bytes: Pin<KBox<Mutex<()>>>,
@@ -139,7 +141,7 @@ impl HostMem {
     pub(crate) fn new(dev: &Device, size: u64) -> Result<Self> {
         let count = usize::try_from(size / PAGE_SIZE as u64)?;
         let pages = alloc_pages(count)?;
-        let mut raw = KVec::with_capacity(count, GFP_KERNEL)?;
+        let mut raw = KVVec::with_capacity(count, GFP_KERNEL)?;
         for page in pages.iter() {
             raw.push(page.page.as_ptr(), GFP_KERNEL)?;
         }
