@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "radiance.h"
 #include "sys.h"
 
@@ -545,21 +546,6 @@ static const struct step {
 };
 #define N_STEPS (sizeof(steps) / sizeof(steps[0]))
 
-static int write_str(const char *path, const char *v)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, v, strlen(v));
-	close(fd);
-	return n == (ssize_t)strlen(v) ? 0 : -EIO;
-}
-
-static const char *const fault_types[] = { "failslab", "fail_usercopy", "fail_page_alloc" };
-#define N_FAULT_TYPES (sizeof(fault_types) / sizeof(fault_types[0]))
-
 /*
  * Two passes over each step, with different fault types counting for
  * fail-nth: slab allocations and user copies, whose sites come in the same
@@ -570,63 +556,14 @@ static const char *const fault_types[] = { "failslab", "fail_usercopy", "fail_pa
  */
 static const struct pass {
 	const char *name;
-	unsigned int types;	/* bit i: fault_types[i] counts */
+	unsigned int types;	/* FAULT_* bits that count */
 } passes[] = {
-	{ "slab+usercopy", 1u << 0 | 1u << 1 },
-	{ "page", 1u << 2 },
+	{ "slab+usercopy", FAULT_SLAB | FAULT_USERCOPY },
+	{ "page", FAULT_PAGE },
 };
 #define N_PASSES (sizeof(passes) / sizeof(passes[0]))
 
-/* Every fault type of `pass`: GFP_KERNEL too, any order, verbose off (a
- * stack dump per fault would flood the console), only with radiance.ko on
- * the stack; the others never. */
-static int arm_fault_types(const struct module_text *text, const struct pass *pass)
-{
-	char lo[32], hi[32], path[128];
-	int ret = 0;
-
-	for (size_t i = 0; i < N_FAULT_TYPES; i++) {
-		static const char *const settings[][2] = {
-			{ "ignore-gfp-wait", "N" }, { "ignore-gfp-highmem", "N" }, { "min-order", "0" },
-			{ "verbose", "0" }, { "stacktrace-depth", "32" },
-		};
-		int on = pass->types & (1u << i);
-
-		snprintf(lo, sizeof(lo), "%llu", on ? (unsigned long long)text->lo : 0);
-		snprintf(hi, sizeof(hi), "%llu", on ? (unsigned long long)text->hi : 1);
-		for (size_t j = 0; j < sizeof(settings) / sizeof(settings[0]); j++) {
-			snprintf(path, sizeof(path), "/sys/kernel/debug/%s/%s", fault_types[i], settings[j][0]);
-			if (access(path, F_OK) == 0)
-				ret |= write_str(path, settings[j][1]);
-		}
-		snprintf(path, sizeof(path), "/sys/kernel/debug/%s/require-start", fault_types[i]);
-		ret |= write_str(path, lo);
-		snprintf(path, sizeof(path), "/sys/kernel/debug/%s/require-end", fault_types[i]);
-		ret |= write_str(path, hi);
-	}
-	return ret;
-}
-
 static int fail_nth_fd = -1;
-
-static void fail_nth_arm(unsigned int n)
-{
-	char buf[16];
-	int len = snprintf(buf, sizeof(buf), "%u", n);
-
-	if (pwrite(fail_nth_fd, buf, len, 0) != len)
-		perror("fail-nth");
-}
-
-/* After the step: 0 if its n-th site failed, else how many were left. */
-static int fail_nth_left(void)
-{
-	char buf[16] = { 0 };
-
-	if (pread(fail_nth_fd, buf, sizeof(buf) - 1, 0) <= 0)
-		return -1;
-	return atoi(buf);
-}
 
 /* The device's counters, and the dma-bufs alive in the whole system: an
  * import that keeps its reference keeps the exporter's memory. */
@@ -757,10 +694,10 @@ static const char *import_failing_past_its_mapping_puts_the_dma_buf(char *why, s
 
 		if (fd < 0 || buf < 0)
 			return "cannot open the device or make a udmabuf";
-		fail_nth_arm(n);
+		fault_arm(fail_nth_fd, n);
 		ret = xioctl(fd, RADIANCE_IOCTL_BO_IMPORT, &a);
-		left = fail_nth_left();
-		fail_nth_arm(0);
+		left = fault_left(fail_nth_fd);
+		fault_arm(fail_nth_fd, 0);
 		close(buf);
 		close(fd);
 		for (int i = 0; i < 300 && (now = dma_bufs_alive()) != base; i++)
@@ -787,10 +724,10 @@ static int declare_at_site(unsigned int n, int *left)
 	*left = -1;
 	if (ctl < 0)
 		return -errno;
-	fail_nth_arm(n);
+	fault_arm(fail_nth_fd, n);
 	ret = xioctl(ctl, RADIANCE_IOCTL_USER_DECLARE, &d);
-	*left = fail_nth_left();
-	fail_nth_arm(0);
+	*left = fault_left(fail_nth_fd);
+	fault_arm(fail_nth_fd, 0);
 	close(ctl);
 	return ret;
 }
@@ -858,10 +795,10 @@ static const char *a_file_closing_without_memory_frees_its_queues(char *why, siz
 		if (fd < 0 || xioctl(fd, RADIANCE_IOCTL_QUEUE_CREATE, &q) ||
 		    xioctl(fd, RADIANCE_IOCTL_QUEUE_CREATE, &q))
 			return "cannot open the device or create its queues";
-		fail_nth_arm(n);
+		fault_arm(fail_nth_fd, n);
 		close(fd);
-		left = fail_nth_left();
-		fail_nth_arm(0);
+		left = fault_left(fail_nth_fd);
+		fault_arm(fail_nth_fd, 0);
 		i = counters_back(base, now);
 		if (i >= 0) {
 			snprintf(why, len, "site %u: %s is %lld, was %lld", n, counter_keys[i], now[i], base[i]);
@@ -934,10 +871,10 @@ static const char *sweep_step(size_t k, const long long *base, unsigned int *inj
 				return detail;
 			}
 		}
-		fail_nth_arm(n);
+		fault_arm(fail_nth_fd, n);
 		ret = steps[k].run(&s);
-		left = fail_nth_left();
-		fail_nth_arm(0);
+		left = fault_left(fail_nth_fd);
+		fault_arm(fail_nth_fd, 0);
 		for (size_t j = k + 1; j < N_STEPS; j++)
 			steps[j].run(&s);
 		scen_teardown(&s);
@@ -971,9 +908,9 @@ int fail_nth_sweep(const struct module_text *text, const char *only, uint32_t *s
 	int failed = 0;
 
 	*sites = 0;
-	fail_nth_fd = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
+	fail_nth_fd = fault_open();
 	if (fail_nth_fd < 0) {
-		printf("# fail-nth: no /proc/thread-self/fail-nth: %s\n", strerror(errno));
+		printf("# fail-nth: no /proc/thread-self/fail-nth: %s\n", strerror(-fail_nth_fd));
 		return -1;
 	}
 	read_counters(base);
@@ -989,7 +926,7 @@ int fail_nth_sweep(const struct module_text *text, const char *only, uint32_t *s
 		for (size_t p = 0; p < N_PASSES && !why; p++) {
 			unsigned int injected = 0, absorbed = 0;
 
-			if (arm_fault_types(text, &passes[p])) {
+			if (fault_setup(text, passes[p].types)) {
 				printf("# fail-nth: cannot configure %s in debugfs\n", passes[p].name);
 				close(fail_nth_fd);
 				return -1;
@@ -1007,7 +944,7 @@ int fail_nth_sweep(const struct module_text *text, const char *only, uint32_t *s
 			read_counters(base);
 		}
 	}
-	arm_fault_types(text, &passes[0]);
+	fault_setup(text, passes[0].types);
 	for (size_t r = 0; r < N_REGRESSIONS; r++) {
 		char detail[160];
 		const char *why = regressions[r].run(detail, sizeof(detail));
