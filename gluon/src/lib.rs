@@ -145,6 +145,16 @@ pub struct Launch {
     pub flags: u8,
 }
 
+impl Launch {
+    /// The threads it runs: the grid's blocks times each block's threads,
+    /// saturating. Six u32 dimensions overflow a u64, and a process picks
+    /// them: an overflow check would panic the kernel.
+    pub fn threads(&self) -> u64 {
+        Iterator::chain(self.grid.iter(), self.block.iter())
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
+    }
+}
+
 /// What cannot be encoded or decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {

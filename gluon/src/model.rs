@@ -438,9 +438,7 @@ impl Model {
             builtin::START => block.kernel_pc,
             pc => pc,
         };
-        let threads = Iterator::chain(block.grid.iter(), block.block.iter())
-            .map(|&d| u64::from(d))
-            .product::<u64>();
+        let threads = block.threads();
         // The params, then the binary, then (our runtime's convention) the
         // printf ring.
         let params = u64::from(gpu_addr) + head as u64;

@@ -709,3 +709,21 @@ fn a_reset_stops_a_long_command_between_steps() -> Result<(), Error> {
     assert!(dev.mem.vram(step as u64, step).iter().all(|&b| b == 0));
     Ok(())
 }
+
+/// radiance-fuzz found the kernel panicking on a launch whose six
+/// dimensions multiply past a u64: the count saturates.
+#[test]
+fn a_launch_counts_its_threads_without_overflowing() {
+    let huge = Launch {
+        grid: [u32::MAX; 3],
+        block: [u32::MAX; 3],
+        ..Default::default()
+    };
+    assert_eq!(huge.threads(), u64::MAX);
+    let some = Launch {
+        grid: [2, 3, 1],
+        block: [4, 1, 5],
+        ..Default::default()
+    };
+    assert_eq!(some.threads(), 120);
+}

@@ -313,9 +313,7 @@ fn stage_launch(
         at += part.len();
     }
     let host_addr = slot.dma_address().into();
-    out.threads = Iterator::chain(header.grid.iter(), header.block.iter())
-        .map(|&d| u64::from(d))
-        .product();
+    out.threads = header.threads();
     out.push(Command::Kernel {
         host_addr,
         size: len as u32,

@@ -212,6 +212,45 @@ TEST_F(launch, nothing_after_a_faulting_launch_runs)
 	queue_close(&q);
 }
 
+/*
+ * radiance-fuzz found it: the kernel counted a launch's threads as the
+ * product of its six dimensions, which overflows a u64 (2^192 at most) and,
+ * with Rust's overflow checks, panicked the kernel in the scheduler's work
+ * item. The count saturates now; the launch runs its `count` threads.
+ */
+TEST_F(launch, a_launch_of_more_threads_than_a_u64_counts_runs)
+{
+	struct radiance_launch_desc d = desc(RADIANCE_BUILTIN_START, RADIANCE_BUILTIN_FILL_U32, 3, 1, 1);
+	struct radiance_bo_create dst;
+	uint32_t params[3] = { 0, 9, 4 }, got[5];
+	struct queue q;
+
+	RADIANCE_SKIP_ON_SOC();
+	ASSERT_LT(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, sizeof(got), 0, &dst));
+	params[0] = dst.device_address;
+	for (int i = 0; i < 3; i++) {
+		d.grid[i] = UINT32_MAX;
+		d.block[i] = UINT32_MAX;
+	}
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	put_launch(&q, self, &d, params, 0, 0);
+	queue_publish(&q);
+	/* A dialect with narrower fields than u32 cannot encode it: EINVAL. */
+	if (queue_drain(&q) == RADIANCE_QUEUE_FAULTED) {
+		EXPECT_EQ(EINVAL, q.ctl->error);
+		queue_close(&q);
+		return;
+	}
+	queue_close(&q);
+	ASSERT_EQ(0, queue_open(self->fd, 16, &q));
+	ASSERT_EQ(0, queue_read_vram(&q, dst.handle, 0, got, sizeof(got)));
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(9, got[i]) TH_LOG("element %d", i);
+	}
+	EXPECT_EQ(0, got[4]) TH_LOG("only `count` threads ran");
+	queue_close(&q);
+}
+
 TEST_F(launch, every_field_is_checked)
 {
 	struct radiance_bo_create sc;
