@@ -10,7 +10,8 @@
 # no worker died, the objects were freed, kmemleak found nothing and the
 # console shows no KASAN, lockdep, WARN or BUG line. A crashing program is
 # replayed with `radiance-fuzz replay HEX` (its last corpus entries are in
-# build/console.log).
+# build/console.log). The edges reached are kept in build/fuzz-cover.txt,
+# and the functions with the most left are listed (tools/fuzz/cover-report.sh).
 source "$(dirname "$0")/lib.sh"
 
 minutes=60 seed=1 procs=2
@@ -27,8 +28,11 @@ done
 
 corpus=$RADIANCE_CACHE/fuzz/corpus
 mkdir -p "$corpus" "$BUILD"
-"$TOP"/tools/build-kernel.sh --debug >/dev/null
-export RADIANCE_KERNEL=debug
+# RADIANCE_KERNEL=fuzz: on syzkaller's kernel (tools/build-syz-image.sh), to
+# compare the two fuzzers' coverage of the same radiance.ko.
+[[ $RADIANCE_KERNEL == fuzz ]] || RADIANCE_KERNEL=debug
+export RADIANCE_KERNEL
+"$TOP"/tools/build-kernel.sh --$RADIANCE_KERNEL >/dev/null
 stage=$("$TOP"/tools/build-guest.sh)
 cp "$TOP/tests/guest/fuzz-job.sh" "$stage/job"
 rm -rf "$stage/corpus"
@@ -48,4 +52,9 @@ while read -r hex; do
 	added=$((added + 1))
 done < <(sed -n 's/.*radiance-fuzz-corpus: \([0-9a-f]*\).*/\1/p' "$BUILD/console.log")
 log "fuzz: $added new corpus entries in $corpus"
+# Where the edges were reached, and the functions with most left to reach.
+sed -n 's/.*radiance-fuzz-cover: //p' "$BUILD/console.log" | tr -d '\r' >"$BUILD/fuzz-cover.txt"
+if [[ -s $BUILD/fuzz-cover.txt ]]; then
+	"$TOP"/tools/fuzz/cover-report.sh --top 15 "$BUILD/kmod-$RADIANCE_KERNEL/kmod/radiance.ko" "$BUILD/fuzz-cover.txt" >&2
+fi
 exit "$rc"

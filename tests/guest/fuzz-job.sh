@@ -3,7 +3,7 @@
 # Runs inside the QEMU guest on the debug kernel as /job for tools/fuzz.sh,
 # the long fuzzing mode: radiance-fuzz from the corpus in /corpus for
 # radiance_fuzz.seconds (kernel command line), printing each new corpus
-# entry for the host to keep, then kmemleak and the module's unload.
+# entry for the host to keep and the edges reached, then kmemleak and the module's unload.
 set -u
 . /suite.sh || exit 1
 plan fuzzer kmemleak_after_fuzzer kmemleak_after_unload
@@ -17,7 +17,7 @@ param() {
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 || exit 1
 mkdir -p /corpus
 suite fuzzer /radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$(param seconds 600)" \
-	--procs "$(param procs 2)" --corpus-in /corpus --print-corpus --status 60
+	--procs "$(param procs 2)" --corpus-in /corpus --print-corpus --print-cover --status 60
 suite kmemleak_after_fuzzer /kmemleak.sh kmemleak_after_fuzzer
 rmmod radiance
 suite kmemleak_after_unload /kmemleak.sh kmemleak_after_unload

@@ -165,6 +165,21 @@ uint32_t cover_map_count(const struct cover_map *map)
 	return n;
 }
 
+void cover_map_print(const struct cover_map *map, const char *prefix)
+{
+	uint32_t n = 0;
+
+	for (uint64_t i = 0; i < map->text->hi - map->text->lo; i++) {
+		if (!map->seen[i])
+			continue;
+		printf("%s%s%llx", n % 16 ? " " : prefix, n % 16 ? "" : " ", (unsigned long long)i);
+		if (++n % 16 == 0)
+			putchar('\n');
+	}
+	if (n % 16)
+		putchar('\n');
+}
+
 int kcov_open(struct kcov *k)
 {
 	k->mode = -1;

@@ -33,6 +33,9 @@ int cover_map_init(struct cover_map *map, const struct module_text *text);
 int cover_map_add(struct cover_map *map, uint64_t pc);
 /* How many edges are marked. */
 uint32_t cover_map_count(const struct cover_map *map);
+/* Prints the PCs seen as offsets into the module's .text, 16 to a line
+ * after `prefix`, for tools/fuzz/cover-report.sh. */
+void cover_map_print(const struct cover_map *map, const char *prefix);
 
 /* One thread's KCOV handle; coverage is per task. */
 struct kcov {

@@ -187,6 +187,8 @@ int fuzz_run(const struct fuzz_opts *o, const struct module_text *text, uint32_t
 		}
 		usleep(100000);
 	}
+	if (o->print_cover)
+		cover_map_print(&global, "radiance-fuzz-cover:");
 	*edges = cover_map_count(&global);
 	*remote_only = *edges - cover_map_count(&tasks);
 	*execs = sh->execs;

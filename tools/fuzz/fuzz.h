@@ -18,6 +18,7 @@ struct fuzz_opts {
 	const char *corpus_in;	/* directory to start from, or NULL */
 	const char *corpus_out;	/* directory new entries go to, or NULL */
 	int print_corpus;	/* also print them on stdout, as hex */
+	int print_cover;	/* print the edges reached, as .text offsets */
 	double status_every;
 };
 

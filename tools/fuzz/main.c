@@ -6,6 +6,7 @@
  *
  *	radiance-fuzz fuzz [--seed N] [--execs N] [--seconds S] [--procs N]
  *	                   [--corpus-in DIR] [--corpus-out DIR] [--print-corpus]
+ *	                   [--print-cover]
  *	radiance-fuzz fail-nth [STEP]
  *	radiance-fuzz replay HEX
  *
@@ -83,6 +84,10 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--print-corpus")) {
 			o.print_corpus = 1;
+			continue;
+		}
+		if (!strcmp(a, "--print-cover")) {
+			o.print_cover = 1;
 			continue;
 		}
 		if (a[0] != '-') {

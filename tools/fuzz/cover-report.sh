@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Where radiance.ko's edges were reached, and where not, per function:
+#
+#	tools/fuzz/cover-report.sh [--top N] RADIANCE_KO COVER [COVER2]
+#
+# A COVER file holds .text offsets in hex, any number a line: what
+# `radiance-fuzz fuzz --print-cover` prints (tools/fuzz.sh keeps it as
+# build/fuzz-cover.txt), or any other KCOV PC list (syzkaller's, say) less
+# the module's .text address. Other words (a line's prefix) are ignored.
+# An edge is the return address
+# of a call to __sanitizer_cov_trace_pc, which is what KCOV records.
+#
+# Prints each file's total, and then the N functions (default 40) with the
+# most edges not reached: by the first file, or with COVER2, by the first
+# and the second together, with what each reached.
+set -euo pipefail
+
+top=40
+if [[ ${1:-} == --top ]]; then
+	[[ ${2:-} =~ ^[0-9]+$ ]] || { echo "--top takes a number" >&2; exit 2; }
+	top=$2
+	shift 2
+fi
+[[ $# -eq 2 || $# -eq 3 ]] || { echo "usage: $0 [--top N] RADIANCE_KO COVER [COVER2]" >&2; exit 2; }
+ko=$1
+for f in "${@:2}"; do
+	[[ -r $f ]] || { echo "cannot read $f" >&2; exit 2; }
+done
+
+# The call sites, "function offset" a line: a call's relocation sits 1 byte
+# into its 5-byte instruction, so the return address is 4 past it.
+sites() {
+	objdump -dr --demangle -j .text "$ko" | awk '
+		function hex(s,   v, i) {
+			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return v
+		}
+		/^[0-9a-f]+ <.*>:$/ { fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn) }
+		/R_X86_64_PLT32[ \t]+__sanitizer_cov_trace_pc-0x4$/ {
+			off = $1; sub(/:$/, "", off)
+			printf "%s\t%x\n", fn, hex(off) + 4
+		}'
+}
+
+sites | awk -F'\t' -v top="$top" '
+	FILENAME == "-" { fn[$2] = $1; edges[$1]++; total++; next }
+	{
+		for (i = 1; i <= NF; i++) {
+			pc = $i
+			if (!(pc in fn)) continue
+			key = FILENAME SUBSEP pc
+			if (key in seen) continue
+			seen[key] = 1
+			reached[FILENAME]++
+			by[FILENAME, fn[pc]]++
+			if (!(pc in any)) { any[pc] = 1; union++; by["", fn[pc]]++ }
+		}
+		if (!(FILENAME in order)) { order[FILENAME] = ++n; name[n] = FILENAME }
+	}
+	END {
+		for (i = 1; i <= n; i++)
+			printf "%s: %d of %d edges (%.1f%%)\n", name[i], reached[name[i]], total,
+				100 * reached[name[i]] / total
+		if (n == 2)
+			printf "both together: %d of %d edges (%.1f%%)\n", union, total, 100 * union / total
+		printf "\nfunctions with the most edges not reached%s:\n", n == 2 ? " by either" : ""
+		printf "%7s %7s", "missed", "edges"
+		for (i = 1; i <= n; i++) printf " %7s", "file" i
+		printf "  function\n"
+		for (f in edges) missed[f] = edges[f] - by["", f]
+		for (k = 0; k < top; k++) {
+			best = ""
+			for (f in missed) if (best == "" || missed[f] > missed[best]) best = f
+			if (best == "" || missed[best] == 0) break
+			printf "%7d %7d", missed[best], edges[best]
+			for (i = 1; i <= n; i++) printf " %7d", by[name[i], best]
+			printf "  %s\n", best
+			delete missed[best]
+		}
+	}' - FS='[ \t\r]+' "${@:2}"
