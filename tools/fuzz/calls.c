@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "radiance.h"
 #include "sys.h"
 
@@ -40,6 +41,7 @@ struct bo_res {
 	int fd;
 	uint32_t handle, placement, flags;
 	uint64_t size, mmap_offset;
+	uint64_t device_address;	/* a VRAM BO's; 0 if not known */
 	uint8_t *map;		/* mappable ones are mapped at creation */
 };
 
@@ -212,6 +214,7 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_USER_RESET] = "user_reset", [OP_CONTROL_READ] = "control_read",
 	[OP_CONTROL_WRITE] = "control_write", [OP_POLL] = "poll", [OP_USER_SERVE] = "user_serve",
 	[OP_USER_RETIRE] = "user_retire", [OP_USER_PROGRESS] = "user_progress",
+	[OP_DEBUGFS_READ] = "debugfs_read", [OP_TRACE_EVENTS] = "trace_events",
 };
 
 const char *op_name(enum op op)
@@ -233,6 +236,7 @@ static const uint8_t op_weight[OP_COUNT] = {
 	[OP_CONTROL_OPEN] = 1, [OP_USER_DECLARE] = 2, [OP_USER_HOST_ACCESS] = 1,
 	[OP_USER_RESET] = 1, [OP_CONTROL_READ] = 1, [OP_CONTROL_WRITE] = 1, [OP_POLL] = 1,
 	[OP_USER_SERVE] = 4, [OP_USER_RETIRE] = 1, [OP_USER_PROGRESS] = 2,
+	[OP_DEBUGFS_READ] = 2, [OP_TRACE_EVENTS] = 1,
 };
 
 enum op call_pick_op(struct rng *r)
@@ -261,6 +265,7 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 	memset(c, 0, sizeof(*c));
 	c->op = op;
 	c->async = rng_one_in(r, 10);
+	c->fail_nth = rng_one_in(r, 16) ? 1 + rng_below(r, 8) : 0;
 	for (int i = 0; i < CALL_RES; i++)
 		c->res[i] = rng_one_in(r, 24) ? RES_RAW : rng_below(r, 8);
 	for (int i = 0; i < CALL_ARGS; i++)
@@ -334,9 +339,11 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 		c->a[0] = rng_below(r, 12);
 		c->a[1] = rng_next(r);
 		c->a[2] = rng_below(r, 16);
+		c->a[4] = rng_below(r, 4);
 		break;
 	case OP_QUEUE_WAIT:
-		c->a[0] = rng_below(r, 30);
+		/* Under TCG a command takes milliseconds: sometimes wait long. */
+		c->a[0] = rng_one_in(r, 3) ? rng_below(r, 300) : rng_below(r, 30);
 		break;
 	case OP_MMAP:
 		c->a[0] = rng_below(r, 7);
@@ -390,6 +397,14 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 	case OP_CONTROL_WRITE:
 		c->a[0] = rng_one_in(r, 2) ? 16 * rng_below(r, 8) : rng_value(r, h);
 		break;
+	case OP_DEBUGFS_READ:
+		c->a[0] = rng_below(r, 4);
+		c->a[1] = rng_below(r, 5);
+		c->a[2] = rng_one_in(r, 2) ? 4096 : rng_value(r, h);
+		break;
+	case OP_TRACE_EVENTS:
+		c->a[0] = rng_below(r, 4);
+		break;
 	case OP_USER_SERVE:
 		/* Mostly answered as a server would. */
 		c->a[1] = rng_one_in(r, 3) ? rng_next(r) : 0;
@@ -399,6 +414,158 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 	default:
 		break;
 	}
+}
+
+/* What a call needs made before it, in the order they are made. */
+enum need {
+	NEED_DEV = 1 << 0,
+	NEED_VRAM_BO = 1 << 1,
+	NEED_HOST_BO = 1 << 2,
+	NEED_SEM = 1 << 3,
+	NEED_QUEUE = 1 << 4,
+	NEED_CTL = 1 << 5,
+	NEED_USER_DEVICE = 1 << 6,
+};
+
+static unsigned int call_needs(enum op op)
+{
+	switch (op) {
+	case OP_GET_INFO:
+	case OP_BO_CREATE:
+	case OP_SEM_CREATE:
+	case OP_QUEUE_CREATE:
+	case OP_RAW_IOCTL:
+	case OP_DUP:
+		return NEED_DEV;
+	case OP_BO_DESTROY:
+	case OP_BO_INFO:
+	case OP_BO_EXPORT:
+	case OP_BO_IMPORT:
+	case OP_MMAP:
+		return NEED_DEV | NEED_VRAM_BO | NEED_HOST_BO;
+	case OP_SEM_DESTROY:
+	case OP_SEM_SIGNAL:
+	case OP_SEM_QUERY:
+	case OP_SEM_FAIL:
+	case OP_SEM_WAIT:
+	case OP_SIGNAL_WAIT:
+	case OP_SEM_EXPORT_SYNC_FILE:
+	case OP_SEM_IMPORT_SYNC_FILE:
+	case OP_SEM_IMPORT_HANDLE:
+		return NEED_DEV | NEED_SEM;
+	case OP_QUEUE_DESTROY:
+	case OP_QUEUE_QUERY:
+	case OP_QUEUE_KICK:
+	case OP_QUEUE_WAIT:
+		return NEED_DEV | NEED_QUEUE;
+	case OP_SUBMIT:
+		return NEED_DEV | NEED_VRAM_BO | NEED_HOST_BO | NEED_SEM | NEED_QUEUE;
+	case OP_USER_DECLARE:
+	case OP_CONTROL_READ:
+	case OP_CONTROL_WRITE:
+		return NEED_CTL;
+	case OP_USER_HOST_ACCESS:
+	case OP_USER_RESET:
+	case OP_USER_SERVE:
+	case OP_USER_RETIRE:
+	case OP_USER_PROGRESS:
+		return NEED_CTL | NEED_USER_DEVICE;
+	default:
+		return 0;
+	}
+}
+
+/* What the calls of `p` make. */
+static unsigned int prog_makes(const struct prog *p)
+{
+	unsigned int made = 0;
+
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct call *c = &p->c[i];
+
+		switch (c->op) {
+		case OP_OPEN_DEVICE:
+			made |= NEED_DEV;
+			break;
+		case OP_BO_CREATE:
+			made |= c->a[1] == RADIANCE_PLACEMENT_VRAM ? NEED_VRAM_BO : c->a[1] == RADIANCE_PLACEMENT_HOST ? NEED_HOST_BO : 0;
+			break;
+		case OP_SEM_CREATE:
+			made |= NEED_SEM;
+			break;
+		case OP_QUEUE_CREATE:
+			made |= NEED_QUEUE;
+			break;
+		case OP_CONTROL_OPEN:
+			made |= NEED_CTL;
+			break;
+		case OP_USER_DECLARE:
+			made |= NEED_USER_DEVICE;
+			break;
+		default:
+			break;
+		}
+	}
+	return made;
+}
+
+int call_append(struct prog *p, const struct call *c, struct rng *r, const struct hints *h)
+{
+	unsigned int missing = call_needs(c->op) & ~prog_makes(p);
+
+	for (unsigned int need = 1; need <= NEED_USER_DEVICE; need <<= 1) {
+		struct call *m = &p->c[p->n];
+
+		if (!(missing & need))
+			continue;
+		if (p->n >= PROG_MAX_CALLS - 1)
+			return 0;
+		/* Made valid: the creator is there to succeed. */
+		switch (need) {
+		case NEED_DEV:
+			call_generate(m, OP_OPEN_DEVICE, r, h);
+			m->a[0] = rng_below(r, 2);
+			m->a[1] = 0;		/* O_RDWR, blocking */
+			break;
+		case NEED_VRAM_BO:
+		case NEED_HOST_BO:
+			call_generate(m, OP_BO_CREATE, r, h);
+			m->a[0] = (1 + rng_below(r, 16)) * PAGE;
+			m->a[1] = need == NEED_VRAM_BO ? RADIANCE_PLACEMENT_VRAM : RADIANCE_PLACEMENT_HOST;
+			m->a[2] = RADIANCE_BO_MAPPABLE;
+			m->a[3] = 0;
+			break;
+		case NEED_SEM:
+			call_generate(m, OP_SEM_CREATE, r, h);
+			m->a[0] = rng_below(r, 4);
+			m->a[1] = 0;
+			break;
+		case NEED_QUEUE:
+			call_generate(m, OP_QUEUE_CREATE, r, h);
+			m->a[0] = 16u << rng_below(r, 4);
+			m->a[1] = m->a[2] = 0;
+			break;
+		case NEED_CTL:
+			call_generate(m, OP_CONTROL_OPEN, r, h);
+			break;
+		default:
+			call_generate(m, OP_USER_DECLARE, r, h);
+			m->a[0] = 1 + rng_below(r, 2);
+			m->a[1] = 1 + rng_below(r, 4);
+			m->a[2] = 1 + rng_below(r, 16);
+			m->a[3] = 0x01040401;
+			m->a[4] = (1 + rng_below(r, 16)) << 20;
+			m->a[5] = 0;
+			break;
+		}
+		m->async = 0;
+		m->fail_nth = 0;
+		p->n++;
+	}
+	if (p->n >= PROG_MAX_CALLS)
+		return 0;
+	p->c[p->n++] = *c;
+	return 1;
 }
 
 /* The worker's own fds (KCOV, the peer's socket) are below this: a raw fd
@@ -476,142 +643,196 @@ static uint64_t now_ns(void)
 	return t.tv_sec * 1000000000ull + t.tv_nsec;
 }
 
-/* Puts the launch block or descriptor a packet names into a mapped HOST BO. */
-static void write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int desc)
+/* A word of VRAM BO `vram` that a kernel of up to 64 threads can index
+ * from (the device's 32-bit address), or anything if there is none. */
+static uint32_t vram_word(struct rng *r, const struct bo_res *vram)
+{
+	if (!vram || !vram->device_address || vram->size < 512 || rng_one_in(r, 16))
+		return rng_next(r);
+	return vram->device_address + 4 * rng_below(r, (vram->size - 256) / 4);
+}
+
+#define PRINTF_LIMIT 64
+
+/*
+ * Puts a launch block (or, with `desc`, a descriptor and its params) at
+ * `off` of mapped HOST BO `bo`: a builtin kernel whose params name words of
+ * `vram`, then an empty printf ring, so that most launches run to their
+ * end; one in eight has a field of anything. Returns the bytes the packet
+ * names, 0 if `bo` is not mapped there.
+ */
+static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int desc, const struct bo_res *vram)
 {
 	static const uint32_t pcs[] = {
 		RADIANCE_BUILTIN_FILL_U32, RADIANCE_BUILTIN_COPY_U32, RADIANCE_BUILTIN_VECADD_U32,
-		RADIANCE_BUILTIN_PRINTF_U32, RADIANCE_BUILTIN_START, RADIANCE_BUILTIN_SPIN, 0x1000,
+		RADIANCE_BUILTIN_PRINTF_U32,
 	};
+	uint32_t pc = rng_one_in(r, 32) ? (rng_one_in(r, 2) ? RADIANCE_BUILTIN_SPIN : 0x1000) :
+					  pcs[rng_below(r, sizeof(pcs) / sizeof(pcs[0]))];
+	uint32_t params[4] = { vram_word(r, vram), vram_word(r, vram), vram_word(r, vram), 1 + rng_below(r, 64) };
 	uint8_t buf[256];
-	size_t len;
+	uint64_t len;
 
-	if (!bo || !bo->map || off >= bo->size)
-		return;
+	if (pc == RADIANCE_BUILTIN_PRINTF_U32)
+		params[1] = 1 + rng_below(r, 8);
+	if (!bo || !bo->map || off + PAGE > bo->size)
+		return 0;
 	memset(buf, 0, sizeof(buf));
 	if (desc) {
 		struct radiance_launch_desc *d = (void *)buf;
 
-		d->start_pc = rng_one_in(r, 8) ? rng_next(r) : RADIANCE_BUILTIN_START;
-		d->kernel_pc = pcs[rng_below(r, 5)];
+		d->start_pc = RADIANCE_BUILTIN_START;
+		d->kernel_pc = pc;
+		d->regs_per_thread = 1 + rng_below(r, 4);
 		for (int i = 0; i < 3; i++) {
-			d->grid[i] = rng_one_in(r, 16) ? rng_next(r) : 1 + rng_below(r, 2);
-			d->block[i] = rng_one_in(r, 16) ? rng_next(r) : 1 + rng_below(r, 4);
+			d->grid[i] = i ? 1 : 1 + rng_below(r, 2);
+			d->block[i] = i ? 1 : 1 + rng_below(r, 32);
 		}
-		d->regs_per_thread = rng_below(r, 4);
-		d->params_size = rng_one_in(r, 4) ? rng_next(r) : 4 * rng_below(r, 4);
-		d->params_offset = rng_one_in(r, 4) ? rng_next(r) : rng_below(r, 64);
-		d->stack_size = rng_below(r, 2) * 256;
+		/* The params after the descriptor, in the same BO. */
+		d->params = bo->handle;
+		d->params_offset = off + 128;
+		d->params_size = sizeof(params);
+		memcpy(buf + 128, params, sizeof(params));
 		len = sizeof(*d);
 	} else {
 		struct radiance_launch_block *b = (void *)buf;
-		uint32_t *params = (uint32_t *)(b + 1);
+		struct radiance_printf_ring *ring = (void *)(buf + sizeof(*b) + sizeof(params));
 
-		b->entry_pc = pcs[rng_below(r, sizeof(pcs) / sizeof(pcs[0]))];
-		if (b->entry_pc == RADIANCE_BUILTIN_SPIN && !rng_one_in(r, 4))
-			b->entry_pc = RADIANCE_BUILTIN_FILL_U32;
+		b->entry_pc = pc;
+		b->regs_per_thread = 1 + rng_below(r, 4);
 		for (int i = 0; i < 3; i++) {
-			b->grid[i] = rng_one_in(r, 16) ? rng_next(r) : 1 + rng_below(r, 2);
-			b->block[i] = rng_one_in(r, 16) ? rng_next(r) : 1 + rng_below(r, 4);
+			b->grid[i] = i ? 1 : 1 + rng_below(r, 2);
+			b->block[i] = i ? 1 : 1 + rng_below(r, 32);
 		}
-		b->regs_per_thread = rng_below(r, 3);
-		b->params_size = 4 * rng_below(r, 5);
-		b->binary_size = rng_one_in(r, 8) ? rng_next(r) : 0;
-		for (int i = 0; i < 4; i++)
-			params[i] = rng_one_in(r, 2) ? rng_below(r, 1 << 20) : rng_next(r);
-		len = sizeof(*b) + 16;
+		b->params_size = sizeof(params);
+		memcpy(b + 1, params, sizeof(params));
+		ring->limit = PRINTF_LIMIT;
+		len = sizeof(*b) + sizeof(params) + sizeof(*ring) + PRINTF_LIMIT;
 	}
-	if (off + len > bo->size)
-		len = bo->size - off;
-	guarded_copy(bo->map + off, buf, len);
+	if (rng_one_in(r, 8))
+		((uint32_t *)buf)[rng_below(r, 40)] = rng_value(r, NULL);
+	guarded_copy(bo->map + off, buf, sizeof(buf));
+	return len;
 }
 
-/* An offset and size within (or just off) a BO of `size` bytes. */
-static void pick_range(struct rng *r, uint64_t size, uint64_t *off, uint64_t *len)
+/* A BO of the queue's file (handles are per file) and of `placement`
+ * (0: any), from selector `sel` on; NULL if the file has none. */
+static struct bo_res *queue_bo(struct state *st, const struct queue_res *q, uint32_t placement, uint32_t sel)
 {
-	switch (rng_below(r, 6)) {
-	case 0:
-		*off = rng_value(r, NULL);
-		*len = rng_value(r, NULL);
-		break;
-	case 1:
-		*off = size;
-		*len = 4;
-		break;
-	case 2:
-		*off = size - 4;
-		*len = 8;		/* runs off the end */
-		break;
-	case 3:
-		*off = 4;
-		*len = ~0ull - 3;	/* off + len wraps */
-		break;
-	default:
-		*off = size ? rng_below(r, size) & ~3ull : 0;
-		*len = size - *off ? (1 + rng_below(r, size - *off)) & ~3ull : 4;
-		break;
+	uint32_t n = RES_COUNT(st->bos);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct bo_res *b = &st->bos.v[(sel + i) % n];
+
+		if (b->fd == q->fd && b->size && (!placement || b->placement == placement))
+			return b;
 	}
+	return NULL;
 }
 
-/* One packet for queue `q`, naming the file's objects. */
+static struct sem_res *queue_sem(struct state *st, const struct queue_res *q, uint32_t sel)
+{
+	uint32_t n = RES_COUNT(st->sems);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct sem_res *s = &st->sems.v[(sel + i) % n];
+
+		if (s->fd == q->fd)
+			return s;
+	}
+	return NULL;
+}
+
+/* A range of `unit`-aligned bytes in a BO of `size` bytes, at most 64 KiB:
+ * the emulated device's time goes by the byte. */
+static void pick_range(struct rng *r, uint64_t size, uint64_t unit, uint64_t *off, uint64_t *len)
+{
+	uint64_t units = size / unit, first = units ? rng_below(r, units) : 0;
+	uint64_t most = units - first < 65536 / unit ? units - first : 65536 / unit;
+
+	*off = first * unit;
+	*len = most ? (1 + rng_below(r, most)) * unit : unit;
+}
+
+/*
+ * One packet for queue `q`, naming objects of its file. Valid, so that the
+ * queue goes on to issue commands, run them and complete (a queue stops at
+ * its first bad packet); one in eight has one thing wrong with it.
+ */
 static void gen_packet(struct state *st, struct queue_res *q, struct rng *r, struct radiance_packet *out)
 {
 	static const uint8_t kinds[] = {
 		RADIANCE_PACKET_NOP, RADIANCE_PACKET_FENCE, RADIANCE_PACKET_FILL, RADIANCE_PACKET_FILL,
-		RADIANCE_PACKET_COPY, RADIANCE_PACKET_COPY, RADIANCE_PACKET_LAUNCH,
-		RADIANCE_PACKET_READ_COUNTER, RADIANCE_PACKET_TIMESTAMP,
-		RADIANCE_PACKET_WAIT_SEMAPHORE, RADIANCE_PACKET_SIGNAL_SEMAPHORE,
-		RADIANCE_PACKET_SIGNAL_SEMAPHORE, RADIANCE_PACKET_LAUNCH_DESC, 0, 11, 255,
+		RADIANCE_PACKET_FILL, RADIANCE_PACKET_COPY, RADIANCE_PACKET_COPY, RADIANCE_PACKET_COPY,
+		RADIANCE_PACKET_LAUNCH, RADIANCE_PACKET_LAUNCH, RADIANCE_PACKET_LAUNCH_DESC,
+		RADIANCE_PACKET_READ_COUNTER, RADIANCE_PACKET_TIMESTAMP, RADIANCE_PACKET_WAIT_SEMAPHORE,
+		RADIANCE_PACKET_SIGNAL_SEMAPHORE, RADIANCE_PACKET_SIGNAL_SEMAPHORE,
 	};
-	struct bo_res *a = pick_bo(st, rng_below(r, 8)), *b = pick_bo(st, rng_below(r, 8));
-	struct sem_res *s = RES_GET(st->sems, rng_below(r, 8));
+	uint32_t sel = rng_below(r, 8);
+	struct bo_res *vram = queue_bo(st, q, RADIANCE_PLACEMENT_VRAM, sel);
+	struct bo_res *host = queue_bo(st, q, RADIANCE_PLACEMENT_HOST, sel);
+	struct sem_res *s = queue_sem(st, q, sel);
 	uint64_t off, len;
 
 	memset(out, 0, sizeof(*out));
 	out->header.kind = kinds[rng_below(r, sizeof(kinds))];
-	out->header.flags = rng_one_in(r, 16) ? rng_next(r) : rng_below(r, 4);
-	if (rng_one_in(r, 24))
-		out->header.reserved = rng_next(r);
-	if (rng_one_in(r, 24))
-		out->header.pad = rng_next(r);
-	(void)q;
+	out->header.flags = rng_one_in(r, 4) ? RADIANCE_PACKET_BARRIER : 0;
 	switch (out->header.kind) {
 	case RADIANCE_PACKET_FILL: {
 		struct radiance_fill_packet *p = (void *)out;
 
-		p->dst = a ? a->handle : rng_next(r);
-		pick_range(r, a ? a->size : 4096, &off, &len);
+		if (!vram)
+			break;
+		p->dst = vram->handle;
+		p->pattern_size = 1u << rng_below(r, 3);
+		pick_range(r, vram->size, p->pattern_size, &off, &len);
 		p->dst_offset = off;
 		p->size = len;
-		p->pattern_size = rng_one_in(r, 8) ? rng_value(r, NULL) : 1u << rng_below(r, 3);
-		p->pattern = rng_next(r);
+		p->pattern = rng_next(r) & (p->pattern_size == 4 ? ~0u : (1u << (8 * p->pattern_size)) - 1);
 		break;
 	}
 	case RADIANCE_PACKET_COPY: {
 		struct radiance_copy_packet *p = (void *)out;
+		struct bo_res *src = rng_one_in(r, 2) || !host ? vram : host;
+		struct bo_res *dst = src == host || rng_one_in(r, 2) || !host ? vram : host;
 
-		p->src = a ? a->handle : rng_next(r);
-		p->dst = b ? b->handle : rng_next(r);
-		pick_range(r, a ? a->size : 4096, &off, &len);
+		if (!src || !dst)
+			break;
+		p->src = src->handle;
+		p->dst = dst->handle;
+		pick_range(r, src->size < dst->size ? src->size : dst->size, 1, &off, &len);
 		p->src_offset = off;
 		p->size = len;
-		p->dst_offset = rng_one_in(r, 2) ? 0 : rng_value(r, NULL);
+		/* Within one BO, the two halves: ranges must not overlap. */
+		if (src == dst) {
+			p->size = src->size / 2 < len ? src->size / 2 : len;
+			p->src_offset = 0;
+			p->dst_offset = src->size - p->size;
+		}
 		break;
 	}
 	case RADIANCE_PACKET_LAUNCH:
 	case RADIANCE_PACKET_LAUNCH_DESC: {
 		struct radiance_launch_packet *p = (void *)out;
+		struct bo_res *ring = queue_bo(st, q, RADIANCE_PLACEMENT_HOST, sel + 1);
+		int desc = out->header.kind == RADIANCE_PACKET_LAUNCH_DESC;
 
-		p->block = a ? a->handle : rng_next(r);
-		p->block_offset = rng_one_in(r, 4) ? rng_value(r, NULL) : 0;
-		p->block_size = rng_one_in(r, 4) ? rng_value(r, NULL)
-			: out->header.kind == RADIANCE_PACKET_LAUNCH ? sizeof(struct radiance_launch_block) + 16
-								     : sizeof(struct radiance_launch_desc);
-		write_launch(a, p->block_offset, r, out->header.kind == RADIANCE_PACKET_LAUNCH_DESC);
-		if (rng_one_in(r, 3)) {
-			p->printf = b ? b->handle : rng_next(r);
-			p->printf_offset = rng_below(r, 2) * 64;
-			p->printf_size = rng_one_in(r, 2) ? 4 + 256 : rng_value(r, NULL);
+		if (!host || host->size < PAGE)
+			break;
+		p->block = host->handle;
+		p->block_offset = PAGE * rng_below(r, host->size / PAGE);
+		p->block_size = write_launch(host, p->block_offset, r, desc, vram);
+		if (!p->block_size) {
+			p->block = 0;	/* not mapped: a NOP below */
+			break;
+		}
+		/* The printf buffer: another page than the block's. */
+		if (ring && ring->size >= 2 * PAGE && !rng_one_in(r, 3)) {
+			p->printf = ring->handle;
+			p->printf_offset = PAGE * rng_below(r, ring->size / PAGE);
+			if (ring == host && p->printf_offset == p->block_offset)
+				p->printf_offset = (p->printf_offset + PAGE) % ring->size;
+			p->printf_size = 4 + PRINTF_LIMIT;
 		}
 		break;
 	}
@@ -619,30 +840,69 @@ static void gen_packet(struct state *st, struct queue_res *q, struct rng *r, str
 	case RADIANCE_PACKET_TIMESTAMP: {
 		struct radiance_counter_packet *p = (void *)out;
 
-		p->dst = a ? a->handle : rng_next(r);
-		p->counter = rng_one_in(r, 4) ? rng_next(r) : rng_below(r, 3);
-		p->dst_offset = rng_one_in(r, 4) ? rng_value(r, NULL) : 8 * rng_below(r, 8);
+		if (!vram)
+			break;
+		p->dst = vram->handle;
+		p->counter = out->header.kind == RADIANCE_PACKET_READ_COUNTER ? rng_below(r, 3) : 0;
+		p->dst_offset = 8 * rng_below(r, vram->size / 8);
 		break;
 	}
 	case RADIANCE_PACKET_WAIT_SEMAPHORE:
 	case RADIANCE_PACKET_SIGNAL_SEMAPHORE: {
 		struct radiance_semaphore_packet *p = (void *)out;
 
-		p->handle = s ? s->handle : rng_next(r);
-		p->value = s && !rng_one_in(r, 4) ? s->value + rng_below(r, 3) : rng_value(r, NULL);
-		if (s && out->header.kind == RADIANCE_PACKET_SIGNAL_SEMAPHORE && p->value > s->value)
+		if (!s)
+			break;
+		p->handle = s->handle;
+		if (out->header.kind == RADIANCE_PACKET_SIGNAL_SEMAPHORE) {
+			p->value = s->value + 1 + rng_below(r, 3);
 			s->value = p->value;
-		p->skip = rng_one_in(r, 3) ? rng_below(r, 4) : 0;
+		} else {
+			/* Mostly a value reached or about to be; now and then one never is. */
+			p->value = rng_one_in(r, 8) ? s->value + 100 : s->value - rng_below(r, s->value + 1);
+			if (rng_one_in(r, 3)) {
+				out->header.flags |= RADIANCE_PACKET_SKIP_ON_FAILURE;
+				p->skip = rng_below(r, 4);
+			}
+		}
 		break;
 	}
 	default:
-		if (rng_one_in(r, 4))
-			for (int i = 0; i < 7; i++)
-				out->body[i] = rng_next(r);
 		break;
 	}
-	if (rng_one_in(r, 32))
-		out->body[6] = rng_next(r);
+	/* A kind whose objects the file lacks: a NOP instead. */
+	if (out->header.kind != RADIANCE_PACKET_NOP && out->header.kind != RADIANCE_PACKET_FENCE &&
+	    !out->body[0]) {
+		out->header.kind = RADIANCE_PACKET_NOP;
+		out->header.flags = 0;
+	}
+	if (!rng_one_in(r, 8))
+		return;
+	switch (rng_below(r, 6)) {
+	case 0: {
+		static const uint8_t bad_kinds[] = { 0, RADIANCE_PACKET_LAUNCH_DESC + 1, 255 };
+
+		out->header.kind = bad_kinds[rng_below(r, sizeof(bad_kinds))];
+		break;
+	}
+	case 1:
+		out->header.flags = 1u << rng_below(r, 8);
+		break;
+	case 2:
+		if (rng_one_in(r, 2))
+			out->header.reserved = 1 + rng_below(r, 0xffff);
+		else
+			out->header.pad = 1 + rng_below(r, 0xffffffff);
+		break;
+	case 3:
+		/* A handle the file does not have. */
+		out->body[0] ^= (uint64_t)(1 + rng_below(r, 64));
+		break;
+	default:
+		/* Any field: offsets past the end, sizes that wrap, junk in reserved. */
+		out->body[rng_below(r, 7)] = rng_value(r, NULL);
+		break;
+	}
 }
 
 static void queue_publish(struct queue_res *q, uint64_t mode, uint64_t raw)
@@ -654,6 +914,26 @@ static void queue_publish(struct queue_res *q, uint64_t mode, uint64_t raw)
 	else if (mode == 7)
 		wi = raw;
 	guarded_store64((uint64_t *)&q->ctl->write_index, wi);
+}
+
+static int queue_wait(struct state *st, const struct call *c)
+{
+	struct queue_res *q = pick_queue(st, c->res[0]);
+	uint64_t deadline = now_ns() + (c->a[0] % 300) * 1000000ull;
+
+	if (!q || !q->ctl)
+		return -ENOENT;
+	do {
+		uint64_t done = 0;
+		uint64_t status = 0;
+
+		if (guarded_load(&q->ctl->read_index, 8, &done) || guarded_load(&q->ctl->status, 4, &status))
+			return -EFAULT;
+		if (done >= q->written || status != RADIANCE_QUEUE_ACTIVE)
+			return status;
+		usleep(500);
+	} while (now_ns() < deadline);
+	return -ETIME;
 }
 
 static int submit(struct state *st, const struct call *c)
@@ -682,31 +962,23 @@ static int submit(struct state *st, const struct call *c)
 	guarded_load(&q->ctl->needs_kick, 4, &needs_kick);
 	if (needs_kick || (c->a[2] & 8)) {
 		struct radiance_queue_kick k = { .queue_id = q->id };
+		int ret = xioctl(q->fd, RADIANCE_IOCTL_QUEUE_KICK, &k);
 
-		return xioctl(q->fd, RADIANCE_IOCTL_QUEUE_KICK, &k);
+		if (ret)
+			return ret;
 	}
-	return faulted ? -EFAULT : 0;
+	if (faulted)
+		return -EFAULT;
+	/* Half the time, let the device run what was submitted: a program
+	 * that ends at once destroys its queues before their commands issue. */
+	if (c->a[4] % 4 < 2) {
+		struct call wait = { .op = OP_QUEUE_WAIT, .res = { c->res[0] }, .a = { 100 } };
+
+		return queue_wait(st, &wait);
+	}
+	return 0;
 }
 
-static int queue_wait(struct state *st, const struct call *c)
-{
-	struct queue_res *q = pick_queue(st, c->res[0]);
-	uint64_t deadline = now_ns() + (c->a[0] % 30) * 1000000ull;
-
-	if (!q || !q->ctl)
-		return -ENOENT;
-	do {
-		uint64_t done = 0;
-		uint64_t status = 0;
-
-		if (guarded_load(&q->ctl->read_index, 8, &done) || guarded_load(&q->ctl->status, 4, &status))
-			return -EFAULT;
-		if (done >= q->written || status != RADIANCE_QUEUE_ACTIVE)
-			return status;
-		usleep(500);
-	} while (now_ns() < deadline);
-	return -ETIME;
-}
 
 static int sem_wait(struct state *st, const struct call *c)
 {
@@ -1258,7 +1530,8 @@ static int bo_create(struct state *st, const struct call *c, int dev)
 		return ret;
 	bo = RES_ADD(st->bos);
 	*bo = (struct bo_res){ .fd = dev, .handle = a.handle, .placement = a.placement,
-			       .flags = a.flags, .size = a.size, .mmap_offset = a.mmap_offset };
+			       .flags = a.flags, .size = a.size, .mmap_offset = a.mmap_offset,
+			       .device_address = a.device_address };
 	if ((a.flags & RADIANCE_BO_MAPPABLE) && a.size <= (64u << 20))
 		bo->map = map(dev, a.size, PROT_READ | PROT_WRITE, MAP_SHARED, a.mmap_offset);
 	return 0;
@@ -1568,6 +1841,80 @@ static int control_call(struct exec_env *env, struct state *st, const struct cal
 	}
 }
 
+/* Reads a file to its end (or 64 KiB) in reads of `chunk` bytes (a whole
+ * buffer if that is 0 modulo its size). */
+static int read_all(const char *path, size_t chunk)
+{
+	static __thread char buf[4096];
+	size_t total = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t n = 0;
+
+	if (fd < 0)
+		return -errno;
+	chunk %= sizeof(buf);
+	if (!chunk)
+		chunk = sizeof(buf);
+	while (total < 65536 && (n = read(fd, buf, chunk)) > 0)
+		total += n;
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/* What a person debugging sees, read while the program's objects live:
+ * the module's debugfs files (device N's, or the module's own list), and
+ * its tracepoints, turned on, read, cleared and off. */
+static int observe_call(struct exec_env *env, struct state *st, const struct call *c)
+{
+	static const char *const device_files[] = { "mem", "queues", "streams", "semaphores" };
+	static const char *const tracing = "/sys/kernel/debug/tracing";
+	char path[128];
+
+	switch (c->op) {
+	case OP_DEBUGFS_READ:
+		if (c->a[1] % 5 == 4)
+			snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/devices");
+		else
+			snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/radiance%u/%s",
+				 (unsigned int)(c->a[0] % 4), device_files[c->a[1] % 5]);
+		return read_all(path, c->a[2]);
+	case OP_TRACE_EVENTS:
+		switch (c->a[0] % 4) {
+		case 0:
+		case 1: {
+			int fd, on = c->a[0] % 4;
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "%s/events/radiance/enable", tracing);
+			fd = open(path, O_WRONLY | O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			n = write(fd, on ? "1" : "0", 1);
+			close(fd);
+			if (n != 1)
+				return -EIO;
+			__atomic_store_n(&env->tracing, on, __ATOMIC_RELAXED);
+			return 0;
+		}
+		case 2:
+			snprintf(path, sizeof(path), "%s/trace", tracing);
+			return read_all(path, 0);
+		default: {
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/trace", tracing);
+			fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			close(fd);
+			return 0;
+		}
+		}
+	default:
+		return -ENOSYS;
+	}
+}
+
 static call_fn *const call_fns[OP_COUNT] = {
 	[OP_OPEN_DEVICE] = fd_call, [OP_CLOSE] = fd_call, [OP_DUP] = fd_call,
 	[OP_GET_INFO] = fd_call, [OP_RAW_IOCTL] = fd_call, [OP_POLL] = fd_call,
@@ -1587,6 +1934,7 @@ static call_fn *const call_fns[OP_COUNT] = {
 	[OP_USER_HOST_ACCESS] = control_call, [OP_USER_RESET] = control_call,
 	[OP_CONTROL_READ] = control_call, [OP_CONTROL_WRITE] = control_call,
 	[OP_USER_SERVE] = control_call, [OP_USER_RETIRE] = control_call, [OP_USER_PROGRESS] = control_call,
+	[OP_DEBUGFS_READ] = observe_call, [OP_TRACE_EVENTS] = observe_call,
 };
 
 /* Runs one call; returns its result (0, a count, or -errno). */
@@ -1680,6 +2028,9 @@ int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, int t
 	env->kcov.fd = -1;
 	env->remote.fd = -1;
 	env->peer = -1;
+	/* Slab allocations and user copies fail on a call's fail_nth; page
+	 * allocations do not: their numbering moves between runs. */
+	env->fail_nth = fault_setup(text, FAULT_SLAB | FAULT_USERCOPY) ? -1 : fault_open();
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -1730,6 +2081,8 @@ void exec_env_fini(struct exec_env *env)
 	}
 	kcov_close(&env->kcov);
 	kcov_close(&env->remote);
+	if (env->fail_nth >= 0)
+		close(env->fail_nth);
 }
 
 uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
@@ -1753,11 +2106,16 @@ uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
 		}
 		if (env->kcov.fd >= 0)
 			kcov_start(&env->kcov, KCOV_TRACE_PC);
+		if (c->fail_nth && env->fail_nth >= 0)
+			fault_arm(env->fail_nth, c->fail_nth);
 		ret = call_exec(env, st, c);
+		if (c->fail_nth && env->fail_nth >= 0)
+			fault_arm(env->fail_nth, 0);
 		if (env->kcov.fd >= 0)
 			fresh += kcov_collect_pcs(&env->kcov, env->maps, env->nmaps);
 		if (trace)
-			printf("# %2u: %s = %d (%s)\n", i, op_name(c->op), ret, ret < 0 ? strerror(-ret) : "ok");
+			printf("# %2u: %s = %d (%s), fail-nth %u\n", i, op_name(c->op), ret,
+			       ret < 0 ? strerror(-ret) : "ok", c->fail_nth);
 	}
 	wait_async(env);
 	/* The cleanup's coverage (release, teardown of what is left) counts too. */
@@ -1765,6 +2123,11 @@ uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
 		kcov_start(&env->kcov, KCOV_TRACE_PC);
 	maps_drop_all();
 	close_range(env->fd_base, ~0u, 0);
+	if (__atomic_exchange_n(&env->tracing, 0, __ATOMIC_RELAXED)) {
+		struct call off = { .op = OP_TRACE_EVENTS };
+
+		call_exec(env, st, &off);
+	}
 	if (env->kcov.fd >= 0)
 		fresh += kcov_collect_pcs(&env->kcov, env->maps, env->nmaps);
 	/* What the work items did for the program, as far as they got. */

@@ -5,7 +5,8 @@
  * rings; mmap at real and bogus offsets; dma-bufs and sync_files from the
  * driver, udmabuf and sw_sync; fds passed to another process; fork with
  * live objects; signals into blocking waits; serving the devices a program
- * declares on the control node.
+ * declares on the control node; reading the module's debugfs statistics and
+ * its tracepoints while all this goes on.
  */
 #ifndef RADIANCE_FUZZ_CALLS_H
 #define RADIANCE_FUZZ_CALLS_H
@@ -59,6 +60,9 @@ enum op {
 	OP_USER_SERVE,
 	OP_USER_RETIRE,
 	OP_USER_PROGRESS,
+	/* New ones go here: a corpus names calls by number. */
+	OP_DEBUGFS_READ,
+	OP_TRACE_EVENTS,
 	OP_COUNT
 };
 
@@ -66,6 +70,11 @@ const char *op_name(enum op op);
 enum op call_pick_op(struct rng *r);
 /* A call of `op` with arguments that are mostly valid, sometimes not. */
 void call_generate(struct call *c, enum op op, struct rng *r, const struct hints *h);
+/* Appends `c` to `p`, after the calls that make what it needs and that
+ * `p` lacks (a device file, BOs, a semaphore, a queue, a control file), as
+ * syzkaller chains resources: a submission then names a queue, BOs and a
+ * semaphore of one file, and its packets can run. False if `p` is full. */
+int call_append(struct prog *p, const struct call *c, struct rng *r, const struct hints *h);
 
 /* What a worker keeps between programs: its coverage maps (shared with the
  * processes it forks), its KCOV and the remote one of its work items, the peer process that takes fds over a
@@ -77,6 +86,8 @@ struct exec_env {
 	const struct module_text *text;
 	struct kcov kcov;
 	struct kcov remote;	/* the work items' coverage for this worker's tasks */
+	int fail_nth;		/* the main thread's fail-nth file, or -1 */
+	int tracing;		/* a program turned the module's events on */
 	int peer;		/* unix socket to the peer process */
 	pid_t peer_pid;
 	int fd_base;		/* fds from here up belong to the running program */

@@ -44,14 +44,21 @@ uint64_t rng_value(struct rng *r, const struct hints *hints)
 
 void prog_generate(struct prog *p, struct rng *r, const struct hints *h, uint32_t len)
 {
+	/* Now and then without the objects its calls need, to fail them. */
+	int chain = !rng_one_in(r, 8);
+
 	memset(p, 0, sizeof(*p));
 	if (len > PROG_MAX_CALLS)
 		len = PROG_MAX_CALLS;
-	/* Most programs start from an open device file, as a process would. */
-	if (!rng_one_in(r, 8))
-		call_generate(&p->c[p->n++], OP_OPEN_DEVICE, r, h);
-	while (p->n < len)
-		call_generate(&p->c[p->n++], call_pick_op(r), r, h);
+	while (p->n < len) {
+		struct call c;
+
+		call_generate(&c, call_pick_op(r), r, h);
+		if (!chain)
+			p->c[p->n++] = c;
+		else if (!call_append(p, &c, r, h))
+			break;
+	}
 }
 
 static void insert_call(struct prog *p, uint32_t at, const struct call *c)
@@ -74,7 +81,7 @@ void prog_mutate(struct prog *p, struct rng *r, const struct hints *h, const str
 	}
 	i = rng_below(r, p->n);
 	c = &p->c[i];
-	switch (rng_below(r, 9)) {
+	switch (rng_below(r, 10)) {
 	case 0:
 	case 1:
 	case 2: {
@@ -110,6 +117,10 @@ void prog_mutate(struct prog *p, struct rng *r, const struct hints *h, const str
 		break;
 	case 7:
 		c->async ^= 1;
+		break;
+	case 8:
+		/* An error path: fail one of the call's allocations, or none. */
+		c->fail_nth = rng_one_in(r, 3) ? 0 : 1 + rng_below(r, 16);
 		break;
 	default:
 		/* Splice: our head, the other's tail. */

@@ -24,7 +24,8 @@
 struct call {
 	uint16_t op;		/* enum op (calls.h) */
 	uint8_t async;		/* run on the program's second thread */
-	uint8_t pad;
+	uint8_t fail_nth;	/* fail its n-th allocation or user copy
+				 * (if not async); 0: none */
 	uint32_t res[CALL_RES];
 	uint64_t a[CALL_ARGS];
 };
