@@ -500,7 +500,9 @@ static unsigned int prog_makes(const struct prog *p)
 			made |= NEED_CTL;
 			break;
 		case OP_USER_DECLARE:
-			made |= NEED_USER_DEVICE;
+			/* It opens the device it declares: the calls after it
+			 * make their objects there, and its server answers. */
+			made |= NEED_USER_DEVICE | NEED_DEV;
 			break;
 		default:
 			break;
