@@ -846,7 +846,7 @@ static void gen_packet(struct state *st, struct queue_res *q, struct rng *r, str
 			break;
 		p->dst = vram->handle;
 		p->counter = out->header.kind == RADIANCE_PACKET_READ_COUNTER ? rng_below(r, 3) : 0;
-		p->dst_offset = 8 * rng_below(r, vram->size / 8);
+		p->dst_offset = vram->size >= 8 ? 8 * rng_below(r, vram->size / 8) : 0;
 		break;
 	}
 	case RADIANCE_PACKET_WAIT_SEMAPHORE:
@@ -861,7 +861,8 @@ static void gen_packet(struct state *st, struct queue_res *q, struct rng *r, str
 			s->value = p->value;
 		} else {
 			/* Mostly a value reached or about to be; now and then one never is. */
-			p->value = rng_one_in(r, 8) ? s->value + 100 : s->value - rng_below(r, s->value + 1);
+			p->value = rng_one_in(r, 8) ? s->value + 100
+						     : s->value - rng_below(r, (s->value < 3 ? s->value : 3) + 1);
 			if (rng_one_in(r, 3)) {
 				out->header.flags |= RADIANCE_PACKET_SKIP_ON_FAILURE;
 				p->skip = rng_below(r, 4);
