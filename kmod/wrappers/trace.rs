@@ -23,12 +23,12 @@ macro_rules! events {
             #[allow(clippy::too_many_arguments)]
             pub(crate) fn $name($($arg: $ty),*) {
                 #[cfg(not(radiance_no_trace))]
-                // SAFETY: the C function takes only integers, copies them
-                // into the trace buffer if its event is on, and may be
-                // called from any context, atomic ones included, as a
-                // tracepoint may.
-                unsafe {
-                    $c($($arg),*)
+                {
+                    // SAFETY: the C function takes only integers, copies
+                    // them into the trace buffer if its event is on, and
+                    // may be called from any context, atomic ones
+                    // included, as a tracepoint may.
+                    unsafe { $c($($arg),*) }
                 }
                 #[cfg(radiance_no_trace)]
                 let _ = ($($arg),*);
