@@ -36,6 +36,7 @@ use crate::{
         FileKind,
         NodeFile, //
     },
+    pending_fd::PendingFd,
     queue::{
         FileObjects,
         Queue, //
@@ -240,7 +241,7 @@ impl Context {
     }
 
     /// BO_EXPORT.
-    pub(crate) fn bo_export(&self, args: &mut uapi::BoExport) -> Result {
+    pub(crate) fn bo_export(&self, args: &mut uapi::BoExport) -> Result<PendingFd> {
         if args.pad != 0 || args.flags & !uapi::export_flags::ALL != 0 {
             return Err(EINVAL);
         }
@@ -250,8 +251,9 @@ impl Context {
             return Err(EINVAL);
         }
         let owner = &<crate::driver::Radiance as ModuleMetadata>::THIS_MODULE;
-        args.fd = dma_buf::export(bo, owner, args.flags & uapi::export_flags::CLOEXEC != 0)?;
-        Ok(())
+        let fd = dma_buf::export(bo, owner, args.flags & uapi::export_flags::CLOEXEC != 0)?;
+        args.fd = fd.number();
+        Ok(fd)
     }
 
     /// BO_IMPORT.
@@ -366,13 +368,17 @@ impl Context {
     }
 
     /// SEM_EXPORT_SYNC_FILE.
-    pub(crate) fn sem_export_sync_file(&self, args: &mut uapi::SemExportSyncFile) -> Result {
+    pub(crate) fn sem_export_sync_file(
+        &self,
+        args: &mut uapi::SemExportSyncFile,
+    ) -> Result<PendingFd> {
         if args.pad != 0 || args.flags & !uapi::export_flags::ALL != 0 {
             return Err(EINVAL);
         }
         let fence = self.sems.fence(args.handle, args.value)?;
-        args.fd = sync_file::export(&fence, args.flags & uapi::export_flags::CLOEXEC != 0)?;
-        Ok(())
+        let fd = sync_file::export(&fence, args.flags & uapi::export_flags::CLOEXEC != 0)?;
+        args.fd = fd.number();
+        Ok(fd)
     }
 
     /// SEM_IMPORT_SYNC_FILE.

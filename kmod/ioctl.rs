@@ -8,7 +8,8 @@
 //! a size the struct was released with ([`IoctlArg::SIZES`]) is accepted: a
 //! shorter (older) struct is zero-extended and only its own bytes are
 //! copied back. Any other size is EINVAL; a number or direction we do not
-//! know is ENOTTY.
+//! know is ENOTTY. An fd an ioctl makes is installed only after its answer
+//! is copied back, so that a copy that faults leaves none behind.
 
 use kernel::{
     prelude::*,
@@ -26,6 +27,7 @@ use kernel::{
 use crate::{
     control::ControlFile,
     file::Context,
+    pending_fd::PendingFd,
     uapi::{
         self,
         IoctlCmd, //
@@ -106,6 +108,22 @@ unsafe impl FromBytes for uapi::LaunchBlock {}
 // the uapi layout test): no byte is uninitialised, no interior mutability.
 unsafe impl AsBytes for uapi::UserInlineBlock {}
 
+/// What a handler leaves to do once its answer is in user memory: nothing,
+/// or install the fd the answer names.
+trait Publish {
+    fn publish(self);
+}
+
+impl Publish for () {
+    fn publish(self) {}
+}
+
+impl Publish for PendingFd {
+    fn publish(self) {
+        self.install();
+    }
+}
+
 /// Routes an ioctl on a device file.
 pub(crate) fn dispatch(ctx: ArcBorrow<'_, Context>, cmd: u32, arg: usize) -> Result<isize> {
     let cmd = IoctlCmd::decode(cmd);
@@ -170,11 +188,12 @@ pub(crate) fn dispatch_control(ctl: &ControlFile, cmd: u32, arg: usize) -> Resul
     }
 }
 
-/// Copies an `_IOWR` argument in, runs `handler` on it and copies it back.
-fn call<T: IoctlArg>(
+/// Copies an `_IOWR` argument in, runs `handler` on it, copies it back and
+/// then publishes what the handler made.
+fn call<T: IoctlArg, R: Publish>(
     cmd: IoctlCmd,
     arg: usize,
-    handler: impl FnOnce(&mut T) -> Result,
+    handler: impl FnOnce(&mut T) -> Result<R>,
 ) -> Result<isize> {
     if cmd.dir != uapi::IOC_READ | uapi::IOC_WRITE {
         return Err(ENOTTY);
@@ -202,8 +221,12 @@ fn call<T: IoctlArg>(
     // The whole struct is compared, a constant size (a few word compares
     // for the small ones); a change past an older layout's end only
     // copies back its unchanged bytes.
+    // A failed copy drops what the handler made (an fd is put back).
     if (result.is_ok() || T::COPY_BACK_ON_ERROR) && read.as_bytes() != value.as_bytes() {
         writer.write_slice(value.as_bytes().get(..cmd.size).ok_or(EINVAL)?)?;
     }
-    result.map(|()| 0)
+    result.map(|made| {
+        made.publish();
+        0
+    })
 }

@@ -47,6 +47,7 @@ use wrappers::{
     host_mem,
     kcov,
     misc_node,
+    pending_fd,
     raw,
     sg_table,
     sleep_lock,

@@ -15,7 +15,10 @@
 
 use core::{
     marker::PhantomData,
-    ptr::null_mut, //
+    ptr::{
+        null_mut,
+        NonNull, //
+    },
 };
 use kernel::{
     bindings,
@@ -43,10 +46,13 @@ use kernel::{
     ThisModule,
 };
 
-use crate::sg_table::{
-    DmaSgTable,
-    Handover,
-    MappedTable, //
+use crate::{
+    pending_fd::PendingFd,
+    sg_table::{
+        DmaSgTable,
+        Handover,
+        MappedTable, //
+    },
 };
 
 // Exported by mm/vmalloc.c; 7.3's bindings do not include them.
@@ -69,14 +75,19 @@ pub(crate) trait Exportable: Send + Sync + 'static {
     fn map(&self, vma: &VmaMixedMap, first: usize) -> Result;
 }
 
-/// Exports `obj` as a new dma-buf file descriptor, read-write, close-on-exec
-/// if asked; the buffer holds `owner` while it lives. EINVAL unless `obj` is
-/// whole pages.
-pub(crate) fn export<T: Exportable>(obj: Arc<T>, owner: &ThisModule, cloexec: bool) -> Result<i32> {
+/// Exports `obj` as a new dma-buf, read-write, under an fd reserved
+/// (close-on-exec if asked) for the caller to install; the buffer holds
+/// `owner` while it lives. EINVAL unless `obj` is whole pages.
+pub(crate) fn export<T: Exportable>(
+    obj: Arc<T>,
+    owner: &ThisModule,
+    cloexec: bool,
+) -> Result<PendingFd> {
     let size = usize::try_from(obj.size())?;
     if size == 0 || size % PAGE_SIZE != 0 {
         return Err(EINVAL);
     }
+    let reservation = PendingFd::reserve(cloexec)?;
     let info = bindings::dma_buf_export_info {
         exp_name: c"radiance".as_char_ptr(),
         owner: owner.as_ptr(),
@@ -97,19 +108,13 @@ pub(crate) fn export<T: Exportable>(obj: Arc<T>, owner: &ThisModule, cloexec: bo
             return Err(e);
         }
     };
-    let fd_flags = if cloexec {
-        bindings::O_CLOEXEC as i32
-    } else {
-        0
-    };
-    // SAFETY: `dmabuf` was just exported and we hold its only reference.
-    let fd = unsafe { bindings::dma_buf_fd(dmabuf, fd_flags) };
-    if fd < 0 {
-        // SAFETY: our reference; dropping it releases the buffer and `obj`.
-        unsafe { bindings::dma_buf_put(dmabuf) };
-        return Err(Error::from_errno(fd));
-    }
-    Ok(fd)
+    // SAFETY: `dmabuf` was just exported; our reference to it is the one
+    // reference to its file (dma_buf_put is an fput of that file).
+    let file = unsafe { (*dmabuf).file };
+    // dma_buf_export makes the file with the buffer: never NULL.
+    let file = NonNull::new(file).ok_or(ENOMEM)?;
+    // SAFETY: `file` is live and its reference is ours to hand over.
+    Ok(unsafe { PendingFd::new(reservation, file) })
 }
 
 /// The exporter callbacks for buffers over a `T`.

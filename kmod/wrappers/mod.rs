@@ -13,6 +13,7 @@ pub(crate) mod host_map;
 pub(crate) mod host_mem;
 pub(crate) mod kcov;
 pub(crate) mod misc_node;
+pub(crate) mod pending_fd;
 pub(crate) mod raw;
 pub(crate) mod sg_table;
 pub(crate) mod sleep_lock;

@@ -10,7 +10,10 @@ use kernel::{
     prelude::*, //
 };
 
-use crate::dma_fence::Fence;
+use crate::{
+    dma_fence::Fence,
+    pending_fd::PendingFd, //
+};
 
 /// The start of `struct sync_file`: only `file` (a `struct file *`) is
 /// used.
@@ -24,25 +27,22 @@ extern "C" {
     fn sync_file_get_fence(fd: c_int) -> *mut bindings::dma_fence;
 }
 
-/// A new sync_file fd (close-on-exec if asked) for `fence`.
-pub(crate) fn export(fence: &Fence, cloexec: bool) -> Result<i32> {
-    let flags = if cloexec { bindings::O_CLOEXEC } else { 0 };
-    // SAFETY: no preconditions; the fd is reserved until installed or put.
-    let fd = unsafe { bindings::get_unused_fd_flags(flags) };
-    if fd < 0 {
-        return Err(Error::from_errno(fd));
-    }
+/// A new sync_file for `fence`, under an fd reserved (close-on-exec if
+/// asked) for the caller to install.
+pub(crate) fn export(fence: &Fence, cloexec: bool) -> Result<PendingFd> {
+    let reservation = PendingFd::reserve(cloexec)?;
     // SAFETY: `fence` is live; the sync_file takes its own reference.
     let sync_file = unsafe { sync_file_create(fence.as_raw()) };
     if sync_file.is_null() {
-        // SAFETY: `fd` was reserved in this function and never installed.
-        unsafe { bindings::put_unused_fd(fd as u32) };
         return Err(ENOMEM);
     }
-    // SAFETY: a new sync_file owns its file; installing hands that
-    // reference to the fd table.
-    unsafe { bindings::fd_install(fd as u32, (*sync_file).file.cast()) };
-    Ok(fd)
+    // SAFETY: a new sync_file is live; it owns its file, whose reference
+    // (the only one) is handed over, and lives as long as that file.
+    let file = unsafe { (*sync_file).file }.cast::<bindings::file>();
+    // sync_file_create makes the file with the sync_file: never NULL.
+    let file = NonNull::new(file).ok_or(ENOMEM)?;
+    // SAFETY: `file` is live and that reference is now ours to give.
+    Ok(unsafe { PendingFd::new(reservation, file) })
 }
 
 /// The fence behind a sync_file fd (EINVAL if `fd` is no sync_file).

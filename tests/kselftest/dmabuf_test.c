@@ -210,6 +210,23 @@ TEST_F(dmabuf, export_without_cloexec_and_cpu_access_sync)
 	close(dmabuf);
 }
 
+TEST_F(dmabuf, an_export_whose_answer_faults_leaves_no_fd_nor_buffer)
+{
+	struct radiance_bo_export args = { .flags = RADIANCE_EXPORT_CLOEXEC };
+	int h = radiance_bo_create(self->fd, RADIANCE_PLACEMENT_HOST, 4096, RADIANCE_BO_MAPPABLE, NULL);
+	int free_fd = radiance_lowest_free_fd();
+
+	ASSERT_LT(0, h);
+	ASSERT_LE(0, free_fd);
+	args.handle = h;
+	EXPECT_EQ(-EFAULT, radiance_ioctl_read_only(self->fd, RADIANCE_IOCTL_BO_EXPORT, &args));
+	EXPECT_EQ(free_fd, radiance_lowest_free_fd())
+		TH_LOG("the failed export left fd %d open, a number the caller never got", free_fd);
+	/* No dma-buf holds the BO: its pages go with its handle. */
+	ASSERT_EQ(0, radiance_bo_destroy(self->fd, h));
+	EXPECT_EQ(0, radiance_mem_stat("host_pinned"));
+}
+
 TEST_F(dmabuf, export_outlives_destroy_and_close)
 {
 	struct radiance_bo_create c;

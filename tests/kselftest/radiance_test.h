@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -184,6 +185,34 @@ static inline int radiance_served_by_soc(void)
 static inline uint32_t radiance_test_backend(void)
 {
 	return radiance_served_by_bridge() ? RADIANCE_BACKEND_USER : RADIANCE_BACKEND_EMULATED;
+}
+
+/*
+ * Ioctl `cmd` with a copy of its argument `arg` in a read-only page, so
+ * that the driver cannot copy its answer back: what it returns, or -errno.
+ */
+static inline int radiance_ioctl_read_only(int fd, unsigned long cmd, const void *arg)
+{
+	void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ret;
+
+	if (page == MAP_FAILED)
+		return -errno;
+	memcpy(page, arg, _IOC_SIZE(cmd));
+	ret = mprotect(page, 4096, PROT_READ) ? -errno : radiance_ioctl(fd, cmd, page);
+	munmap(page, 4096);
+	return ret;
+}
+
+/* The lowest free fd, which the next file opened gets; -errno if none. */
+static inline int radiance_lowest_free_fd(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return fd;
 }
 
 /* A new BO's handle, or -errno; `out` (if given) gets what BO_CREATE said. */

@@ -114,6 +114,20 @@ TEST_F(sync, exported_fence_signals_when_the_value_is_reached)
 	close(later);
 }
 
+TEST_F(sync, an_export_whose_answer_faults_leaves_no_fd)
+{
+	struct radiance_sem_export_sync_file args = { .value = 1, .flags = RADIANCE_EXPORT_CLOEXEC };
+	int h = radiance_sem_create(self->fd, 1), free_fd = radiance_lowest_free_fd();
+
+	ASSERT_LT(0, h);
+	ASSERT_LE(0, free_fd);
+	args.handle = h;
+	EXPECT_EQ(-EFAULT,
+		  radiance_ioctl_read_only(self->fd, RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE, &args));
+	EXPECT_EQ(free_fd, radiance_lowest_free_fd())
+		TH_LOG("the failed export left fd %d open, a number the caller never got", free_fd);
+}
+
 TEST_F(sync, exported_fence_carries_failure_and_cancellation)
 {
 	int h = radiance_sem_create(self->fd, 0), g = radiance_sem_create(self->fd, 0);
