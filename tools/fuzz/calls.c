@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -77,6 +78,7 @@ struct state {
 	RES_LIST(struct queue_res, queues);
 	RES_LIST(struct { void *p; size_t len; }, maps);
 	uint32_t user_frame;	/* frame bytes of the device declared last */
+	int user_inline;	/* it declared RADIANCE_USER_DECLARE_INLINE_BLOCKS */
 };
 
 #define RES_ADD(list) (&(list).v[(list).n++ % RES_MAX])
@@ -254,37 +256,58 @@ enum op call_pick_op(struct rng *r)
 	return OP_GET_INFO;
 }
 
-/* Mostly v, sometimes anything: for fields that must be zero or valid. */
-static uint64_t mostly(struct rng *r, const struct hints *h, uint64_t v)
+/* How a call's arguments are drawn: mostly as a valid call has them and
+ * sometimes anything, or, for a creator that call_append puts before a
+ * call (`valid`), only as a valid call has them. */
+struct gen {
+	struct rng *r;
+	const struct hints *h;
+	int valid;
+};
+
+/* True once in n, never for a valid call: where an argument goes wild. */
+static int wild(struct gen *g, uint64_t n)
 {
-	return rng_one_in(r, 12) ? rng_value(r, h) : v;
+	return !g->valid && rng_one_in(g->r, n);
 }
 
-void call_generate(struct call *c, enum op op, struct rng *r, const struct hints *h)
+/* Mostly v, sometimes anything: for fields that must be zero or valid. */
+static uint64_t mostly(struct gen *g, uint64_t v)
 {
+	return wild(g, 12) ? rng_value(g->r, g->h) : v;
+}
+
+static void generate(struct call *c, enum op op, struct gen *g)
+{
+	struct rng *r = g->r;
+	const struct hints *h = g->h;
+
 	memset(c, 0, sizeof(*c));
 	c->op = op;
-	c->async = rng_one_in(r, 10);
-	c->fail_nth = rng_one_in(r, 16) ? 1 + rng_below(r, 8) : 0;
+	c->how = wild(g, 10) ? CALL_ASYNC : 0;
+	if (wild(g, 16))
+		c->how |= (1 + rng_below(r, ARG_PLACES - 1)) << CALL_PLACE_SHIFT;
+	c->fail_nth = wild(g, 16) ? 1 + rng_below(r, 8) : 0;
 	for (int i = 0; i < CALL_RES; i++)
 		c->res[i] = rng_one_in(r, 24) ? RES_RAW : rng_below(r, 8);
 	for (int i = 0; i < CALL_ARGS; i++)
 		c->a[i] = rng_value(r, h);
 	switch (op) {
 	case OP_OPEN_DEVICE:
-		c->a[0] = rng_one_in(r, 16) ? rng_below(r, 8) : rng_below(r, 2);
-		c->a[1] = rng_below(r, 4);
+		c->a[0] = wild(g, 16) ? rng_below(r, 8) : rng_below(r, 2);
+		/* Bit 0: O_NONBLOCK, bit 1: O_RDONLY; a creator's is O_RDWR. */
+		c->a[1] = g->valid ? 0 : rng_below(r, 4);
 		break;
 	case OP_GET_INFO:
 		c->a[0] = rng_below(r, 6);
-		c->a[2] = mostly(r, h, 0);
-		c->a[3] = mostly(r, h, 0);
+		c->a[2] = mostly(g, 0);
+		c->a[3] = mostly(g, 0);
 		break;
 	case OP_BO_CREATE:
-		c->a[0] = rng_one_in(r, 3) ? rng_value(r, h) : (1 + rng_below(r, 16)) * PAGE;
-		c->a[1] = mostly(r, h, 1 + rng_below(r, 2));
-		c->a[2] = mostly(r, h, rng_below(r, 4));
-		c->a[3] = mostly(r, h, 0);
+		c->a[0] = wild(g, 3) ? rng_value(r, h) : (1 + rng_below(r, 16)) * PAGE;
+		c->a[1] = mostly(g, 1 + rng_below(r, 2));
+		c->a[2] = mostly(g, rng_below(r, 4));
+		c->a[3] = mostly(g, 0);
 		c->a[4] = rng_one_in(r, 2) ? rng_below(r, 64) * PAGE : rng_value(r, h);
 		break;
 	case OP_BO_DESTROY:
@@ -295,45 +318,45 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 	case OP_QUEUE_QUERY:
 	case OP_QUEUE_KICK:
 	case OP_USER_RESET:
-		c->a[0] = mostly(r, h, 0);
-		c->a[1] = mostly(r, h, 0);
+		c->a[0] = mostly(g, 0);
+		c->a[1] = mostly(g, 0);
 		break;
 	case OP_BO_EXPORT:
 	case OP_BO_IMPORT:
 	case OP_SEM_IMPORT_SYNC_FILE:
-		c->a[0] = mostly(r, h, rng_below(r, 2));
-		c->a[1] = mostly(r, h, 0);
-		c->a[2] = mostly(r, h, rng_below(r, 8));
+		c->a[0] = mostly(g, rng_below(r, 2));
+		c->a[1] = mostly(g, 0);
+		c->a[2] = mostly(g, rng_below(r, 8));
 		break;
 	case OP_SEM_CREATE:
-		c->a[0] = rng_one_in(r, 4) ? rng_value(r, h) : rng_below(r, 4);
-		c->a[1] = mostly(r, h, 0);
+		c->a[0] = wild(g, 4) ? rng_value(r, h) : rng_below(r, 4);
+		c->a[1] = mostly(g, 0);
 		break;
 	case OP_SEM_SIGNAL:
 	case OP_SEM_EXPORT_SYNC_FILE:
 		c->a[0] = rng_below(r, 4);
 		c->a[1] = rng_below(r, 8);	/* bit 0: raw value a[2] */
 		c->a[2] = rng_value(r, h);
-		c->a[3] = mostly(r, h, 0);
+		c->a[3] = mostly(g, 0);
 		break;
 	case OP_SEM_FAIL:
-		c->a[0] = mostly(r, h, 1 + rng_below(r, 133));
+		c->a[0] = mostly(g, 1 + rng_below(r, 133));
 		break;
 	case OP_SEM_IMPORT_HANDLE:
-		c->a[0] = mostly(r, h, 0);
+		c->a[0] = mostly(g, 0);
 		break;
 	case OP_SEM_WAIT:
 	case OP_SIGNAL_WAIT:
-		c->a[0] = mostly(r, h, 1 + rng_below(r, 4));
-		c->a[1] = mostly(r, h, rng_below(r, 2));
+		c->a[0] = mostly(g, 1 + rng_below(r, 4));
+		c->a[1] = mostly(g, rng_below(r, 2));
 		c->a[2] = rng_below(r, 5);
 		c->a[3] = rng_below(r, 20);
 		c->a[4] = rng_below(r, 16);
 		break;
 	case OP_QUEUE_CREATE:
-		c->a[0] = mostly(r, h, 16u << rng_below(r, 6));
-		c->a[1] = mostly(r, h, 0);
-		c->a[2] = mostly(r, h, 0);
+		c->a[0] = mostly(g, 16u << rng_below(r, 6));
+		c->a[1] = mostly(g, 0);
+		c->a[2] = mostly(g, 0);
 		break;
 	case OP_SUBMIT:
 		c->a[0] = rng_below(r, 12);
@@ -347,7 +370,7 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 		break;
 	case OP_MMAP:
 		c->a[0] = rng_below(r, 7);
-		c->a[1] = rng_one_in(r, 4) ? rng_value(r, h) : 0;
+		c->a[1] = wild(g, 4) ? rng_value(r, h) : 0;
 		c->a[2] = rng_below(r, 6);
 		c->a[3] = rng_below(r, 8);
 		break;
@@ -363,35 +386,35 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 		c->a[1] = rng_next(r);
 		break;
 	case OP_UDMABUF:
-		c->a[0] = rng_one_in(r, 4) ? rng_value(r, h) : (1 + rng_below(r, 8)) * PAGE;
-		c->a[1] = mostly(r, h, 0);
+		c->a[0] = wild(g, 4) ? rng_value(r, h) : (1 + rng_below(r, 8)) * PAGE;
+		c->a[1] = mostly(g, 0);
 		break;
 	case OP_SW_SYNC_FENCE:
 	case OP_SW_SYNC_INC:
 		c->a[0] = rng_below(r, 8);
 		break;
 	case OP_USER_DECLARE:
-		c->a[0] = mostly(r, h, 1 + rng_below(r, 2));
-		c->a[1] = mostly(r, h, 1 + rng_below(r, 4));
-		c->a[2] = mostly(r, h, 1 + rng_below(r, 16));
-		c->a[3] = mostly(r, h, 0x01040401);
-		c->a[4] = mostly(r, h, (1 + rng_below(r, 16)) << 20);
+		c->a[0] = mostly(g, 1 + rng_below(r, 2));
+		c->a[1] = mostly(g, 1 + rng_below(r, 4));
+		c->a[2] = mostly(g, 1 + rng_below(r, 16));
+		c->a[3] = mostly(g, 0x01040401);
+		c->a[4] = mostly(g, (1 + rng_below(r, 16)) << 20);
 		/* The flags (every one known is below 16) over the caps. */
-		c->a[5] = mostly(r, h, (uint64_t)rng_below(r, 16) << 32);
+		c->a[5] = mostly(g, (uint64_t)rng_below(r, 16) << 32);
 		break;
 	case OP_USER_RETIRE:
-		c->a[0] = mostly(r, h, rng_below(r, 16));
-		c->a[1] = mostly(r, h, 0);
+		c->a[0] = mostly(g, rng_below(r, 16));
+		c->a[1] = mostly(g, 0);
 		break;
 	case OP_USER_PROGRESS:
-		c->a[0] = mostly(r, h, rng_below(r, 4));
-		c->a[1] = mostly(r, h, 0);
-		c->a[2] = mostly(r, h, 1 + rng_below(r, 1 << 16));
+		c->a[0] = mostly(g, rng_below(r, 4));
+		c->a[1] = mostly(g, 0);
+		c->a[2] = mostly(g, 1 + rng_below(r, 1 << 16));
 		break;
 	case OP_USER_HOST_ACCESS:
 		c->a[0] = rng_below(r, 4);
 		c->a[3] = rng_one_in(r, 2) ? rng_below(r, 256) : rng_value(r, h);
-		c->a[4] = mostly(r, h, 0);
+		c->a[4] = mostly(g, 0);
 		break;
 	case OP_CONTROL_READ:
 	case OP_CONTROL_WRITE:
@@ -407,7 +430,7 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 		break;
 	case OP_USER_SERVE:
 		/* Mostly answered as a server would. */
-		c->a[1] = rng_one_in(r, 3) ? rng_next(r) : 0;
+		c->a[1] = wild(g, 3) ? rng_next(r) : 0;
 		c->a[2] = rng_one_in(r, 2) ? rng_below(r, 4) : rng_value(r, h);
 		c->a[4] = rng_below(r, 4);
 		break;
@@ -416,7 +439,14 @@ void call_generate(struct call *c, enum op op, struct rng *r, const struct hints
 	}
 }
 
-/* What a call needs made before it, in the order they are made. */
+void call_generate(struct call *c, enum op op, struct rng *r, const struct hints *h)
+{
+	struct gen g = { .r = r, .h = h };
+
+	generate(c, op, &g);
+}
+
+/* What a call needs made before it. */
 enum need {
 	NEED_DEV = 1 << 0,
 	NEED_VRAM_BO = 1 << 1,
@@ -513,60 +543,47 @@ static unsigned int prog_makes(const struct prog *p)
 
 int call_append(struct prog *p, const struct call *c, struct rng *r, const struct hints *h)
 {
+	/* In the order they are made: a device file before its objects. */
+	static const struct {
+		unsigned int need;
+		enum op op;
+	} creators[] = {
+		{ NEED_CTL, OP_CONTROL_OPEN }, { NEED_USER_DEVICE, OP_USER_DECLARE },
+		{ NEED_DEV, OP_OPEN_DEVICE }, { NEED_VRAM_BO, OP_BO_CREATE },
+		{ NEED_HOST_BO, OP_BO_CREATE }, { NEED_SEM, OP_SEM_CREATE },
+		{ NEED_QUEUE, OP_QUEUE_CREATE },
+	};
 	unsigned int missing = call_needs(c->op) & ~prog_makes(p);
+	struct gen valid = { .r = r, .h = h, .valid = 1 };
 
-	for (unsigned int need = 1; need <= NEED_USER_DEVICE; need <<= 1) {
+	/* One program in three gets a device it declares and serves itself
+	 * (user_declare opens it), so that its commands reach a server. */
+	if ((missing & NEED_DEV) && rng_one_in(r, 3))
+		missing = (missing & ~NEED_DEV) | NEED_CTL | NEED_USER_DEVICE;
+
+	for (size_t i = 0; i < sizeof(creators) / sizeof(creators[0]); i++) {
 		struct call *m = &p->c[p->n];
 
-		if (!(missing & need))
+		if (!(missing & creators[i].need))
 			continue;
 		if (p->n >= PROG_MAX_CALLS - 1)
 			return 0;
-		/* Made valid: the creator is there to succeed. */
-		switch (need) {
-		case NEED_DEV:
-			call_generate(m, OP_OPEN_DEVICE, r, h);
-			m->a[0] = rng_below(r, 2);
-			m->a[1] = 0;		/* O_RDWR, blocking */
-			break;
-		case NEED_VRAM_BO:
-		case NEED_HOST_BO:
-			call_generate(m, OP_BO_CREATE, r, h);
-			m->a[0] = (1 + rng_below(r, 16)) * PAGE;
-			m->a[1] = need == NEED_VRAM_BO ? RADIANCE_PLACEMENT_VRAM : RADIANCE_PLACEMENT_HOST;
+		generate(m, creators[i].op, &valid);
+		/* A BO that a packet can name, and that the fuzzer maps. */
+		if (creators[i].op == OP_BO_CREATE) {
+			m->a[1] = creators[i].need == NEED_VRAM_BO ? RADIANCE_PLACEMENT_VRAM
+								   : RADIANCE_PLACEMENT_HOST;
 			m->a[2] = RADIANCE_BO_MAPPABLE;
-			m->a[3] = 0;
-			break;
-		case NEED_SEM:
-			call_generate(m, OP_SEM_CREATE, r, h);
-			m->a[0] = rng_below(r, 4);
-			m->a[1] = 0;
-			break;
-		case NEED_QUEUE:
-			call_generate(m, OP_QUEUE_CREATE, r, h);
-			m->a[0] = 16u << rng_below(r, 4);
-			m->a[1] = m->a[2] = 0;
-			break;
-		case NEED_CTL:
-			call_generate(m, OP_CONTROL_OPEN, r, h);
-			break;
-		default:
-			call_generate(m, OP_USER_DECLARE, r, h);
-			m->a[0] = 1 + rng_below(r, 2);
-			m->a[1] = 1 + rng_below(r, 4);
-			m->a[2] = 1 + rng_below(r, 16);
-			m->a[3] = 0x01040401;
-			m->a[4] = (1 + rng_below(r, 16)) << 20;
-			m->a[5] = 0;
-			break;
 		}
-		m->async = 0;
-		m->fail_nth = 0;
 		p->n++;
 	}
 	if (p->n >= PROG_MAX_CALLS)
 		return 0;
 	p->c[p->n++] = *c;
+	/* A submission to a device the program serves, then often an answer. */
+	if (c->op == OP_SUBMIT && (prog_makes(p) & NEED_USER_DEVICE) && p->n < PROG_MAX_CALLS &&
+	    rng_one_in(r, 2))
+		generate(&p->c[p->n++], OP_USER_SERVE, &valid);
 	return 1;
 }
 
@@ -585,6 +602,14 @@ static int dev_fd(struct state *st, const struct call *c, int i)
 	int *fd = RES_GET(st->devs, c->res[i]);
 
 	return fd ? *fd : (c->res[i] == RES_RAW ? raw_fd(c->a[5]) : -1);
+}
+
+/* The device fd for a call on an object of file `own` (-1: none): that
+ * file when the call's own selector is even, since handles are per file;
+ * else the call's own pick, so that a handle meets another file too. */
+static int obj_dev(struct state *st, const struct call *c, int own)
+{
+	return own >= 0 && !(c->res[0] & 1) ? own : dev_fd(st, c, 0);
 }
 
 static struct bo_res *pick_bo(struct state *st, uint32_t sel)
@@ -637,6 +662,57 @@ static void *bogus_ptr(uint64_t kind, void *real, size_t len)
 	}
 }
 
+/* Three pages of each thread's: writable, unmapped, read-only. */
+static __thread uint8_t *arg_pages;
+
+/*
+ * A typed ioctl, with its argument where `c` says (enum arg_place); what
+ * the driver writes back lands in `arg` as ever. -errno, or 0.
+ */
+static int call_ioctl(const struct call *c, int fd, unsigned long cmd, void *arg)
+{
+	size_t size = _IOC_SIZE(cmd);
+	uint8_t *at;
+	int ret;
+
+	if (!arg_pages) {
+		arg_pages = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (arg_pages == MAP_FAILED || mprotect(arg_pages + PAGE, PAGE, PROT_NONE)) {
+			arg_pages = NULL;
+			return xioctl(fd, cmd, arg);
+		}
+	}
+	switch ((c->how & CALL_PLACE) >> CALL_PLACE_SHIFT) {
+	case ARG_STRADDLE:
+		/* Its last 8 bytes in the unmapped page. */
+		at = arg_pages + PAGE - size + 8;
+		memcpy(at, arg, size - 8);
+		return xioctl(fd, cmd, at);
+	case ARG_READ_ONLY:
+		at = arg_pages + 2 * PAGE;
+		if (mprotect(at, PAGE, PROT_READ | PROT_WRITE))
+			return xioctl(fd, cmd, arg);
+		memcpy(at, arg, size);
+		mprotect(at, PAGE, PROT_READ);
+		ret = xioctl(fd, cmd, at);
+		memcpy(arg, at, size);
+		return ret;
+	case ARG_SHORT:
+		return xioctl(fd, _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd), _IOC_NR(cmd), size - 8), arg);
+	case ARG_LONG:
+		at = arg_pages;
+		memcpy(at, arg, size);
+		memset(at + size, 0, 8);
+		ret = xioctl(fd, _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd), _IOC_NR(cmd), size + 8), at);
+		memcpy(arg, at, size);
+		return ret;
+	case ARG_WRITE_ONLY:
+		return xioctl(fd, _IOC(_IOC_WRITE, _IOC_TYPE(cmd), _IOC_NR(cmd), size), arg);
+	default:
+		return xioctl(fd, cmd, arg);
+	}
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -660,7 +736,8 @@ static uint32_t vram_word(struct rng *r, const struct bo_res *vram)
  * Puts a launch block (or, with `desc`, a descriptor and its params) at
  * `off` of mapped HOST BO `bo`: a builtin kernel whose params name words of
  * `vram`, then an empty printf ring, so that most launches run to their
- * end; one in eight has a field of anything. Returns the bytes the packet
+ * end; one in six has fewer params than its kernel reads, one in eight a
+ * field of anything. Returns the bytes the packet
  * names, 0 if `bo` is not mapped there.
  */
 static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int desc, const struct bo_res *vram)
@@ -672,6 +749,7 @@ static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int
 	uint32_t pc = rng_one_in(r, 32) ? (rng_one_in(r, 2) ? RADIANCE_BUILTIN_SPIN : 0x1000) :
 					  pcs[rng_below(r, sizeof(pcs) / sizeof(pcs[0]))];
 	uint32_t params[4] = { vram_word(r, vram), vram_word(r, vram), vram_word(r, vram), 1 + rng_below(r, 64) };
+	uint32_t psize = rng_one_in(r, 6) ? 4 * rng_below(r, 4) : sizeof(params);
 	uint8_t buf[256];
 	uint64_t len;
 
@@ -693,12 +771,12 @@ static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int
 		/* The params after the descriptor, in the same BO. */
 		d->params = bo->handle;
 		d->params_offset = off + 128;
-		d->params_size = sizeof(params);
-		memcpy(buf + 128, params, sizeof(params));
+		d->params_size = psize;
+		memcpy(buf + 128, params, psize);
 		len = sizeof(*d);
 	} else {
 		struct radiance_launch_block *b = (void *)buf;
-		struct radiance_printf_ring *ring = (void *)(buf + sizeof(*b) + sizeof(params));
+		struct radiance_printf_ring *ring = (void *)(buf + sizeof(*b) + psize);
 
 		b->entry_pc = pc;
 		b->regs_per_thread = 1 + rng_below(r, 4);
@@ -706,10 +784,10 @@ static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int
 			b->grid[i] = i ? 1 : 1 + rng_below(r, 2);
 			b->block[i] = i ? 1 : 1 + rng_below(r, 32);
 		}
-		b->params_size = sizeof(params);
-		memcpy(b + 1, params, sizeof(params));
+		b->params_size = psize;
+		memcpy(b + 1, params, psize);
 		ring->limit = PRINTF_LIMIT;
-		len = sizeof(*b) + sizeof(params) + sizeof(*ring) + PRINTF_LIMIT;
+		len = sizeof(*b) + psize + sizeof(*ring) + PRINTF_LIMIT;
 	}
 	if (rng_one_in(r, 8))
 		((uint32_t *)buf)[rng_below(r, 40)] = rng_value(r, NULL);
@@ -988,7 +1066,8 @@ static int sem_wait(struct state *st, const struct call *c)
 	struct radiance_sem_wait_point points[300];
 	struct radiance_sem_wait w = { 0 };
 	uint32_t count = c->a[0];
-	int dev = dev_fd(st, c, 0);
+	struct sem_res *first = RES_GET(st->sems, c->res[1]);
+	int dev = obj_dev(st, c, first ? first->fd : -1);
 
 	for (uint32_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
 		struct sem_res *s = RES_GET(st->sems, c->res[1] + i);
@@ -1014,7 +1093,7 @@ static int sem_wait(struct state *st, const struct call *c)
 		w.deadline_ns = now_ns() + (c->a[3] % 20) * 1000000ull;
 		break;
 	}
-	return xioctl(dev, RADIANCE_IOCTL_SEM_WAIT, &w);
+	return call_ioctl(c, dev, RADIANCE_IOCTL_SEM_WAIT, &w);
 }
 
 static int signal_wait(struct state *st, const struct call *c)
@@ -1050,14 +1129,17 @@ static int do_mmap(struct state *st, const struct call *c)
 
 	switch (c->a[0] % 7) {
 	case 0:
+		dev = obj_dev(st, c, bo ? bo->fd : -1);
 		off = bo ? bo->mmap_offset : 0;
 		len = bo ? bo->size : PAGE;
 		break;
 	case 1:
+		dev = obj_dev(st, c, q ? q->fd : -1);
 		off = q ? q->ring_offset : 0;
 		len = q ? ((q->packets * 64ul + PAGE - 1) & ~(PAGE - 1)) : PAGE;
 		break;
 	case 2:
+		dev = obj_dev(st, c, q ? q->fd : -1);
 		off = q ? q->control_offset : 0;
 		len = PAGE;
 		break;
@@ -1066,6 +1148,12 @@ static int do_mmap(struct state *st, const struct call *c)
 		len = PAGE;
 		break;
 	case 4:
+		off = 0;
+		len = PAGE;
+		break;
+	case 5:
+		/* A dma-buf of ours (or anyone's): the exporter's mmap. */
+		dev = SEL_FD(st->bufs, c->res[2], c->a[5]);
 		off = 0;
 		len = PAGE;
 		break;
@@ -1333,6 +1421,16 @@ static int open_device(struct state *st, unsigned int index, int flags)
 	return 0;
 }
 
+/* A device fd of the program's other than `fd`: an open one, or a new one
+ * (-1 if it cannot open one). */
+static int other_dev(struct state *st, int fd)
+{
+	for (uint32_t i = 0; i < RES_COUNT(st->devs); i++)
+		if (st->devs.v[i] != fd)
+			return st->devs.v[i];
+	return open_device(st, 0, O_RDWR | O_CLOEXEC) ? -1 : st->devs.v[(st->devs.n - 1) % RES_MAX];
+}
+
 /* Declares a device on a control node (opening one if the program has
  * none) and opens the device it makes, which the calls after it then use
  * like any other. */
@@ -1353,10 +1451,11 @@ static int user_declare(struct state *st, const struct call *c)
 		*RES_ADD(st->ctls) = fd;
 	}
 	memcpy(d.name, "fuzz", 5);
-	ret = xioctl(fd, RADIANCE_IOCTL_USER_DECLARE, &d);
+	ret = call_ioctl(c, fd, RADIANCE_IOCTL_USER_DECLARE, &d);
 	if (ret)
 		return ret;
 	st->user_frame = d.dialect == RADIANCE_DIALECT_GLUON_24 ? 24 : 16;
+	st->user_inline = !!(d.flags & RADIANCE_USER_DECLARE_INLINE_BLOCKS);
 	return open_device(st, d.device_index, O_RDWR | O_CLOEXEC);
 }
 
@@ -1367,18 +1466,26 @@ static int user_declare(struct state *st, const struct call *c)
  * at a frame's first address word (a copy's source in both dialects). */
 static int user_serve(struct state *st, const struct call *c)
 {
-	uint8_t frames[16 * 24], data[256];
+	uint8_t frames[4096], data[256];
 	size_t size = st->user_frame ? st->user_frame : 16;
 	int fd = SEL_FD(st->ctls, c->res[0], -1);
 	ssize_t n = read(fd, frames, sizeof(frames));
 
 	if (n < 0)
 		return -errno;
-	for (ssize_t i = 0; i + (ssize_t)size <= n; i += size) {
+	for (ssize_t i = 0, k = 0; i + (ssize_t)size <= n; k++) {
 		const uint8_t *f = frames + i;
 		uint8_t r[16] = { f[0] };
-		uint32_t way = (c->a[1] >> (i / size * 4 % 64)) & 15, addr;
+		uint32_t way = (c->a[1] >> (k * 4 % 64)) & 15, addr, len;
 		struct radiance_user_host_access a = { .user_ptr = (uintptr_t)data, .len = sizeof(data) };
+
+		i += size;
+		/* A KERNEL frame (type 0 in both dialects) with its block inline:
+		 * the block's length, the block, zeros to 8 bytes. */
+		if (st->user_inline && f[1] == 0 && i + 8 <= n) {
+			memcpy(&len, frames + i, 4);
+			i += 8 + ((len + 7ul) & ~7ul);
+		}
 
 		if (c->a[4] & 1) {
 			memcpy(&addr, f + 3, 4);
@@ -1408,7 +1515,7 @@ static int user_host_access(struct state *st, const struct call *c)
 	int fd = SEL_FD(st->ctls, c->res[0], -1);
 
 	a.user_ptr = (uintptr_t)bogus_ptr(c->a[2], buf, a.len <= sizeof(buf) ? sizeof(buf) - a.len + 1 : 1);
-	return xioctl(fd, (c->a[0] & 1) ? RADIANCE_IOCTL_USER_HOST_WRITE : RADIANCE_IOCTL_USER_HOST_READ, &a);
+	return call_ioctl(c, fd, (c->a[0] & 1) ? RADIANCE_IOCTL_USER_HOST_WRITE : RADIANCE_IOCTL_USER_HOST_READ, &a);
 }
 
 static int udmabuf(struct state *st, const struct call *c)
@@ -1527,7 +1634,7 @@ static int bo_create(struct state *st, const struct call *c, int dev)
 		.device_address = c->a[4],
 	};
 	struct bo_res *bo;
-	int ret = xioctl(dev, RADIANCE_IOCTL_BO_CREATE, &a);
+	int ret = call_ioctl(c, dev, RADIANCE_IOCTL_BO_CREATE, &a);
 
 	if (ret)
 		return ret;
@@ -1543,7 +1650,9 @@ static int bo_create(struct state *st, const struct call *c, int dev)
 /* Buffer objects, and dma-bufs in and out. */
 static int bo_call(struct exec_env *env, struct state *st, const struct call *c)
 {
-	int dev = dev_fd(st, c, 0);
+	struct bo_res *bo = pick_bo(st, c->res[1]);
+	int dev = c->op == OP_BO_CREATE || c->op == OP_BO_IMPORT ? dev_fd(st, c, 0)
+								  : obj_dev(st, c, bo ? bo->fd : -1);
 
 	switch (c->op) {
 	case OP_BO_CREATE:
@@ -1551,17 +1660,17 @@ static int bo_call(struct exec_env *env, struct state *st, const struct call *c)
 	case OP_BO_DESTROY: {
 		struct radiance_bo_destroy a = { .handle = bo_handle(st, c, 1), .pad = c->a[0] };
 
-		return xioctl(dev, RADIANCE_IOCTL_BO_DESTROY, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_BO_DESTROY, &a);
 	}
 	case OP_BO_INFO: {
 		struct radiance_bo_info a = { .handle = bo_handle(st, c, 1), .pad = c->a[0] };
 
-		return xioctl(dev, RADIANCE_IOCTL_BO_INFO, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_BO_INFO, &a);
 	}
 	case OP_BO_EXPORT: {
 		struct radiance_bo_export a = { .handle = bo_handle(st, c, 1), .flags = c->a[0],
 						.pad = c->a[1] };
-		int ret = xioctl(dev, RADIANCE_IOCTL_BO_EXPORT, &a);
+		int ret = call_ioctl(c, dev, RADIANCE_IOCTL_BO_EXPORT, &a);
 
 		if (!ret)
 			*RES_ADD(st->bufs) = a.fd;
@@ -1570,7 +1679,7 @@ static int bo_call(struct exec_env *env, struct state *st, const struct call *c)
 	case OP_BO_IMPORT: {
 		struct radiance_bo_import a = { .fd = SEL_FD(st->bufs, c->res[1], c->a[5]),
 						.flags = c->a[0] & ~1ull, .pad = c->a[1] };
-		int ret = xioctl(dev, RADIANCE_IOCTL_BO_IMPORT, &a);
+		int ret = call_ioctl(c, dev, RADIANCE_IOCTL_BO_IMPORT, &a);
 
 		if (!ret)
 			*RES_ADD(st->bos) = (struct bo_res){ .fd = dev, .handle = a.handle,
@@ -1586,12 +1695,13 @@ static int bo_call(struct exec_env *env, struct state *st, const struct call *c)
 /* A file's own semaphores: create, destroy, signal, query, fail, wait. */
 static int sem_call(struct exec_env *env, struct state *st, const struct call *c)
 {
-	int dev = dev_fd(st, c, 0);
+	struct sem_res *s = RES_GET(st->sems, c->res[1]);
+	int dev = c->op == OP_SEM_CREATE ? dev_fd(st, c, 0) : obj_dev(st, c, s ? s->fd : -1);
 
 	switch (c->op) {
 	case OP_SEM_CREATE: {
 		struct radiance_sem_create a = { .initial = c->a[0], .flags = c->a[1] };
-		int ret = xioctl(dev, RADIANCE_IOCTL_SEM_CREATE, &a);
+		int ret = call_ioctl(c, dev, RADIANCE_IOCTL_SEM_CREATE, &a);
 
 		if (!ret)
 			*RES_ADD(st->sems) = (struct sem_res){ .fd = dev, .handle = a.handle,
@@ -1601,28 +1711,27 @@ static int sem_call(struct exec_env *env, struct state *st, const struct call *c
 	case OP_SEM_DESTROY: {
 		struct radiance_sem_destroy a = { .handle = sem_handle(st, c, 1), .pad = c->a[0] };
 
-		return xioctl(dev, RADIANCE_IOCTL_SEM_DESTROY, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_SEM_DESTROY, &a);
 	}
 	case OP_SEM_SIGNAL: {
-		struct sem_res *s = RES_GET(st->sems, c->res[1]);
 		struct radiance_sem_signal a = { .handle = sem_handle(st, c, 1), .pad = c->a[3] };
 
 		a.value = (c->a[1] & 1) || !s ? c->a[2] : s->value + c->a[0];
-		if (s && a.value > s->value && !xioctl(dev, RADIANCE_IOCTL_SEM_SIGNAL, &a)) {
+		if (s && a.value > s->value && !call_ioctl(c, dev, RADIANCE_IOCTL_SEM_SIGNAL, &a)) {
 			s->value = a.value;
 			return 0;
 		}
-		return xioctl(dev, RADIANCE_IOCTL_SEM_SIGNAL, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_SEM_SIGNAL, &a);
 	}
 	case OP_SEM_QUERY: {
 		struct radiance_sem_query a = { .handle = sem_handle(st, c, 1), .pad = c->a[0] };
 
-		return xioctl(dev, RADIANCE_IOCTL_SEM_QUERY, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_SEM_QUERY, &a);
 	}
 	case OP_SEM_FAIL: {
 		struct radiance_sem_fail a = { .handle = sem_handle(st, c, 1), .error = c->a[0] };
 
-		return xioctl(dev, RADIANCE_IOCTL_SEM_FAIL, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_SEM_FAIL, &a);
 	}
 	case OP_SEM_WAIT:
 		return sem_wait(st, c);
@@ -1635,16 +1744,16 @@ static int sem_call(struct exec_env *env, struct state *st, const struct call *c
  * file imported as aliases. */
 static int sem_share_call(struct exec_env *env, struct state *st, const struct call *c)
 {
-	int dev = dev_fd(st, c, 0);
+	struct sem_res *s = RES_GET(st->sems, c->res[1]);
+	int dev = obj_dev(st, c, s ? s->fd : -1);
 
 	switch (c->op) {
 	case OP_SEM_EXPORT_SYNC_FILE: {
-		struct sem_res *s = RES_GET(st->sems, c->res[1]);
 		struct radiance_sem_export_sync_file a = {
 			.handle = sem_handle(st, c, 1), .flags = c->a[1] >> 1 & 3, .pad = c->a[3],
 			.value = (c->a[1] & 1) || !s ? c->a[2] : s->value + c->a[0],
 		};
-		int ret = xioctl(dev, RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE, &a);
+		int ret = call_ioctl(c, dev, RADIANCE_IOCTL_SEM_EXPORT_SYNC_FILE, &a);
 
 		if (!ret)
 			*RES_ADD(st->syncs) = a.fd;
@@ -1656,21 +1765,23 @@ static int sem_share_call(struct exec_env *env, struct state *st, const struct c
 			.value = c->a[2], .flags = c->a[0] & ~1ull, .pad = c->a[1],
 		};
 
-		return xioctl(dev, RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_SEM_IMPORT_SYNC_FILE, &a);
 	}
 	case OP_SEM_IMPORT_HANDLE: {
 		/* A semaphore of another file (or this one, or none) into this one:
-		 * the alias joins this file's semaphores for later calls and packets. */
-		struct sem_res *src = RES_GET(st->sems, c->res[1]);
+		 * the alias joins this file's semaphores for later calls and packets.
+		 * Mostly into a file that is not the semaphore's (its own is EINVAL),
+		 * opened for it if the program has none. */
 		struct radiance_sem_import_handle a = {
-			.fd = src && c->res[2] != RES_RAW ? src->fd : dev_fd(st, c, 2),
+			.fd = s && c->res[2] != RES_RAW ? s->fd : dev_fd(st, c, 2),
 			.handle = sem_handle(st, c, 1), .flags = c->a[0],
 		};
-		int ret = xioctl(dev, RADIANCE_IOCTL_SEM_IMPORT_HANDLE, &a);
+		int into = s && dev == s->fd && (c->res[2] & 3) ? other_dev(st, s->fd) : dev;
+		int ret = call_ioctl(c, into, RADIANCE_IOCTL_SEM_IMPORT_HANDLE, &a);
 
 		if (!ret)
-			*RES_ADD(st->sems) = (struct sem_res){ .fd = dev, .handle = a.new_handle,
-							       .value = src ? src->value : 0 };
+			*RES_ADD(st->sems) = (struct sem_res){ .fd = into, .handle = a.new_handle,
+							       .value = s ? s->value : 0 };
 		return ret;
 	}
 	default:
@@ -1685,7 +1796,7 @@ static int queue_create(struct state *st, const struct call *c, int dev)
 					   .flags = c->a[2] };
 	struct queue_res *q;
 	size_t ring_len;
-	int ret = xioctl(dev, RADIANCE_IOCTL_QUEUE_CREATE, &a);
+	int ret = call_ioctl(c, dev, RADIANCE_IOCTL_QUEUE_CREATE, &a);
 
 	if (ret)
 		return ret;
@@ -1701,8 +1812,8 @@ static int queue_create(struct state *st, const struct call *c, int dev)
 /* Queues: their ioctls, packets written into their rings, waits on them. */
 static int queue_call(struct exec_env *env, struct state *st, const struct call *c)
 {
-	int dev = dev_fd(st, c, 0);
 	struct queue_res *q = pick_queue(st, c->res[1]);
+	int dev = c->op == OP_QUEUE_CREATE ? dev_fd(st, c, 0) : obj_dev(st, c, q ? q->fd : -1);
 
 	switch (c->op) {
 	case OP_QUEUE_CREATE:
@@ -1710,17 +1821,17 @@ static int queue_call(struct exec_env *env, struct state *st, const struct call 
 	case OP_QUEUE_DESTROY: {
 		struct radiance_queue_destroy a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
 
-		return xioctl(dev, RADIANCE_IOCTL_QUEUE_DESTROY, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_QUEUE_DESTROY, &a);
 	}
 	case OP_QUEUE_QUERY: {
 		struct radiance_queue_query a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
 
-		return xioctl(dev, RADIANCE_IOCTL_QUEUE_QUERY, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_QUEUE_QUERY, &a);
 	}
 	case OP_QUEUE_KICK: {
 		struct radiance_queue_kick a = { .queue_id = q ? q->id : c->a[5], .pad = c->a[0] };
 
-		return xioctl(dev, RADIANCE_IOCTL_QUEUE_KICK, &a);
+		return call_ioctl(c, dev, RADIANCE_IOCTL_QUEUE_KICK, &a);
 	}
 	case OP_SUBMIT:
 		return submit(st, c);
@@ -1821,17 +1932,17 @@ static int control_call(struct exec_env *env, struct state *st, const struct cal
 	case OP_USER_RESET: {
 		struct radiance_user_reset a = { .flags = c->a[0], .pad = c->a[1] };
 
-		return xioctl(SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_RESET, &a);
+		return call_ioctl(c, SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_RESET, &a);
 	}
 	case OP_USER_RETIRE: {
 		struct radiance_user_retire a = { .streams = c->a[0], .flags = c->a[1] };
 
-		return xioctl(SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_RETIRE, &a);
+		return call_ioctl(c, SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_RETIRE, &a);
 	}
 	case OP_USER_PROGRESS: {
 		struct radiance_user_progress a = { .stream = c->a[0], .flags = c->a[1], .units = c->a[2] };
 
-		return xioctl(SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_PROGRESS, &a);
+		return call_ioctl(c, SEL_FD(st->ctls, c->res[0], -1), RADIANCE_IOCTL_USER_PROGRESS, &a);
 	}
 	case OP_CONTROL_READ:
 		return control_rw(st, c, 0);
@@ -1864,13 +1975,16 @@ static int read_all(const char *path, size_t chunk)
 	return n < 0 ? -errno : 0;
 }
 
+/* Where the module's events are: tracefs, which exec_env_init mounts if
+ * the guest has not (it is no longer reached through debugfs). */
+#define TRACEFS "/sys/kernel/tracing"
+
 /* What a person debugging sees, read while the program's objects live:
  * the module's debugfs files (device N's, or the module's own list), and
  * its tracepoints, turned on, read, cleared and off. */
 static int observe_call(struct exec_env *env, struct state *st, const struct call *c)
 {
 	static const char *const device_files[] = { "mem", "queues", "streams", "semaphores" };
-	static const char *const tracing = "/sys/kernel/debug/tracing";
 	char path[128];
 
 	switch (c->op) {
@@ -1888,7 +2002,7 @@ static int observe_call(struct exec_env *env, struct state *st, const struct cal
 			int fd, on = c->a[0] % 4;
 			ssize_t n;
 
-			snprintf(path, sizeof(path), "%s/events/radiance/enable", tracing);
+			snprintf(path, sizeof(path), "%s/events/radiance/enable", TRACEFS);
 			fd = open(path, O_WRONLY | O_CLOEXEC);
 			if (fd < 0)
 				return -errno;
@@ -1900,12 +2014,12 @@ static int observe_call(struct exec_env *env, struct state *st, const struct cal
 			return 0;
 		}
 		case 2:
-			snprintf(path, sizeof(path), "%s/trace", tracing);
+			snprintf(path, sizeof(path), "%s/trace", TRACEFS);
 			return read_all(path, 0);
 		default: {
 			int fd;
 
-			snprintf(path, sizeof(path), "%s/trace", tracing);
+			snprintf(path, sizeof(path), "%s/trace", TRACEFS);
 			fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 			if (fd < 0)
 				return -errno;
@@ -2024,6 +2138,8 @@ int exec_env_init(struct exec_env *env, struct cover_map *maps, int nmaps, int t
 	int sv[2];
 
 	memset(env, 0, sizeof(*env));
+	if (access(TRACEFS "/trace", F_OK))
+		mount("nodev", TRACEFS, "tracefs", 0, NULL);
 	env->maps = maps;
 	env->nmaps = nmaps;
 	env->remote_nmaps = nmaps - task_maps;
@@ -2101,7 +2217,7 @@ uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
 		const struct call *c = &p->c[i];
 		int ret;
 
-		if (c->async && c->op != OP_FORK && c->op != OP_SEND_TO_PEER) {
+		if ((c->how & CALL_ASYNC) && c->op != OP_FORK && c->op != OP_SEND_TO_PEER) {
 			if (trace)
 				printf("# %2u: %s (async)\n", i, op_name(c->op));
 			run_async(env, st, c);

@@ -66,6 +66,19 @@ enum op {
 	OP_COUNT
 };
 
+/* Where a typed ioctl's argument is (struct call's CALL_PLACE bits): as it
+ * is, or where the driver's copy of it fails, or under a command word it
+ * must refuse. */
+enum arg_place {
+	ARG_AS_IS,
+	ARG_STRADDLE,		/* runs into an unmapped page: the copy in faults */
+	ARG_READ_ONLY,		/* in a read-only page: a copy back faults */
+	ARG_SHORT,		/* the size 8 bytes short of the struct's */
+	ARG_LONG,		/* the size 8 bytes past it */
+	ARG_WRITE_ONLY,		/* _IOW, not _IOWR */
+	ARG_PLACES
+};
+
 const char *op_name(enum op op);
 enum op call_pick_op(struct rng *r);
 /* A call of `op` with arguments that are mostly valid, sometimes not. */

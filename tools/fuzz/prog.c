@@ -116,7 +116,11 @@ void prog_mutate(struct prog *p, struct rng *r, const struct hints *h, const str
 		}
 		break;
 	case 7:
-		c->async ^= 1;
+		/* Run on the other thread, or pass the argument elsewhere. */
+		if (rng_one_in(r, 2))
+			c->how ^= CALL_ASYNC;
+		else
+			c->how = (c->how & ~CALL_PLACE) | rng_below(r, ARG_PLACES) << CALL_PLACE_SHIFT;
 		break;
 	case 8:
 		/* An error path: fail one of the call's allocations, or none. */

@@ -20,10 +20,15 @@
 #define CALL_RES 3
 /* A selector asking for the raw value in the call's last argument. */
 #define RES_RAW 0xffffffffu
+/* Run on the program's second thread. */
+#define CALL_ASYNC 0x01u
+#define CALL_PLACE_SHIFT 1
+#define CALL_PLACE (0x7u << CALL_PLACE_SHIFT)
 
 struct call {
 	uint16_t op;		/* enum op (calls.h) */
-	uint8_t async;		/* run on the program's second thread */
+	uint8_t how;		/* CALL_ASYNC, and where its ioctl's argument
+				 * is (CALL_PLACE; enum arg_place, calls.h) */
 	uint8_t fail_nth;	/* fail its n-th allocation or user copy
 				 * (if not async); 0: none */
 	uint32_t res[CALL_RES];
