@@ -11,9 +11,11 @@
 # An edge is the return address
 # of a call to __sanitizer_cov_trace_pc, which is what KCOV records.
 #
-# Prints each file's total, and then the N functions (default 40) with the
-# most edges not reached: by the first file, or with COVER2, by the first
-# and the second together, with what each reached.
+# Prints each file's total, also counted outside the module's KUnit tests
+# (which run when the module loads, where no fuzzer reaches), and then the N
+# functions (default 40) with the most edges not reached: by the first
+# file, or with COVER2, by the first and the second together, with what each
+# reached.
 set -euo pipefail
 
 top=40
@@ -44,7 +46,11 @@ sites() {
 }
 
 sites | awk -F'\t' -v top="$top" '
-	FILENAME == "-" { fn[$2] = $1; edges[$1]++; total++; next }
+	FILENAME == "-" {
+		fn[$2] = $1; edges[$1]++; total++
+		if ($1 ~ /::tests::/) test[$2] = 1; else untested++
+		next
+	}
 	{
 		for (i = 1; i <= NF; i++) {
 			pc = $i
@@ -53,6 +59,7 @@ sites | awk -F'\t' -v top="$top" '
 			if (key in seen) continue
 			seen[key] = 1
 			reached[FILENAME]++
+			if (!(pc in test)) outside[FILENAME]++
 			by[FILENAME, fn[pc]]++
 			if (!(pc in any)) { any[pc] = 1; union++; by["", fn[pc]]++ }
 		}
@@ -60,8 +67,9 @@ sites | awk -F'\t' -v top="$top" '
 	}
 	END {
 		for (i = 1; i <= n; i++)
-			printf "%s: %d of %d edges (%.1f%%)\n", name[i], reached[name[i]], total,
-				100 * reached[name[i]] / total
+			printf "%s: %d of %d edges (%.1f%%); outside the KUnit tests %d of %d (%.1f%%)\n",
+				name[i], reached[name[i]], total, 100 * reached[name[i]] / total,
+				outside[name[i]], untested, 100 * outside[name[i]] / untested
 		if (n == 2)
 			printf "both together: %d of %d edges (%.1f%%)\n", union, total, 100 * union / total
 		printf "\nfunctions with the most edges not reached%s:\n", n == 2 ? " by either" : ""
