@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcov.h>
+#include <linux/perf_event.h>
 #include <linux/udmabuf.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -26,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -79,6 +81,7 @@ struct state {
 	RES_LIST(struct { void *p; size_t len; }, maps);
 	uint32_t user_frame;	/* frame bytes of the device declared last */
 	int user_inline;	/* it declared RADIANCE_USER_DECLARE_INLINE_BLOCKS */
+	uint32_t user_index;	/* its N in /dev/radianceN */
 };
 
 #define RES_ADD(list) (&(list).v[(list).n++ % RES_MAX])
@@ -347,7 +350,8 @@ static void generate(struct call *c, enum op op, struct gen *g)
 		break;
 	case OP_SEM_WAIT:
 	case OP_SIGNAL_WAIT:
-		c->a[0] = mostly(g, 1 + rng_below(r, 4));
+		/* A few points, or now and then up to the 300 sem_wait has. */
+		c->a[0] = mostly(g, rng_one_in(r, 4) ? 5 + rng_below(r, 296) : 1 + rng_below(r, 4));
 		c->a[1] = mostly(g, rng_below(r, 2));
 		c->a[2] = rng_below(r, 5);
 		c->a[3] = rng_below(r, 20);
@@ -426,7 +430,9 @@ static void generate(struct call *c, enum op op, struct gen *g)
 		c->a[2] = rng_one_in(r, 2) ? 4096 : rng_value(r, h);
 		break;
 	case OP_TRACE_EVENTS:
-		c->a[0] = rng_below(r, 4);
+		c->a[0] = rng_below(r, 5);
+		c->a[1] = rng_below(r, 8);
+		c->a[2] = rng_below(r, 2);
 		break;
 	case OP_USER_SERVE:
 		/* Mostly answered as a server would. */
@@ -1456,6 +1462,7 @@ static int user_declare(struct state *st, const struct call *c)
 		return ret;
 	st->user_frame = d.dialect == RADIANCE_DIALECT_GLUON_24 ? 24 : 16;
 	st->user_inline = !!(d.flags & RADIANCE_USER_DECLARE_INLINE_BLOCKS);
+	st->user_index = d.device_index;
 	return open_device(st, d.device_index, O_RDWR | O_CLOEXEC);
 }
 
@@ -1553,7 +1560,8 @@ static int control_rw(struct state *st, const struct call *c, int write_it)
 {
 	uint8_t buf[512];
 	size_t len = c->a[0] % (sizeof(buf) + 1);
-	int fd = SEL_FD(st->ctls, c->res[0], -1);
+	/* One in eight on a device file, which has no read or write. */
+	int fd = c->res[1] % 8 == 7 ? dev_fd(st, c, 2) : SEL_FD(st->ctls, c->res[0], -1);
 	ssize_t n;
 
 	for (size_t i = 0; i < sizeof(buf); i += 8)
@@ -1979,9 +1987,35 @@ static int read_all(const char *path, size_t chunk)
  * the guest has not (it is no longer reached through debugfs). */
 #define TRACEFS "/sys/kernel/tracing"
 
+/* A perf event on the module's tracepoint `name`, on every task of CPU
+ * `cpu` (work items too) until the program's fds are closed. */
+static int perf_tracepoint(const char *name, int cpu)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_TRACEPOINT, .size = sizeof(attr), .sample_period = 1,
+		.sample_type = PERF_SAMPLE_RAW,
+	};
+	char path[128], id[32] = { 0 };
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/events/radiance/%s/id", TRACEFS, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (read(fd, id, sizeof(id) - 1) <= 0) {
+		close(fd);
+		return -EIO;
+	}
+	close(fd);
+	attr.config = strtoull(id, NULL, 10);
+	fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : 0;
+}
+
 /* What a person debugging sees, read while the program's objects live:
- * the module's debugfs files (device N's, or the module's own list), and
- * its tracepoints, turned on, read, cleared and off. */
+ * the module's debugfs files (an emulated device's, the one the program
+ * declared last, or the module's own list), and its tracepoints, turned
+ * on, read, cleared and off, or watched by perf. */
 static int observe_call(struct exec_env *env, struct state *st, const struct call *c)
 {
 	static const char *const device_files[] = { "mem", "queues", "streams", "semaphores" };
@@ -1993,10 +2027,11 @@ static int observe_call(struct exec_env *env, struct state *st, const struct cal
 			snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/devices");
 		else
 			snprintf(path, sizeof(path), "/sys/kernel/debug/radiance/radiance%u/%s",
-				 (unsigned int)(c->a[0] % 4), device_files[c->a[1] % 5]);
+				 c->a[0] % 4 == 3 ? st->user_index : (unsigned int)(c->a[0] % 4),
+				 device_files[c->a[1] % 5]);
 		return read_all(path, c->a[2]);
 	case OP_TRACE_EVENTS:
-		switch (c->a[0] % 4) {
+		switch (c->a[0] % 5) {
 		case 0:
 		case 1: {
 			int fd, on = c->a[0] % 4;
@@ -2016,6 +2051,15 @@ static int observe_call(struct exec_env *env, struct state *st, const struct cal
 		case 2:
 			snprintf(path, sizeof(path), "%s/trace", TRACEFS);
 			return read_all(path, 0);
+		case 4: {
+			static const char *const events[] = {
+				"radiance_packet", "radiance_packet_done", "radiance_cmd_issue",
+				"radiance_cmd_done", "radiance_sem_signal", "radiance_wait_done",
+				"radiance_reset", "radiance_user_io",
+			};
+
+			return perf_tracepoint(events[c->a[1] % 8], c->a[2] % 2);
+		}
 		default: {
 			int fd;
 

@@ -24,7 +24,9 @@
 #include "calls.h"
 #include "prog.h"
 
-#define CORPUS_MAX 2048
+/* Programs a worker holds, about 1.5 KiB each: more than the long mode's
+ * corpus directory gathers over many runs. */
+#define CORPUS_MAX 8192
 
 struct shared {
 	uint64_t execs;
@@ -109,8 +111,10 @@ static void worker(const struct fuzz_opts *o, int id, struct cover_map *global, 
 		}
 		fresh = prog_exec(&env, &p, 0);
 		__atomic_add_fetch(&sh->execs, 1, __ATOMIC_RELAXED);
-		if (fresh && n_corpus < CORPUS_MAX) {
-			corpus[n_corpus++] = p;
+		if (fresh) {
+			/* A full corpus keeps learning: a random entry makes room
+			 * (the one on disk keeps every entry). */
+			corpus[n_corpus < CORPUS_MAX ? n_corpus++ : rng_below(&r, CORPUS_MAX)] = p;
 			__atomic_add_fetch(&sh->corpus, 1, __ATOMIC_RELAXED);
 			if (o->corpus_out) {
 				char path[512];
