@@ -14,7 +14,7 @@
 # The last line is the total: `N passed, N failed, N skipped`; the lines
 # before it name what failed, since CI shows only a log's tail. The exit
 # code is non-zero if any test failed, or if either stage could not run.
-# $RADIANCE_FUZZ_EXECS: the fuzzer's budget (default 5000 executions).
+# $RADIANCE_FUZZ_EXECS: the fuzzer's budget (default 12000 executions).
 source "$(dirname "$0")/lib.sh"
 
 "$TOP"/tools/install-toolchain.sh
@@ -180,7 +180,7 @@ if ((guest_fail == 0)); then
 	# Robustness: KASAN, lockdep, kmemleak and fault injection watching the
 	# kselftests, the stress tests, the fail-nth sweep and the fuzzer.
 	log "guest: the debug kernel: stress, fail-nth, fuzzer, kmemleak"
-	guest_run robust-job "radiance_fuzz.execs=${RADIANCE_FUZZ_EXECS:-5000} radiance_fuzz.seed=1" debug 2400
+	guest_run robust-job "radiance_fuzz.execs=${RADIANCE_FUZZ_EXECS:-12000} radiance_fuzz.seed=1" debug 2400
 	# Debian 13's own 7.3.4 kernel, its vmlinuz unchanged, with radiance.ko
 	# built for it (tools/build-for-distro.sh; cached after the first run,
 	# which takes about ten minutes): vermagic, load, the kselftests and

@@ -9,7 +9,7 @@
 # KASAN, lockdep, WARN or BUG line (tools/run-qemu.sh).
 #
 # The fuzzer's budget comes from the kernel command line as
-# radiance_fuzz.execs=N (default 5000) and radiance_fuzz.seed=N (default 1).
+# radiance_fuzz.execs=N (default 12000) and radiance_fuzz.seed=N (default 1).
 set -u
 . /suite.sh || exit 1
 # test-job.sh declares its own suites.
@@ -22,7 +22,7 @@ param() {
 	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^radiance_fuzz\.$1=//p")
 	echo "${v:-$2}"
 }
-execs=$(param execs 5000)
+execs=$(param execs 12000)
 seed=$(param seed 1)
 
 # kmemleak NAME: suite NAME, one test: no leak since the last scan.
