@@ -14,6 +14,9 @@
 /// Each event: its function here, its C function, its fields.
 macro_rules! events {
     ($($(#[$doc:meta])* fn $name:ident => $c:ident($($arg:ident: $ty:ty),*);)*) => {
+        // Each takes only integers, copies them into the trace buffer if its
+        // event is on, and may be called from any context, atomic ones
+        // included, as a tracepoint may.
         #[cfg(not(radiance_no_trace))]
         extern "C" {
             $(fn $c($($arg: $ty),*);)*
@@ -24,10 +27,7 @@ macro_rules! events {
             pub(crate) fn $name($($arg: $ty),*) {
                 #[cfg(not(radiance_no_trace))]
                 {
-                    // SAFETY: the C function takes only integers, copies
-                    // them into the trace buffer if its event is on, and
-                    // may be called from any context, atomic ones
-                    // included, as a tracepoint may.
+                    // SAFETY: integers only, callable from any context.
                     unsafe { $c($($arg),*) }
                 }
                 #[cfg(radiance_no_trace)]
