@@ -559,7 +559,7 @@ int call_append(struct prog *p, const struct call *c, struct rng *r, const struc
 		{ NEED_HOST_BO, OP_BO_CREATE }, { NEED_SEM, OP_SEM_CREATE },
 		{ NEED_QUEUE, OP_QUEUE_CREATE },
 	};
-	unsigned int missing = call_needs(c->op) & ~prog_makes(p);
+	unsigned int made = prog_makes(p), missing = call_needs(c->op) & ~made;
 	struct gen valid = { .r = r, .h = h, .valid = 1 };
 
 	/* One program in three gets a device it declares and serves itself
@@ -587,7 +587,7 @@ int call_append(struct prog *p, const struct call *c, struct rng *r, const struc
 		return 0;
 	p->c[p->n++] = *c;
 	/* A submission to a device the program serves, then often an answer. */
-	if (c->op == OP_SUBMIT && (prog_makes(p) & NEED_USER_DEVICE) && p->n < PROG_MAX_CALLS &&
+	if (c->op == OP_SUBMIT && ((made | missing) & NEED_USER_DEVICE) && p->n < PROG_MAX_CALLS &&
 	    rng_one_in(r, 2))
 		generate(&p->c[p->n++], OP_USER_SERVE, &valid);
 	return 1;
@@ -743,8 +743,8 @@ static uint32_t vram_word(struct rng *r, const struct bo_res *vram)
  * `off` of mapped HOST BO `bo`: a builtin kernel whose params name words of
  * `vram`, then an empty printf ring, so that most launches run to their
  * end; one in six has fewer params than its kernel reads, one in eight a
- * field of anything. Returns the bytes the packet
- * names, 0 if `bo` is not mapped there.
+ * field of anything. Returns the bytes the packet names, 0 if `bo` is not
+ * mapped there.
  */
 static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int desc, const struct bo_res *vram)
 {

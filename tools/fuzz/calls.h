@@ -84,9 +84,11 @@ enum op call_pick_op(struct rng *r);
 /* A call of `op` with arguments that are mostly valid, sometimes not. */
 void call_generate(struct call *c, enum op op, struct rng *r, const struct hints *h);
 /* Appends `c` to `p`, after the calls that make what it needs and that
- * `p` lacks (a device file, BOs, a semaphore, a queue, a control file), as
- * syzkaller chains resources: a submission then names a queue, BOs and a
- * semaphore of one file, and its packets can run. False if `p` is full. */
+ * `p` lacks (a device file or a declared device, BOs, a semaphore, a
+ * queue, a control file), as syzkaller chains resources: a submission then
+ * names a queue, BOs and a semaphore of one file, and its packets can run;
+ * on a device the program serves, the server's answer may follow it.
+ * False if `p` is full. */
 int call_append(struct prog *p, const struct call *c, struct rng *r, const struct hints *h);
 
 /* What a worker keeps between programs: its coverage maps (shared with the
