@@ -2034,7 +2034,7 @@ static int observe_call(struct exec_env *env, struct state *st, const struct cal
 		switch (c->a[0] % 5) {
 		case 0:
 		case 1: {
-			int fd, on = c->a[0] % 4;
+			int fd, on = c->a[0] % 5;
 			ssize_t n;
 
 			snprintf(path, sizeof(path), "%s/events/radiance/enable", TRACEFS);
