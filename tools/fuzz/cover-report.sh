@@ -3,6 +3,7 @@
 # Where radiance.ko's edges were reached, and where not, per function:
 #
 #	tools/fuzz/cover-report.sh [--top N] RADIANCE_KO COVER [COVER2]
+#	tools/fuzz/cover-report.sh --lines [--top N] RADIANCE_KO COVER
 #
 # A COVER file holds .text offsets in hex, any number a line: what
 # `radiance-fuzz fuzz --print-cover` prints (tools/fuzz.sh keeps it as
@@ -16,15 +17,25 @@
 # functions (default 40) with the most edges not reached: by the first
 # file, or with COVER2, by the first and the second together, with what each
 # reached.
+#
+# With --lines: the N source lines with the most edges not reached, each
+# edge put on the innermost line of the project's own code (kmod/, gluon/,
+# uapi/) that it was inlined into, since the kernel crate's helpers are
+# inlined everywhere and a line of theirs says nothing of which call missed.
 set -euo pipefail
 
-top=40
+top=40 lines=
+if [[ ${1:-} == --lines ]]; then
+	lines=1
+	shift
+fi
 if [[ ${1:-} == --top ]]; then
 	[[ ${2:-} =~ ^[0-9]+$ ]] || { echo "--top takes a number" >&2; exit 2; }
 	top=$2
 	shift 2
 fi
-[[ $# -eq 2 || $# -eq 3 ]] || { echo "usage: $0 [--top N] RADIANCE_KO COVER [COVER2]" >&2; exit 2; }
+[[ $# -eq 2 || $# -eq 3 && -z $lines ]] ||
+	{ echo "usage: $0 [--lines] [--top N] RADIANCE_KO COVER [COVER2]" >&2; exit 2; }
 ko=$1
 for f in "${@:2}"; do
 	[[ -r $f ]] || { echo "cannot read $f" >&2; exit 2; }
@@ -44,6 +55,47 @@ sites() {
 			printf "%s\t%x\n", fn, hex(off) + 4
 		}'
 }
+
+# The edges COVER did not reach, by the line that holds them. addr2line
+# prints each address (-a), then a function and a file:line per frame,
+# innermost first; an edge's call is the byte before its return address.
+missed_lines() {
+	sites | awk -F'\t' '
+		FILENAME == "-" { fn[$2] = $1; next }
+		{ for (i = 1; i <= NF; i++) reached[$i] = 1 }
+		END { for (pc in fn) if (!(pc in reached)) print pc }
+	' - FS='[ \t\r]+' "$1" |
+		while read -r pc; do printf '0x%x\n' $((0x$pc - 1)); done |
+		"${LLVM_ADDR2LINE:-llvm-addr2line-19}" -a -i -f -C -e "$ko" |
+		awk -v top="$top" '
+		# An edge of no project line is put on its outermost frame.
+		function count() {
+			if (line == "") { line = outer; where[line] = outer_fn }
+			n[line]++
+		}
+		/^0x[0-9a-f]+$/ { if (pc != "") count(); pc = $0; fr = 0; line = ""; next }
+		fr++ % 2 == 0 { f = $0; next }
+		{ outer = $0; sub(/.*\/rust\//, "rust/", outer); outer_fn = f }
+		line == "" && $0 !~ /\/rust\/kernel\// && match($0, /\/(kmod|gluon|uapi)\//) {
+			line = substr($0, RSTART + 1)
+			where[line] = f
+		}
+		END {
+			if (pc != "") count()
+			for (k = 0; k < top; k++) {
+				best = ""
+				for (l in n) if (best == "" || n[l] > n[best]) best = l
+				if (best == "") break
+				printf "%7d  %s  %s\n", n[best], best, where[best]
+				delete n[best]
+			}
+		}'
+}
+if [[ -n $lines ]]; then
+	printf "%7s  %s\n" missed "line (the function it is in)"
+	missed_lines "$2"
+	exit
+fi
 
 sites | awk -F'\t' -v top="$top" '
 	FILENAME == "-" {
