@@ -290,7 +290,9 @@ static void generate(struct call *c, enum op op, struct gen *g)
 	c->how = wild(g, 10) ? CALL_ASYNC : 0;
 	if (wild(g, 16))
 		c->how |= (1 + rng_below(r, ARG_PLACES - 1)) << CALL_PLACE_SHIFT;
-	c->fail_nth = wild(g, 16) ? 1 + rng_below(r, 8) : 0;
+	/* Mostly an early fault site; now and then one deep in a call that
+	 * makes many objects (a declared device, a queue). */
+	c->fail_nth = wild(g, 16) ? 1 + rng_below(r, rng_one_in(r, 4) ? 64 : 8) : 0;
 	for (int i = 0; i < CALL_RES; i++)
 		c->res[i] = rng_one_in(r, 24) ? RES_RAW : rng_below(r, 8);
 	for (int i = 0; i < CALL_ARGS; i++)
@@ -363,7 +365,9 @@ static void generate(struct call *c, enum op op, struct gen *g)
 		c->a[2] = mostly(g, 0);
 		break;
 	case OP_SUBMIT:
-		c->a[0] = rng_below(r, 12);
+		/* Mostly a few packets; now and then a burst that fills the
+		 * ring or the device's streams. */
+		c->a[0] = rng_below(r, rng_one_in(r, 8) ? 64 : 12);
 		c->a[1] = rng_next(r);
 		c->a[2] = rng_below(r, 16);
 		c->a[4] = rng_below(r, 4);
@@ -401,10 +405,14 @@ static void generate(struct call *c, enum op op, struct gen *g)
 		c->a[0] = mostly(g, 1 + rng_below(r, 2));
 		c->a[1] = mostly(g, 1 + rng_below(r, 4));
 		c->a[2] = mostly(g, 1 + rng_below(r, 16));
-		c->a[3] = mostly(g, 0x01040401);
+		/* The shape, the builtins, then rates of 1 to 255 MiB and
+		 * kilothreads a second (or none: the timeout alone). */
+		c->a[3] = mostly(g, 0x01040401 | (rng_one_in(r, 2) ? (uint64_t)rng_below(r, 1 << 16) << 32 : 0));
 		c->a[4] = mostly(g, (1 + rng_below(r, 16)) << 20);
-		/* The flags (every one known is below 16) over the caps. */
-		c->a[5] = mostly(g, (uint64_t)rng_below(r, 16) << 32);
+		/* The flags (every one known is below 16) over the caps: none,
+		 * or any of those a served device may have. */
+		c->a[5] = mostly(g, (uint64_t)rng_below(r, 16) << 32 |
+					    (rng_one_in(r, 2) ? rng_below(r, RADIANCE_CAP_VRAM_MAPPABLE) : 0));
 		break;
 	case OP_USER_RETIRE:
 		c->a[0] = mostly(g, rng_below(r, 16));
@@ -436,6 +444,8 @@ static void generate(struct call *c, enum op op, struct gen *g)
 		break;
 	case OP_USER_SERVE:
 		/* Mostly answered as a server would. */
+		c->a[0] = rng_below(r, 4) | (rng_one_in(r, 2) ? rng_below(r, 4) << 2 : 0);
+		c->a[5] = rng_next(r);
 		c->a[1] = wild(g, 3) ? rng_next(r) : 0;
 		c->a[2] = rng_one_in(r, 2) ? rng_below(r, 4) : rng_value(r, h);
 		c->a[4] = rng_below(r, 4);
@@ -1027,7 +1037,7 @@ static int submit(struct state *st, const struct call *c)
 {
 	struct queue_res *q = pick_queue(st, c->res[0]);
 	struct rng r;
-	uint32_t n = 1 + c->a[0] % 12;
+	uint32_t n = 1 + c->a[0] % 64;
 	uint64_t needs_kick = 1;
 	int faulted = 0;
 
@@ -1447,6 +1457,7 @@ static int user_declare(struct state *st, const struct call *c)
 		.cores = c->a[3] & 0xff, .warps_per_core = (c->a[3] >> 8) & 0xff,
 		.threads_per_warp = (c->a[3] >> 16) & 0xff, .builtins = c->a[3] >> 24 & 0x3f,
 		.vram_size = c->a[4], .caps = c->a[5] & 0xff, .pad = c->a[3] >> 48,
+		.bytes_per_s = (c->a[3] >> 32 & 0xff) << 20, .threads_per_s = (c->a[3] >> 40 & 0xff) << 10,
 	};
 	int fd = SEL_FD(st->ctls, c->res[0], -1), ret;
 
@@ -1466,20 +1477,32 @@ static int user_declare(struct state *st, const struct call *c)
 	return open_device(st, d.device_index, O_RDWR | O_CLOEXEC);
 }
 
-/* The program as the server of the devices it declared: reads the frames
- * there are and answers each on its own stream, the way a server does, or
- * not quite (per frame, 4 bits of a[1]): done, failed with status a[2] at
- * PC a[3], on another stream, or never. Before answering, a host access
- * at a frame's first address word (a copy's source in both dialects). */
-static int user_serve(struct state *st, const struct call *c)
+/*
+ * One round of serving the device declared on `fd`: reads the frames there
+ * are (in a read of a few frames when a[5] is odd) and answers each on its
+ * own stream, the way a server does, or not quite (per frame, 4 bits of
+ * a[1]): done, failed with status a[2] at PC a[3], on another stream, or
+ * never. Before answering, a host access at a frame's first address word (a
+ * copy's source in both dialects) when a[4] says so, and `extra`: 1 reports
+ * progress on each frame's stream, 2 retires the first frame's stream until
+ * the answers are written, 3 resets the device instead of answering.
+ */
+static int serve_round(struct state *st, const struct call *c, int fd, unsigned int extra)
 {
 	uint8_t frames[4096], data[256];
 	size_t size = st->user_frame ? st->user_frame : 16;
-	int fd = SEL_FD(st->ctls, c->res[0], -1);
-	ssize_t n = read(fd, frames, sizeof(frames));
+	size_t want = c->a[5] & 1 ? size * (1 + (c->a[5] >> 1) % 4) + (st->user_inline ? 8 : 0)
+				  : sizeof(frames);
+	ssize_t n = read(fd, frames, want);
+	struct radiance_user_retire retire = { 0 };
 
 	if (n < 0)
 		return -errno;
+	if (extra == 3) {
+		struct radiance_user_reset a = { 0 };
+
+		return call_ioctl(c, fd, RADIANCE_IOCTL_USER_RESET, &a);
+	}
 	for (ssize_t i = 0, k = 0; i + (ssize_t)size <= n; k++) {
 		const uint8_t *f = frames + i;
 		uint8_t r[16] = { f[0] };
@@ -1499,6 +1522,14 @@ static int user_serve(struct state *st, const struct call *c)
 			a.addr = addr;
 			xioctl(fd, (c->a[4] & 2) ? RADIANCE_IOCTL_USER_HOST_WRITE : RADIANCE_IOCTL_USER_HOST_READ, &a);
 		}
+		if (extra == 1) {
+			struct radiance_user_progress p = { .stream = f[0], .units = 1 + k };
+
+			xioctl(fd, RADIANCE_IOCTL_USER_PROGRESS, &p);
+		} else if (extra == 2 && k == 0) {
+			retire.streams = 1u << (f[0] % 32);
+			xioctl(fd, RADIANCE_IOCTL_USER_RETIRE, &retire);
+		}
 		if (way == 15)
 			continue;
 		if (way >= 12) {
@@ -1508,9 +1539,36 @@ static int user_serve(struct state *st, const struct call *c)
 			r[0] = c->a[2];
 		}
 		if (write(fd, r, sizeof(r)) < 0)
-			return -errno;
+			break;
+	}
+	if (retire.streams) {
+		retire.streams = 0;
+		xioctl(fd, RADIANCE_IOCTL_USER_RETIRE, &retire);
 	}
 	return 0;
+}
+
+/* The program as the server of the devices it declared: up to four rounds
+ * (a[0] bits 0-1) of serve_round, each of which the answers of the one
+ * before may have given frames, with what else a server does in a[0] bits
+ * 2-3. A reset the kernel made is acknowledged, and serving goes on. */
+static int user_serve(struct state *st, const struct call *c)
+{
+	int fd = SEL_FD(st->ctls, c->res[0], -1), ret = 0, served = 0;
+
+	for (uint64_t round = 0; round <= (c->a[0] & 3); round++) {
+		ret = serve_round(st, c, fd, c->a[0] >> 2 & 3);
+		if (ret == -ECONNRESET) {
+			struct radiance_user_reset ack = { 0 };
+
+			xioctl(fd, RADIANCE_IOCTL_USER_RESET, &ack);
+		} else if (ret) {
+			break;
+		}
+		served |= !ret;
+	}
+	/* Frames ran out after a round that answered some: served. */
+	return served && ret == -EAGAIN ? 0 : ret;
 }
 
 static int user_host_access(struct state *st, const struct call *c)
