@@ -4,26 +4,32 @@
 # the long fuzzing mode: radiance-fuzz from the corpus in /corpus for
 # radiance_fuzz.seconds (kernel command line), printing each new corpus
 # entry for the host to keep and the edges reached, then kmemleak and the
-# module's unload. The time is split between emulated devices speaking
-# gluon-sim-16 and gluon-24: the module encodes and decodes both, and a
-# device speaks one.
+# module's unload. The time is split three ways between emulated devices
+# speaking gluon-sim-16, gluon-24, and gluon-sim-16 as gluon-sim does it:
+# the module encodes and decodes both dialects, and on the last makes up
+# what gluon-sim lacks (fills, device-to-device copies, sub-word ranges)
+# from what it has, one command a stream at a time, on a device slowed so
+# that queues back up behind it.
 set -u
 . /suite.sh || exit 1
-plan fuzzer_sim16 kmemleak_after_sim16 fuzzer_gluon24 kmemleak_after_gluon24
+plan fuzzer_sim16 kmemleak_after_sim16 fuzzer_gluon24 kmemleak_after_gluon24 \
+	fuzzer_gluon_sim kmemleak_after_gluon_sim
 
 param() {
 	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^radiance_fuzz\.$1=//p")
 	echo "${v:-$2}"
 }
 
-half=$(($(param seconds 600) / 2))
+part=$(($(param seconds 600) / 3))
 mkdir -p /corpus
 /kmemleak.sh --clear
-for dialect in sim16:1 gluon24:2; do
-	name=${dialect%:*}
+for config in "sim16 emulated_dialect=1" "gluon24 emulated_dialect=2" \
+	"gluon_sim emulated_dialect=1 emulated_gluon_sim=1 emulated_throttle_us=1000"; do
+	name=${config%% *}
+	# shellcheck disable=SC2086 # the module parameters, one word each
 	insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 \
-		emulated_dialect="${dialect#*:}" || exit 1
-	suite "fuzzer_$name" /radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$half" \
+		${config#* } || exit 1
+	suite "fuzzer_$name" /radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$part" \
 		--procs "$(param procs 2)" --corpus-in /corpus --print-corpus --print-cover --status 60
 	rmmod radiance
 	suite "kmemleak_after_$name" /kmemleak.sh "kmemleak_after_$name"
