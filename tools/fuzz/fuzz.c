@@ -93,8 +93,9 @@ static void worker(const struct fuzz_opts *o, int id, struct cover_map *global, 
 	}
 	rng_seed(&r, o->seed * 1000003 + id);
 	n_corpus = corpus_load(o->corpus_in, corpus);
-	/* The loaded corpus first, as it is: its edges are not new. */
-	for (uint32_t i = 0; i < n_corpus; i++) {
+	/* The loaded corpus first, as it is: its edges are not new. Within
+	 * the time, which a big corpus on a slow kernel could outlast. */
+	for (uint32_t i = 0; i < n_corpus && now_s() < until; i++) {
 		prog_exec(&env, &corpus[i], 0);
 		__atomic_add_fetch(&sh->execs, 1, __ATOMIC_RELAXED);
 	}
