@@ -200,6 +200,21 @@ static void on_alarm(int sig)
 	(void)sig;
 }
 
+/* Arms SIGALRM every `usec` from now (0: disarms it), with a handler that
+ * does nothing: a call it interrupts returns EINTR, or with `restart` is
+ * restarted where the kernel may. Again and again, since the first may
+ * come before the call sleeps. */
+static void alarm_in(uint64_t usec, int restart)
+{
+	struct timeval every = { .tv_sec = usec / 1000000, .tv_usec = usec % 1000000 };
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = restart ? SA_RESTART : 0 };
+	struct itimerval t = { .it_interval = every, .it_value = every };
+
+	if (usec)
+		sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &t, NULL);
+}
+
 static const char *const op_names[OP_COUNT] = {
 	[OP_OPEN_DEVICE] = "open_device", [OP_CLOSE] = "close", [OP_DUP] = "dup",
 	[OP_GET_INFO] = "get_info", [OP_BO_CREATE] = "bo_create", [OP_BO_DESTROY] = "bo_destroy",
@@ -766,6 +781,9 @@ static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int
 					  pcs[rng_below(r, sizeof(pcs) / sizeof(pcs[0]))];
 	uint32_t params[4] = { vram_word(r, vram), vram_word(r, vram), vram_word(r, vram), 1 + rng_below(r, 64) };
 	uint32_t psize = rng_one_in(r, 6) ? 4 * rng_below(r, 4) : sizeof(params);
+	/* One in eight runs more threads than the device's progress step
+	 * (1024 threads), and off the end of its BO. */
+	uint32_t block = rng_one_in(r, 8) ? 1 + rng_below(r, 2048) : 1 + rng_below(r, 32);
 	uint8_t buf[256];
 	uint64_t len;
 
@@ -782,7 +800,7 @@ static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int
 		d->regs_per_thread = 1 + rng_below(r, 4);
 		for (int i = 0; i < 3; i++) {
 			d->grid[i] = i ? 1 : 1 + rng_below(r, 2);
-			d->block[i] = i ? 1 : 1 + rng_below(r, 32);
+			d->block[i] = i ? 1 : block;
 		}
 		/* The params after the descriptor, in the same BO. */
 		d->params = bo->handle;
@@ -798,7 +816,7 @@ static uint64_t write_launch(struct bo_res *bo, uint64_t off, struct rng *r, int
 		b->regs_per_thread = 1 + rng_below(r, 4);
 		for (int i = 0; i < 3; i++) {
 			b->grid[i] = i ? 1 : 1 + rng_below(r, 2);
-			b->block[i] = i ? 1 : 1 + rng_below(r, 32);
+			b->block[i] = i ? 1 : block;
 		}
 		b->params_size = psize;
 		memcpy(b + 1, params, psize);
@@ -1114,20 +1132,16 @@ static int sem_wait(struct state *st, const struct call *c)
 
 static int signal_wait(struct state *st, const struct call *c)
 {
-	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = (c->a[1] & 1) ? SA_RESTART : 0 };
-	struct itimerval t = { .it_value = { .tv_usec = 1000 + (c->a[3] % 5) * 1000 } };
 	struct call wait = *c;
 	int ret;
 
-	sigaction(SIGALRM, &sa, NULL);
-	setitimer(ITIMER_REAL, &t, NULL);
+	alarm_in(1000 + (c->a[3] % 5) * 1000, c->a[1] & 1);
 	wait.a[1] = 0;
 	wait.a[2] = 2;		/* a deadline ahead */
 	wait.a[3] = 10;
 	wait.a[4] = 4;
 	ret = sem_wait(st, &wait);
-	memset(&t, 0, sizeof(t));
-	setitimer(ITIMER_REAL, &t, NULL);
+	alarm_in(0, 0);
 	return ret;
 }
 
@@ -1622,9 +1636,24 @@ static int control_rw(struct state *st, const struct call *c, int write_it)
 	int fd = c->res[1] % 8 == 7 ? dev_fd(st, c, 2) : SEL_FD(st->ctls, c->res[0], -1);
 	ssize_t n;
 
+	int flags = fcntl(fd, F_GETFL);
+
 	for (size_t i = 0; i < sizeof(buf); i += 8)
 		memcpy(buf + i, &c->a[1 + (i / 8) % 4], 8);
-	n = write_it ? write(fd, buf, len) : read(fd, buf, len);
+	if (write_it) {
+		n = write(fd, buf, len);
+	} else if (flags >= 0 && (c->a[5] & 1) && !(c->how & CALL_ASYNC)) {
+		/* A read that may sleep (on a device declared READ_WAITS)
+		 * until a frame, a reset or, after 1 to 4 ms, a signal (which
+		 * only the main thread takes). */
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+		alarm_in(1000 * (1 + c->a[5] / 2 % 4), 0);
+		n = read(fd, buf, len);
+		alarm_in(0, 0);
+		fcntl(fd, F_SETFL, flags);
+	} else {
+		n = read(fd, buf, len);
+	}
 	return n < 0 ? -errno : 0;
 }
 
