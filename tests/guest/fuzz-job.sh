@@ -9,10 +9,12 @@
 # the module encodes and decodes both dialects, and on the last makes up
 # what gluon-sim lacks (fills, device-to-device copies, sub-word ranges)
 # from what it has, one command a stream at a time, on a device slowed so
-# that queues back up behind it.
+# that queues back up behind it. Before them the module-load sweep loads
+# the module itself, to reach init and exit and their unwinding under
+# faults, which the fuzzer's programs cannot.
 set -u
 . /suite.sh || exit 1
-plan fuzzer_sim16 kmemleak_after_sim16 fuzzer_gluon24 kmemleak_after_gluon24 \
+plan module_load kmemleak_after_module_load fuzzer_sim16 kmemleak_after_sim16 fuzzer_gluon24 kmemleak_after_gluon24 \
 	fuzzer_gluon_sim kmemleak_after_gluon_sim
 
 param() {
@@ -23,6 +25,8 @@ param() {
 part=$(($(param seconds 600) / 3))
 mkdir -p /corpus
 /kmemleak.sh --clear
+suite module_load /radiance-fuzz load --print-cover
+suite kmemleak_after_module_load /kmemleak.sh kmemleak_after_module_load
 for config in "sim16 emulated_dialect=1" "gluon24 emulated_dialect=2" \
 	"gluon_sim emulated_dialect=1 emulated_gluon_sim=1 emulated_throttle_us=1000"; do
 	name=${config%% *}

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Runs inside the QEMU guest on the debug kernel (KASAN, KCOV, kmemleak,
 # fault injection, lockdep; tools/build-kernel.sh --debug) as /job: the
-# whole guest suite of test-job.sh, the stress tests, the fail-nth sweep,
-# then radiance-fuzz in its CI budget (fixed seed, fixed number of
+# whole guest suite of test-job.sh, the module-load sweep, the stress tests,
+# the fail-nth sweep, then radiance-fuzz in its CI budget (fixed seed, fixed number of
 # executions), with a kmemleak scan after each as a test of its own and a
 # last one after the module is unloaded. The host fails the run on any
 # KASAN, lockdep, WARN or BUG line (tools/run-qemu.sh).
@@ -13,7 +13,7 @@
 set -u
 . /suite.sh || exit 1
 # test-job.sh declares its own suites.
-plan kmemleak_after_guest_suite stress_test kmemleak_after_stress fail_nth kmemleak_after_fail_nth \
+plan kmemleak_after_guest_suite module_load kmemleak_after_module_load stress_test kmemleak_after_stress fail_nth kmemleak_after_fail_nth \
 	fuzzer kmemleak_after_fuzzer kmemleak_after_unload
 
 echo "radiance-guest: the debug kernel, $(uname -r)"
@@ -42,6 +42,13 @@ sh /test-job.sh
 guest_suite_rc=$?
 echo "radiance-guest: the guest suite took $(($(date +%s) - start)) s"
 kmemleak kmemleak_after_guest_suite
+
+# Init and exit, and init's unwinding at each of its fault sites: the
+# sweep loads the module itself, so it goes before the load below.
+start=$(date +%s)
+suite module_load /radiance-fuzz load
+echo "radiance-guest: the module-load sweep took $(($(date +%s) - start)) s"
+kmemleak kmemleak_after_module_load
 
 # Matches radiance_test.h.
 insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 || exit 1

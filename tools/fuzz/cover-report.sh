@@ -92,6 +92,9 @@ missed_lines() {
 		}'
 }
 if [[ -n $lines ]]; then
+	# The debug kernel's module has no DWARF; the syzkaller kernel's has.
+	objdump -h "$ko" | grep -q ' \.debug_line ' ||
+		{ echo "$ko has no line table: use the fuzz kernel's (RADIANCE_KERNEL=fuzz)" >&2; exit 2; }
 	printf "%7s  %s\n" missed "line (the function it is in)"
 	missed_lines "$2"
 	exit

@@ -124,19 +124,43 @@ int module_text_load(struct module_text *text, const char *ko_path)
 		if (addr + sh[i].sh_size > text->hi)
 			text->hi = addr + sh[i].sh_size;
 	}
+	if (text->lo >= text->hi) {
+		free(elf);
+		return -ENOENT;	/* not loaded, or sysfs hides the addresses */
+	}
+	text->site = calloc(1, text->hi - text->lo);
+	if (!text->site) {
+		free(elf);
+		return -ENOMEM;
+	}
+	/* A call's relocation sits 1 byte into its 5-byte instruction: KCOV
+	 * records the return address, 4 past it. */
 	for (int i = 0; trace_pc && i < eh->e_shnum; i++) {
 		const Elf64_Rela *r = (const Elf64_Rela *)(elf + sh[i].sh_offset);
+		uint64_t addr;
 
 		if (sh[i].sh_type != SHT_RELA || sh[i].sh_info >= eh->e_shnum ||
 		    !is_text(shstr + sh[sh[i].sh_info].sh_name))
 			continue;
-		for (uint64_t j = 0; j < sh[i].sh_size / sizeof(*r); j++)
-			text->edges += ELF64_R_SYM(r[j].r_info) == trace_pc;
+		addr = section_addr(shstr + sh[sh[i].sh_info].sh_name);
+		for (uint64_t j = 0; j < sh[i].sh_size / sizeof(*r); j++) {
+			uint64_t pc = addr + r[j].r_offset + 4;
+
+			if (ELF64_R_SYM(r[j].r_info) != trace_pc)
+				continue;
+			text->edges++;
+			if (addr && pc >= text->lo && pc < text->hi)
+				text->site[pc - text->lo] = 1;
+		}
 	}
 	free(elf);
-	if (text->lo >= text->hi)
-		return -ENOENT;	/* not loaded, or sysfs hides the addresses */
 	return text->edges ? 0 : -ENODATA; /* not built with KCOV */
+}
+
+void module_text_free(struct module_text *text)
+{
+	free(text->site);
+	text->site = NULL;
 }
 
 int cover_map_init(struct cover_map *map, const struct module_text *text)
@@ -249,21 +273,49 @@ void kcov_stop(struct kcov *k)
 	k->mode = -1;
 }
 
-uint32_t kcov_collect_pcs(struct kcov *k, struct cover_map *maps, int n)
+/* How many PCs a PC-mode trace holds (area[1] on), 0 in any other mode. */
+static uint64_t kcov_pcs(const struct kcov *k)
 {
 	uint64_t count;
-	uint32_t fresh = 0;
 
 	if (k->fd < 0 || k->mode != KCOV_TRACE_PC)
 		return 0;
 	count = __atomic_load_n(&k->area[0], __ATOMIC_RELAXED);
-	if (count > k->words - 1)
-		count = k->words - 1;
+	return count < k->words - 1 ? count : k->words - 1;
+}
+
+uint32_t kcov_collect_pcs(struct kcov *k, struct cover_map *maps, int n)
+{
+	uint64_t count = kcov_pcs(k);
+	uint32_t fresh = 0;
+
+	if (!count)
+		return 0;
 	for (uint64_t i = 1; i <= count; i++) {
 		fresh += cover_map_add(&maps[0], k->area[i]);
 		for (int m = 1; m < n; m++)
 			cover_map_add(&maps[m], k->area[i]);
 	}
+	__atomic_store_n(&k->area[0], 0, __ATOMIC_RELAXED);
+	return fresh;
+}
+
+int kcov_collect_module(struct kcov *k, struct cover_map *map, uint64_t lo)
+{
+	uint64_t count = kcov_pcs(k), size = map->text->hi - map->text->lo;
+	int fresh = 0;
+
+	if (!count)
+		return 0;
+	for (uint64_t i = 1; i <= count; i++) {
+		uint64_t off = k->area[i] - lo;
+
+		if (k->area[i] >= lo && off < size && !map->text->site[off])
+			return -ESRCH;
+	}
+	for (uint64_t i = 1; i <= count; i++)
+		if (k->area[i] >= lo && k->area[i] - lo < size)
+			fresh += cover_map_add(map, map->text->lo + (k->area[i] - lo));
 	__atomic_store_n(&k->area[0], 0, __ATOMIC_RELAXED);
 	return fresh;
 }

@@ -14,12 +14,14 @@
 struct module_text {
 	uint64_t lo, hi;	/* [lo, hi): every .text* section */
 	uint32_t edges;		/* trace-pc call sites in those sections */
+	uint8_t *site;		/* one byte per address of [lo, hi): 1 where KCOV can record */
 };
 
 /* Reads the loaded module's sections from /sys/module/radiance/sections
  * and their sizes and call sites from the .ko file it was loaded from.
  * 0 or -errno. */
 int module_text_load(struct module_text *text, const char *ko_path);
+void module_text_free(struct module_text *text);
 
 /* A set of covered edges, one byte per text address, in memory shared with
  * the processes forked after it (MAP_SHARED). */
@@ -60,6 +62,12 @@ void kcov_stop(struct kcov *k);
 /* Adds the PCs collected since kcov_start to `maps` (n of them; the first
  * is the one new edges are judged by); returns the edges new to maps[0]. */
 uint32_t kcov_collect_pcs(struct kcov *k, struct cover_map *maps, int n);
+/* Adds the PCs collected since kcov_start to `map`, for a run in which the
+ * module's text began at `lo`, wherever map's text is: for a module this
+ * thread loaded, and perhaps unloaded, itself. Returns the edges new to
+ * `map`, or -ESRCH, adding none, if a PC in [lo, lo + size) is no call site:
+ * the module was not at `lo` then. */
+int kcov_collect_module(struct kcov *k, struct cover_map *map, uint64_t lo);
 
 /* Constants the module compared against, from a CMP-mode trace. */
 #define HINTS_MAX 512

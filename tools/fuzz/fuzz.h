@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The coverage-guided fuzzing loop (fuzz.c) and the fail-nth sweep
- * (fail_nth.c) of radiance-fuzz. */
+/* The coverage-guided fuzzing loop (fuzz.c), the fail-nth sweep
+ * (fail_nth.c) and the module-load sweep (module_load.c) of radiance-fuzz. */
 #ifndef RADIANCE_FUZZ_FUZZ_H
 #define RADIANCE_FUZZ_FUZZ_H
 
@@ -33,5 +33,12 @@ int fuzz_run(const struct fuzz_opts *o, const struct module_text *text, uint32_t
  * step. Returns the number of failed tests; *sites gets how many faults
  * were injected. */
 int fail_nth_sweep(const struct module_text *text, const char *only, uint32_t *sites);
+
+/* Loads and unloads radiance.ko from `ko` with each parameter set of a
+ * list, then once per fault site of its init, under KCOV; prints a KTAP
+ * test per set and one for the faults, and with `print_cover` the edges
+ * init and exit reached. The module must not be loaded. Returns the number
+ * of failed tests, or -1 if it could not start. */
+int module_load_sweep(const char *ko, int print_cover);
 
 #endif

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * radiance-fuzz: a coverage-guided fuzzer of the Radiance uapi and a
- * fail-nth sweep, for the guest on the debug kernel (KCOV, KASAN, fault
- * injection). Prints KTAP.
+ * radiance-fuzz: a coverage-guided fuzzer of the Radiance uapi, a fail-nth
+ * sweep and a module-load sweep, for the guest on the debug kernel (KCOV,
+ * KASAN, fault injection). Prints KTAP.
  *
  *	radiance-fuzz fuzz [--seed N] [--execs N] [--seconds S] [--procs N]
  *	                   [--corpus-in DIR] [--corpus-out DIR] [--print-corpus]
  *	                   [--print-cover]
  *	radiance-fuzz fail-nth [STEP]
  *	radiance-fuzz replay HEX
+ *	radiance-fuzz load [--print-cover]
  *
- * --ko PATH (default /radiance.ko) is the module file that was loaded: its
- * sections give the edges' total. A fuzz run with --execs and a --seed is
+ * --ko PATH (default /radiance.ko) is the module file that was loaded (that
+ * `load` loads itself, the module unloaded when it starts): its sections
+ * give the edges' total. A fuzz run with --execs and a --seed is
  * the reproducible CI mode; --seconds without --execs is the long mode.
  */
 #define _GNU_SOURCE
@@ -65,7 +67,7 @@ static int objects_freed(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: radiance-fuzz fuzz|fail-nth|replay [options] (see tools/fuzz/main.c)\n");
+	fprintf(stderr, "usage: radiance-fuzz fuzz|fail-nth|replay|load [options] (see tools/fuzz/main.c)\n");
 	exit(2);
 }
 
@@ -120,6 +122,8 @@ int main(int argc, char **argv)
 		usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("TAP version 13\n");
+	if (!strcmp(mode, "load"))
+		return module_load_sweep(ko, o.print_cover) != 0;
 	ret = module_text_load(&text, ko);
 	if (ret) {
 		printf("1..1\n# radiance.ko's text from /sys/module and %s: %s (a kernel without KCOV?)\n", ko,
