@@ -305,6 +305,8 @@ static void generate(struct call *c, enum op op, struct gen *g)
 	c->how = wild(g, 10) ? CALL_ASYNC : 0;
 	if (wild(g, 16))
 		c->how |= (1 + rng_below(r, ARG_PLACES - 1)) << CALL_PLACE_SHIFT;
+	if (rng_one_in(r, 32))
+		c->how |= (1 + rng_below(r, 3)) << CALL_REPEAT_SHIFT;
 	/* Mostly an early fault site; now and then one deep in a call that
 	 * makes many objects (a declared device, a queue). */
 	c->fail_nth = wild(g, 16) ? 1 + rng_below(r, rng_one_in(r, 4) ? 64 : 8) : 0;
@@ -2335,6 +2337,30 @@ void exec_env_fini(struct exec_env *env)
 		close(env->fail_nth);
 }
 
+/* How many times in a row a call runs: CALL_REPEAT counts for the calls
+ * that make an object (waits, forks and serving would only take long). */
+static unsigned int call_repeats(const struct call *c)
+{
+	switch (c->op) {
+	case OP_OPEN_DEVICE:
+	case OP_DUP:
+	case OP_BO_CREATE:
+	case OP_BO_EXPORT:
+	case OP_BO_IMPORT:
+	case OP_SEM_CREATE:
+	case OP_SEM_EXPORT_SYNC_FILE:
+	case OP_SEM_IMPORT_SYNC_FILE:
+	case OP_SEM_IMPORT_HANDLE:
+	case OP_QUEUE_CREATE:
+	case OP_MMAP:
+	case OP_UDMABUF:
+	case OP_SW_SYNC_FENCE:
+		return 1u << 2 * ((c->how & CALL_REPEAT) >> CALL_REPEAT_SHIFT);
+	default:
+		return 1;
+	}
+}
+
 uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
 {
 	struct state *st = calloc(1, sizeof(*st));
@@ -2354,18 +2380,23 @@ uint32_t prog_exec(struct exec_env *env, const struct prog *p, int trace)
 			run_async(env, st, c);
 			continue;
 		}
-		if (env->kcov.fd >= 0)
-			kcov_start(&env->kcov, KCOV_TRACE_PC);
-		if (c->fail_nth && env->fail_nth >= 0)
-			fault_arm(env->fail_nth, c->fail_nth);
-		ret = call_exec(env, st, c);
-		if (c->fail_nth && env->fail_nth >= 0)
-			fault_arm(env->fail_nth, 0);
-		if (env->kcov.fd >= 0)
-			fresh += kcov_collect_pcs(&env->kcov, env->maps, env->nmaps);
-		if (trace)
-			printf("# %2u: %s = %d (%s), fail-nth %u\n", i, op_name(c->op), ret,
-			       ret < 0 ? strerror(-ret) : "ok", c->fail_nth);
+		for (unsigned int rep = 0, reps = call_repeats(c); rep < reps; rep++) {
+			int fail = rep == 0 && c->fail_nth && env->fail_nth >= 0;
+
+			if (env->kcov.fd >= 0)
+				kcov_start(&env->kcov, KCOV_TRACE_PC);
+			if (fail)
+				fault_arm(env->fail_nth, c->fail_nth);
+			ret = call_exec(env, st, c);
+			if (fail)
+				fault_arm(env->fail_nth, 0);
+			if (env->kcov.fd >= 0)
+				fresh += kcov_collect_pcs(&env->kcov, env->maps, env->nmaps);
+			if (trace)
+				printf("# %2u: %s = %d (%s), fail-nth %u%s\n", i, op_name(c->op), ret,
+				       ret < 0 ? strerror(-ret) : "ok", fail ? c->fail_nth : 0,
+				       reps > 1 ? " (repeated)" : "");
+		}
 	}
 	wait_async(env);
 	/* The cleanup's coverage (release, teardown of what is left) counts too. */

@@ -116,11 +116,19 @@ void prog_mutate(struct prog *p, struct rng *r, const struct hints *h, const str
 		}
 		break;
 	case 7:
-		/* Run on the other thread, or pass the argument elsewhere. */
-		if (rng_one_in(r, 2))
+		/* Run on the other thread, pass the argument elsewhere, or
+		 * make more of the call's object. */
+		switch (rng_below(r, 3)) {
+		case 0:
 			c->how ^= CALL_ASYNC;
-		else
+			break;
+		case 1:
 			c->how = (c->how & ~CALL_PLACE) | rng_below(r, ARG_PLACES) << CALL_PLACE_SHIFT;
+			break;
+		default:
+			c->how = (c->how & ~CALL_REPEAT) | rng_below(r, 4) << CALL_REPEAT_SHIFT;
+			break;
+		}
 		break;
 	case 8:
 		/* An error path: fail one of the call's allocations, or none. */

@@ -24,11 +24,17 @@
 #define CALL_ASYNC 0x01u
 #define CALL_PLACE_SHIFT 1
 #define CALL_PLACE (0x7u << CALL_PLACE_SHIFT)
+/* Made 4^k times in a row, k this field (a call that makes an object, not
+ * async): tens of objects of a kind in a file, past the first capacity of
+ * the module's vectors and deep in its trees, which 24 calls rarely reach. */
+#define CALL_REPEAT_SHIFT 4
+#define CALL_REPEAT (0x3u << CALL_REPEAT_SHIFT)
 
 struct call {
 	uint16_t op;		/* enum op (calls.h) */
-	uint8_t how;		/* CALL_ASYNC, and where its ioctl's argument
-				 * is (CALL_PLACE; enum arg_place, calls.h) */
+	uint8_t how;		/* CALL_ASYNC, where its ioctl's argument is
+				 * (CALL_PLACE; enum arg_place, calls.h), and
+				 * CALL_REPEAT */
 	uint8_t fail_nth;	/* fail its n-th allocation or user copy
 				 * (if not async); 0: none */
 	uint32_t res[CALL_RES];
