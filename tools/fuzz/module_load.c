@@ -38,9 +38,9 @@ static const struct load_case {
 	int err;		/* what the load must return */
 } cases[] = {
 	/* The three parts of tests/guest/fuzz-job.sh; the first is swept. */
-	{ "sim16", "emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 emulated_dialect=1", 0 },
-	{ "gluon24", "emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 emulated_dialect=2", 0 },
-	{ "gluon_sim", "emulated_devices=2 emulated_vram_mib=64 launch_timeout_ms=100 emulated_dialect=1 "
+	{ "sim16", "emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100 emulated_dialect=1", 0 },
+	{ "gluon24", "emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100 emulated_dialect=2", 0 },
+	{ "gluon_sim", "emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100 emulated_dialect=1 "
 		       "emulated_gluon_sim=1 emulated_throttle_us=1000", 0 },
 	{ "no_devices_exclusive", "emulated_devices=0 exclusive=1", 0 },
 	{ "zero_timeout", "launch_timeout_ms=0", -EINVAL },
