@@ -14,8 +14,8 @@
 # faults, which the fuzzer's programs cannot.
 set -u
 . /suite.sh || exit 1
-plan module_load kmemleak_after_module_load fuzzer_sim16 kmemleak_after_sim16 fuzzer_gluon24 kmemleak_after_gluon24 \
-	fuzzer_gluon_sim kmemleak_after_gluon_sim
+plan module_load kmemleak_after_module_load fuzzer_sim16 kmemleak_after_sim16 \
+	fuzzer_gluon24 kmemleak_after_gluon24 fuzzer_gluon_sim kmemleak_after_gluon_sim
 
 param() {
 	v=$(tr ' ' '\n' </proc/cmdline | sed -n "s/^radiance_fuzz\.$1=//p")
@@ -29,13 +29,13 @@ suite module_load /radiance-fuzz load --print-cover
 suite kmemleak_after_module_load /kmemleak.sh kmemleak_after_module_load
 # The guest has 1 GiB: each device, declared ones too, pins at most 64 MiB
 # of HOST buffer objects (512 by default), or tens of them made at once
-# run it out of memory.
+# run it out of memory. tools/fuzz/module_load.c loads with the same.
 for config in "sim16 emulated_dialect=1" "gluon24 emulated_dialect=2" \
 	"gluon_sim emulated_dialect=1 emulated_gluon_sim=1 emulated_throttle_us=1000"; do
 	name=${config%% *}
 	# shellcheck disable=SC2086 # the module parameters, one word each
-	insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100 \
-		${config#* } || exit 1
+	insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 \
+		launch_timeout_ms=100 ${config#* } || exit 1
 	suite "fuzzer_$name" /radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$part" \
 		--procs "$(param procs 2)" --corpus-in /corpus --print-corpus --print-cover --status 60
 	rmmod radiance

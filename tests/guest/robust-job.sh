@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Runs inside the QEMU guest on the debug kernel (KASAN, KCOV, kmemleak,
 # fault injection, lockdep; tools/build-kernel.sh --debug) as /job: the
-# whole guest suite of test-job.sh, the module-load sweep, the stress tests,
-# the fail-nth sweep, then radiance-fuzz in its CI budget (fixed seed, fixed number of
-# executions), with a kmemleak scan after each as a test of its own and a
+# whole guest suite of test-job.sh, the module-load sweep, the stress
+# tests, the fail-nth sweep, then radiance-fuzz in its CI budget (fixed
+# seed, fixed number of executions), with a kmemleak scan after each as a test of its own and a
 # last one after the module is unloaded. The host fails the run on any
 # KASAN, lockdep, WARN or BUG line (tools/run-qemu.sh).
 #
@@ -13,8 +13,9 @@
 set -u
 . /suite.sh || exit 1
 # test-job.sh declares its own suites.
-plan kmemleak_after_guest_suite module_load kmemleak_after_module_load stress_test kmemleak_after_stress fail_nth kmemleak_after_fail_nth \
-	fuzzer kmemleak_after_fuzzer kmemleak_after_unload
+plan kmemleak_after_guest_suite module_load kmemleak_after_module_load stress_test \
+	kmemleak_after_stress fail_nth kmemleak_after_fail_nth fuzzer kmemleak_after_fuzzer \
+	kmemleak_after_unload
 
 echo "radiance-guest: the debug kernel, $(uname -r)"
 

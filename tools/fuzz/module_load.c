@@ -32,16 +32,19 @@
 /* A sweep with more sites than this is reported, not swept to the end. */
 #define MAX_NTH 600
 #define KUNIT_FILTER "/sys/module/kunit/parameters/filter_glob"
+/* What tests/guest/fuzz-job.sh loads the module with in every part. */
+#define FUZZ_JOB_PARAMS \
+	"emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100"
 
 static const struct load_case {
 	const char *name, *params;
 	int err;		/* what the load must return */
 } cases[] = {
 	/* The three parts of tests/guest/fuzz-job.sh; the first is swept. */
-	{ "sim16", "emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100 emulated_dialect=1", 0 },
-	{ "gluon24", "emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100 emulated_dialect=2", 0 },
-	{ "gluon_sim", "emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100 emulated_dialect=1 "
-		       "emulated_gluon_sim=1 emulated_throttle_us=1000", 0 },
+	{ "sim16", FUZZ_JOB_PARAMS " emulated_dialect=1", 0 },
+	{ "gluon24", FUZZ_JOB_PARAMS " emulated_dialect=2", 0 },
+	{ "gluon_sim",
+	  FUZZ_JOB_PARAMS " emulated_dialect=1 emulated_gluon_sim=1 emulated_throttle_us=1000", 0 },
 	{ "no_devices_exclusive", "emulated_devices=0 exclusive=1", 0 },
 	{ "zero_timeout", "launch_timeout_ms=0", -EINVAL },
 	{ "too_many_devices", "emulated_devices=9", -EINVAL },
@@ -228,8 +231,10 @@ int module_load_sweep(const char *ko, int print_cover)
 	kunit_filter(strcmp(kunit_was, "(null)") ? kunit_was : "*", NULL, 0);
 
 	if (st.cover.seen) {
-		printf("# module load: %u loads, %u unplaced, %u of %u edges (%.1f%%)\n", st.loads, st.unplaced,
-		       cover_map_count(&st.cover), st.text.edges, 100.0 * cover_map_count(&st.cover) / st.text.edges);
+		uint32_t edges = cover_map_count(&st.cover);
+
+		printf("# module load: %u loads, %u unplaced, %u of %u edges (%.1f%%)\n", st.loads,
+		       st.unplaced, edges, st.text.edges, 100.0 * edges / st.text.edges);
 		if (print_cover)
 			cover_map_print(&st.cover, "radiance-fuzz-cover:");
 	}
