@@ -13,12 +13,13 @@
 # of a call to __sanitizer_cov_trace_pc, which is what KCOV records.
 #
 # Prints each file's total, also counted outside the module's KUnit tests
-# (which run when the module loads, where no fuzzer reaches), and then the N
-# functions (default 40) with the most edges not reached: by the first
-# file, or with COVER2, by the first and the second together, with what each
-# reached.
+# (which run when the module loads, where no fuzzer reaches) and, of those,
+# outside the edges into KASAN's reports (about 4900 on a KASAN build:
+# reached only by a bug), and then the N functions (default 40) with the
+# most code edges not reached: by the first file, or with COVER2, by the
+# first and the second together, with what each reached.
 #
-# With --lines: the N source lines with the most edges not reached, each
+# With --lines: the N source lines with the most code edges not reached, each
 # edge put on the innermost line of the project's own code (kmod/, gluon/,
 # uapi/) that it was inlined into, since the kernel crate's helpers are
 # inlined everywhere and a line of theirs says nothing of which call missed.
@@ -41,19 +42,37 @@ for f in "${@:2}"; do
 	[[ -r $f ]] || { echo "cannot read $f" >&2; exit 2; }
 done
 
-# The call sites, "function offset" a line: a call's relocation sits 1 byte
-# into its 5-byte instruction, so the return address is 4 past it.
+# The call sites, "function<TAB>offset<TAB>kind" a line: a call's
+# relocation sits 1 byte into its 5-byte instruction, so the return address
+# is 4 past it. The kind is "report" for the edge into one of KASAN's
+# report calls (the block between them holds only comparisons' callbacks):
+# KASAN's inline checks add one such edge to each access they check, and a
+# run reaches it only when KASAN reports a bug. The others are "code".
 sites() {
 	objdump -dr --demangle -j .text "$ko" | awk '
 		function hex(s,   v, i) {
 			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
 			return v
 		}
-		/^[0-9a-f]+ <.*>:$/ { fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn) }
+		function flush(kind) {
+			if (site != "") printf "%s\t%s\n", site, kind
+			site = ""
+		}
+		/^[0-9a-f]+ <.*>:$/ { flush("code"); fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn) }
 		/R_X86_64_PLT32[ \t]+__sanitizer_cov_trace_pc-0x4$/ {
+			flush("code")
 			off = $1; sub(/:$/, "", off)
-			printf "%s\t%x\n", fn, hex(off) + 4
-		}'
+			site = sprintf("%s\t%x", fn, hex(off) + 4)
+			next
+		}
+		/R_X86_64_PLT32[ \t]+__sanitizer_cov_trace_(const_)?(cmp|switch)/ { next }
+		/R_X86_64_PLT32[ \t]+__asan_report_/ { flush("report"); next }
+		/R_X86_64_PLT32/ { flush("code"); next }
+		# Any jump or return ends the block ("address:\tbytes\tinstruction").
+		/^ +[0-9a-f]+:\t/ && split($0, part, "\t") >= 3 && part[3] ~ /^(j[a-z]+|ret|ud2|int3)/ {
+			flush("code")
+		}
+		END { flush("code") }'
 }
 
 # The edges COVER did not reach, by the line that holds them. addr2line
@@ -61,7 +80,7 @@ sites() {
 # innermost first; an edge's call is the byte before its return address.
 missed_lines() {
 	sites | awk -F'\t' '
-		FILENAME == "-" { fn[$2] = $1; next }
+		FILENAME == "-" { if ($3 == "code") fn[$2] = $1; next }
 		{ for (i = 1; i <= NF; i++) reached[$i] = 1 }
 		END { for (pc in fn) if (!(pc in reached)) print pc }
 	' - FS='[ \t\r]+' "$1" |
@@ -102,8 +121,10 @@ fi
 
 sites | awk -F'\t' -v top="$top" '
 	FILENAME == "-" {
-		fn[$2] = $1; edges[$1]++; total++
+		fn[$2] = $1; total++
 		if ($1 ~ /::tests::/) test[$2] = 1; else untested++
+		if ($3 == "code") { code[$2] = 1; edges[$1]++ }
+		if ($3 == "code" && !($2 in test)) reachable++
 		next
 	}
 	{
@@ -115,19 +136,24 @@ sites | awk -F'\t' -v top="$top" '
 			seen[key] = 1
 			reached[FILENAME]++
 			if (!(pc in test)) outside[FILENAME]++
+			if ((pc in code) && !(pc in test)) own[FILENAME]++
 			by[FILENAME, fn[pc]]++
 			if (!(pc in any)) { any[pc] = 1; union++; by["", fn[pc]]++ }
 		}
 		if (!(FILENAME in order)) { order[FILENAME] = ++n; name[n] = FILENAME }
 	}
 	END {
-		for (i = 1; i <= n; i++)
+		for (i = 1; i <= n; i++) {
 			printf "%s: %d of %d edges (%.1f%%); outside the KUnit tests %d of %d (%.1f%%)\n",
 				name[i], reached[name[i]], total, 100 * reached[name[i]] / total,
 				outside[name[i]], untested, 100 * outside[name[i]] / untested
+			printf "  of the module code'"'"'s edges (no KUnit test, no KASAN report):" \
+				" %d of %d (%.1f%%)\n", own[name[i]], reachable, 100 * own[name[i]] / reachable
+		}
 		if (n == 2)
 			printf "both together: %d of %d edges (%.1f%%)\n", union, total, 100 * union / total
-		printf "\nfunctions with the most edges not reached%s:\n", n == 2 ? " by either" : ""
+		printf "\nfunctions with the most edges not reached%s (no KASAN report):\n",
+			n == 2 ? " by either" : ""
 		printf "%7s %7s", "missed", "edges"
 		for (i = 1; i <= n; i++) printf " %7s", "file" i
 		printf "  function\n"
