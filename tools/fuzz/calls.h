@@ -73,7 +73,7 @@ enum arg_place {
 	ARG_AS_IS,
 	ARG_STRADDLE,		/* runs into an unmapped page: the copy in faults */
 	ARG_READ_ONLY,		/* in a read-only page: a copy back faults */
-	ARG_SHORT,		/* the size 8 bytes short of the struct's */
+	ARG_SHORT,		/* an older layout's size, or 8 bytes short of it */
 	ARG_LONG,		/* the size 8 bytes past it */
 	ARG_WRITE_ONLY,		/* _IOW, not _IOWR */
 	ARG_PLACES

@@ -42,6 +42,35 @@ uint64_t rng_value(struct rng *r, const struct hints *hints)
 	}
 }
 
+static void insert_call(struct prog *p, uint32_t at, const struct call *c)
+{
+	if (p->n >= PROG_MAX_CALLS)
+		return;
+	memmove(&p->c[at + 1], &p->c[at], (p->n - at) * sizeof(p->c[0]));
+	p->c[at] = *c;
+	p->n++;
+}
+
+/*
+ * The trace events on from the program's start, or a debugfs read at its
+ * end: the events and the listings then see whatever the program made
+ * (aliases, failed semaphores, queues part done), which a call picked at
+ * random places rarely reaches.
+ */
+static void add_observer(struct prog *p, struct rng *r, const struct hints *h)
+{
+	struct call c;
+
+	if (rng_one_in(r, 2)) {
+		call_generate(&c, OP_TRACE_EVENTS, r, h);
+		c.a[0] = 1;	/* on */
+		insert_call(p, 0, &c);
+	} else {
+		call_generate(&c, OP_DEBUGFS_READ, r, h);
+		insert_call(p, p->n, &c);
+	}
+}
+
 void prog_generate(struct prog *p, struct rng *r, const struct hints *h, uint32_t len)
 {
 	/* Now and then without the objects its calls need, to fail them. */
@@ -59,15 +88,8 @@ void prog_generate(struct prog *p, struct rng *r, const struct hints *h, uint32_
 		else if (!call_append(p, &c, r, h))
 			break;
 	}
-}
-
-static void insert_call(struct prog *p, uint32_t at, const struct call *c)
-{
-	if (p->n >= PROG_MAX_CALLS)
-		return;
-	memmove(&p->c[at + 1], &p->c[at], (p->n - at) * sizeof(p->c[0]));
-	p->c[at] = *c;
-	p->n++;
+	if (rng_one_in(r, 4))
+		add_observer(p, r, h);
 }
 
 void prog_mutate(struct prog *p, struct rng *r, const struct hints *h, const struct prog *other)
@@ -106,6 +128,10 @@ void prog_mutate(struct prog *p, struct rng *r, const struct hints *h, const str
 		break;
 	case 4:
 	case 5:
+		if (rng_one_in(r, 4)) {
+			add_observer(p, r, h);
+			break;
+		}
 		call_generate(&fresh, call_pick_op(r), r, h);
 		insert_call(p, rng_below(r, p->n + 1), &fresh);
 		break;
