@@ -1341,7 +1341,8 @@ static void expect_held_copy_reset(struct __test_metadata *_metadata, struct own
 TEST(a_server_that_reports_nothing_gets_its_commands_size_over_its_rate)
 {
 	/* USER_DECLARE as ABI 1.9 released it: no rates. */
-	const unsigned long declare_1_9 = _IOWR(RADIANCE_IOCTL_TYPE, 0x40, char[88]);
+	const unsigned long declare_1_9 =
+		_IOWR(RADIANCE_IOCTL_TYPE, 0x40, char[RADIANCE_USER_DECLARE_SIZE_V1_9]);
 	struct radiance_user_declare d = declaration();
 	struct radiance_user_reset ack = { 0 };
 	struct pollfd p = { .events = POLLPRI };

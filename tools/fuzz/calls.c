@@ -731,9 +731,12 @@ static int call_ioctl(const struct call *c, int fd, unsigned long cmd, void *arg
 		memcpy(arg, at, size);
 		return ret;
 	case ARG_SHORT:
-		/* USER_DECLARE's 88 bytes of ABI 1.9 are still taken: the
+		/* USER_DECLARE's layout of ABI 1.9 is still taken: the
 		 * copy of an older layout into the current one's defaults. */
-		size = cmd == RADIANCE_IOCTL_USER_DECLARE ? 88 : size - 8;
+		if (cmd == RADIANCE_IOCTL_USER_DECLARE)
+			size = RADIANCE_USER_DECLARE_SIZE_V1_9;
+		else
+			size -= 8;
 		return xioctl(fd, _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd), _IOC_NR(cmd), size), arg);
 	case ARG_LONG:
 		at = arg_pages;

@@ -1162,7 +1162,8 @@ struct radiance_user_inline_block {
  * The argument of %RADIANCE_IOCTL_USER_DECLARE, on the control node. It fails with EPERM
  * without CAP_SYS_ADMIN, EBUSY if this file already declared a device, ENOSPC when all
  * %RADIANCE_MAX_DEVICES devices exist, and EINVAL for a field out of range. ABI 1.15 grew
- * it by @bytes_per_s and @threads_per_s; the 88-byte struct of ABI 1.9 is still taken.
+ * it by @bytes_per_s and @threads_per_s; the struct of ABI 1.9 is still taken
+ * (%RADIANCE_USER_DECLARE_SIZE_V1_9).
  */
 struct radiance_user_declare {
 	__u32 flags;
@@ -1181,6 +1182,12 @@ struct radiance_user_declare {
 	__u64 bytes_per_s;
 	__u64 threads_per_s;
 };
+
+/**
+ * define RADIANCE_USER_DECLARE_SIZE_V1_9 - &struct radiance_user_declare as released in
+ * ABI 1.9, without the rates; the kernel still takes it.
+ */
+#define RADIANCE_USER_DECLARE_SIZE_V1_9 88
 
 /**
  * struct radiance_user_host_access - Reads or writes host memory as the device's DMA would.

@@ -541,6 +541,10 @@ fn facts() -> Vec<Fact> {
             "RADIANCE_GET_INFO_SIZE_V1_8",
             uapi::sizes::GET_INFO[2] as u64,
         ),
+        (
+            "RADIANCE_USER_DECLARE_SIZE_V1_9",
+            uapi::sizes::USER_DECLARE[0] as u64,
+        ),
         ("RADIANCE_BUILTIN_FILL_U32", uapi::builtin::FILL_U32 as u64),
         ("RADIANCE_BUILTIN_COPY_U32", uapi::builtin::COPY_U32 as u64),
         (
