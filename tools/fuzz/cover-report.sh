@@ -14,7 +14,7 @@
 #
 # Prints each file's total, also counted outside the module's KUnit tests
 # (which run when the module loads, where no fuzzer reaches) and, of those,
-# outside the edges into KASAN's reports (about 4900 on a KASAN build:
+# outside the edges into KASAN's reports (about 4200 on a KASAN build:
 # reached only by a bug), and then the N functions (default 40) with the
 # most code edges not reached: by the first file, or with COVER2, by the
 # first and the second together, with what each reached.
