@@ -574,6 +574,16 @@ static unsigned int prog_makes(const struct prog *p)
 	return made;
 }
 
+/* SEM_IMPORT_HANDLE of the program's first semaphore into a file that is
+ * not its own (see its runner), opened for it if the program has one file. */
+static void import_alias(struct call *c, struct gen *valid)
+{
+	generate(c, OP_SEM_IMPORT_HANDLE, valid);
+	c->res[0] = 1;	/* odd: the file is the call's pick, not the semaphore's */
+	c->res[1] = 0;
+	c->res[2] = 1;	/* into another file than the semaphore's */
+}
+
 int call_append(struct prog *p, const struct call *c, struct rng *r, const struct hints *h)
 {
 	/* In the order they are made: a device file before its objects. */
@@ -588,6 +598,11 @@ int call_append(struct prog *p, const struct call *c, struct rng *r, const struc
 	};
 	unsigned int made = prog_makes(p), missing = call_needs(c->op) & ~made;
 	struct gen valid = { .r = r, .h = h, .valid = 1 };
+	struct call last = *c;
+	/* One semaphore in three that a call needs is an alias in another
+	 * file (as a consumer of another process's timeline holds one): its
+	 * calls, imports, waits and packets then take the alias paths. */
+	int alias = (missing & NEED_SEM) && rng_one_in(r, 3);
 
 	/* One program in three gets a device it declares and serves itself
 	 * (user_declare opens it), so that its commands reach a server. */
@@ -609,10 +624,18 @@ int call_append(struct prog *p, const struct call *c, struct rng *r, const struc
 			m->a[2] = RADIANCE_BO_MAPPABLE;
 		}
 		p->n++;
+		if (creators[i].op == OP_SEM_CREATE && alias) {
+			if (p->n >= PROG_MAX_CALLS - 1)
+				return 0;
+			import_alias(&p->c[p->n++], &valid);
+			/* The call's semaphore is the second: the alias. */
+			if (c->op != OP_SUBMIT)
+				last.res[1] = 1;
+		}
 	}
 	if (p->n >= PROG_MAX_CALLS)
 		return 0;
-	p->c[p->n++] = *c;
+	p->c[p->n++] = last;
 	/* A submission to a device the program serves, then often an answer. */
 	if (c->op == OP_SUBMIT && ((made | missing) & NEED_USER_DEVICE) && p->n < PROG_MAX_CALLS &&
 	    rng_one_in(r, 2))
