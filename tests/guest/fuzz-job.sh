@@ -27,15 +27,12 @@ mkdir -p /corpus
 /kmemleak.sh --clear
 suite module_load /radiance-fuzz load --print-cover
 suite kmemleak_after_module_load /kmemleak.sh kmemleak_after_module_load
-# The guest has 1 GiB: each device, declared ones too, pins at most 64 MiB
-# of HOST buffer objects (512 by default), or tens of them made at once
-# run it out of memory. tools/fuzz/module_load.c loads with the same.
-for config in "sim16 emulated_dialect=1" "gluon24 emulated_dialect=2" \
-	"gluon_sim emulated_dialect=1 emulated_gluon_sim=1 emulated_throttle_us=1000"; do
-	name=${config%% *}
+# Each part's module parameters are the load sweep's cases of the same
+# name (tools/fuzz/module_load.c), which it has just loaded and unloaded.
+for name in sim16 gluon24 gluon_sim; do
+	params=$(/radiance-fuzz params "$name") || exit 1
 	# shellcheck disable=SC2086 # the module parameters, one word each
-	insmod /radiance.ko emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 \
-		launch_timeout_ms=100 ${config#* } || exit 1
+	insmod /radiance.ko $params || exit 1
 	suite "fuzzer_$name" /radiance-fuzz fuzz --seed "$(param seed 1)" --seconds "$part" \
 		--procs "$(param procs 2)" --corpus-in /corpus --print-corpus --print-cover --status 60
 	rmmod radiance

@@ -40,5 +40,8 @@ int fail_nth_sweep(const struct module_text *text, const char *only, uint32_t *s
  * init and exit reached. The module must not be loaded. Returns the number
  * of failed tests, or -1 if it could not start. */
 int module_load_sweep(const char *ko, int print_cover);
+/* The parameters the sweep loads case `name` with (sim16, gluon24 and
+ * gluon_sim are the long mode's parts), or NULL. */
+const char *module_load_params(const char *name);
 
 #endif

@@ -10,6 +10,7 @@
  *	radiance-fuzz fail-nth [STEP]
  *	radiance-fuzz replay HEX
  *	radiance-fuzz load [--print-cover]
+ *	radiance-fuzz params CASE	(the parameters `load` loads CASE with)
  *
  * --ko PATH (default /radiance.ko) is the module file that was loaded (that
  * `load` loads itself, the module unloaded when it starts): its sections
@@ -67,7 +68,7 @@ static int objects_freed(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: radiance-fuzz fuzz|fail-nth|replay|load [options] (see tools/fuzz/main.c)\n");
+	fprintf(stderr, "usage: radiance-fuzz fuzz|fail-nth|replay|load|params [options] (see tools/fuzz/main.c)\n");
 	exit(2);
 }
 
@@ -120,6 +121,16 @@ int main(int argc, char **argv)
 	}
 	if (o.procs < 1 || o.procs > FUZZ_MAX_PROCS || (!o.execs && !o.seconds && !strcmp(mode, "fuzz")))
 		usage();
+	/* Not a test: what a load case loads the module with, for the guest
+	 * job to insmod with. */
+	if (!strcmp(mode, "params")) {
+		const char *params = arg ? module_load_params(arg) : NULL;
+
+		if (!params)
+			usage();
+		printf("%s\n", params);
+		return 0;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("TAP version 13\n");
 	if (!strcmp(mode, "load"))

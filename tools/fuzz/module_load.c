@@ -32,7 +32,10 @@
 /* A sweep with more sites than this is reported, not swept to the end. */
 #define MAX_NTH 600
 #define KUNIT_FILTER "/sys/module/kunit/parameters/filter_glob"
-/* What tests/guest/fuzz-job.sh loads the module with in every part. */
+/* What every part of the long mode loads the module with. The guest has
+ * 1 GiB: each device, declared ones too, pins at most 64 MiB of HOST
+ * buffer objects (512 by default), or tens of them made at once run it out
+ * of memory. */
 #define FUZZ_JOB_PARAMS \
 	"emulated_devices=2 emulated_vram_mib=64 max_pinned_mib=64 launch_timeout_ms=100"
 
@@ -40,7 +43,8 @@ static const struct load_case {
 	const char *name, *params;
 	int err;		/* what the load must return */
 } cases[] = {
-	/* The three parts of tests/guest/fuzz-job.sh; the first is swept. */
+	/* The three parts of the long mode (tests/guest/fuzz-job.sh takes
+	 * their parameters from here); the first is swept. */
 	{ "sim16", FUZZ_JOB_PARAMS " emulated_dialect=1", 0 },
 	{ "gluon24", FUZZ_JOB_PARAMS " emulated_dialect=2", 0 },
 	{ "gluon_sim",
@@ -188,6 +192,14 @@ static void kunit_filter(const char *glob, char *old, size_t len)
 	if (write(fd, glob, strlen(glob)) < 0)
 		perror(KUNIT_FILTER);
 	close(fd);
+}
+
+const char *module_load_params(const char *name)
+{
+	for (size_t c = 0; c < N_CASES; c++)
+		if (!strcmp(cases[c].name, name))
+			return cases[c].params;
+	return NULL;
 }
 
 int module_load_sweep(const char *ko, int print_cover)
