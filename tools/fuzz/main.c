@@ -68,7 +68,8 @@ static int objects_freed(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: radiance-fuzz fuzz|fail-nth|replay|load|params [options] (see tools/fuzz/main.c)\n");
+	fprintf(stderr, "usage: radiance-fuzz fuzz|fail-nth|replay|load|params [options]"
+			" (see tools/fuzz/main.c)\n");
 	exit(2);
 }
 
