@@ -82,11 +82,16 @@ fn reallocated(device: &Device) -> Outcome {
     for run in 1..=3u64 {
         if run == 3 {
             // A backend may let go of finished work's buffers only every so
-            // many submissions (cuda: every 128): give it the chance, so
-            // that the address is free again.
-            for _ in 0..FINISHED_WORK_RELEASED_WITHIN {
-                q.barrier(&[], &[])?;
+            // many submissions (cuda: every 128): give it the chance, and
+            // wait until it has run the last, so that the address is free
+            // again (the host backend's worker lets each submission go
+            // before it runs the next).
+            let released = device.create_semaphore(0)?;
+            for i in 1..=FINISHED_WORK_RELEASED_WITHIN {
+                let last = [(&released, 1)];
+                q.barrier(&[], if i == FINISHED_WORK_RELEASED_WITHIN { &last } else { &[] })?;
             }
+            reach(&released, 1)?;
             drop(dst);
             dst = device_buffer(device, SIZE)?;
             if address(&dst)? != d {
