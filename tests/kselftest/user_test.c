@@ -141,13 +141,21 @@ static uint32_t drain_serving(struct server *s, struct queue *q)
 	return NOT_DRAINED;
 }
 
-static void copy(struct queue *q, uint32_t src, uint32_t dst, uint64_t size)
+/* A COPY of `size` bytes from the start of BO `src` to `dst_offset` in BO
+ * `dst`. */
+static void copy_to(struct queue *q, uint32_t src, uint32_t dst, uint64_t dst_offset, uint64_t size)
 {
 	struct radiance_copy_packet p = {
-		.header = { .kind = RADIANCE_PACKET_COPY }, .src = src, .dst = dst, .size = size,
+		.header = { .kind = RADIANCE_PACKET_COPY }, .src = src, .dst = dst,
+		.dst_offset = dst_offset, .size = size,
 	};
 
 	queue_put(q, &p);
+}
+
+static void copy(struct queue *q, uint32_t src, uint32_t dst, uint64_t size)
+{
+	copy_to(q, src, dst, 0, size);
 }
 
 /* Counter `key` of the server's device's debugfs `mem`, or -1. Reading it
@@ -505,14 +513,7 @@ TEST_F(user, copies_elsewhere_go_between_a_scrubs_commands)
 	 * that command: the_freed_ranges_next_user_waits_only_for_its_part_of_the_scrub.) */
 	ASSERT_LE(0, radiance_bo_create(self->fd, RADIANCE_PLACEMENT_VRAM, FREED, 0, &again));
 	ASSERT_EQ(big.device_address, again.device_address) TH_LOG("the freed range again");
-	{
-		struct radiance_copy_packet p = {
-			.header = { .kind = RADIANCE_PACKET_COPY }, .src = host.handle, .dst = again.handle,
-			.dst_offset = FREED - 4096, .size = 4096,
-		};
-
-		queue_put(&q0, &p);
-	}
+	copy_to(&q0, host.handle, again.handle, FREED - 4096, 4096);
 	queue_publish(&q0);
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q0));
 	ASSERT_EQ(RADIANCE_QUEUE_ACTIVE, drain_serving(self->s, &q1));
@@ -670,14 +671,7 @@ TEST_F(user, the_freed_ranges_next_user_waits_only_for_its_part_of_the_scrub)
 	/* Its first page, zeroed already; then its last, not yet. */
 	before = issued(self->s);
 	copy(&q1, host.handle, again.handle, 4096);
-	{
-		struct radiance_copy_packet p = {
-			.header = { .kind = RADIANCE_PACKET_COPY }, .src = host.handle, .dst = again.handle,
-			.dst_offset = FREED - 4096, .size = 4096,
-		};
-
-		queue_put(&q1, &p);
-	}
+	copy_to(&q1, host.handle, again.handle, FREED - 4096, 4096);
 	queue_publish(&q1);
 	ASSERT_EQ(0, wait_issued(self->s, before + 1));
 	ASSERT_EQ(1, poll(&pfd, 1, 5000));
